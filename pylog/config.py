@@ -1,0 +1,177 @@
+"""``LogConfig``: Kafka's topic-level settings, with Kafka's defaults, in Python spelling.
+
+Every field maps to the Kafka name with dots (``segment_bytes`` <-> ``segment.bytes``);
+``LogConfig.from_kafka({"segment.bytes": "1048576"})`` reads a Kafka properties map.
+Values are checked on construction: a bad one raises :class:`InvalidConfigError`
+naming the setting.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, fields
+
+from pylog.errors import InvalidConfigError
+
+LONG_MAX = 2**63 - 1
+
+CLEANUP_POLICIES = ("delete", "compact", "compact,delete")
+TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+COMPRESSION_TYPES = ("producer", "uncompressed", "none", "gzip", "snappy", "lz4", "zstd")
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """One partition's settings. Immutable; ``replace(**changes)`` returns a new one.
+
+    >>> LogConfig(segment_bytes=1 << 20).segment_bytes
+    1048576
+    >>> LogConfig().retention_ms
+    604800000
+    """
+
+    segment_bytes: int = 1024 * 1024 * 1024
+    segment_ms: int = 7 * 24 * 60 * 60 * 1000
+    segment_jitter_ms: int = 0
+    segment_index_bytes: int = 10 * 1024 * 1024
+    index_interval_bytes: int = 4096
+    flush_messages: int = LONG_MAX
+    flush_ms: int = LONG_MAX
+    retention_ms: int = 7 * 24 * 60 * 60 * 1000
+    retention_bytes: int = -1
+    cleanup_policy: str = "delete"
+    delete_retention_ms: int = 24 * 60 * 60 * 1000
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    file_delete_delay_ms: int = 60_000
+    max_message_bytes: int = 1024 * 1024 + 12
+    message_timestamp_type: str = "CreateTime"
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = LONG_MAX
+    compression: str = "producer"
+    preallocate: bool = False
+    producer_id_expiration_ms: int = 24 * 60 * 60 * 1000
+
+    def __post_init__(self):
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.type in ("int",) and (not isinstance(value, int) or isinstance(value, bool)):
+                raise InvalidConfigError(f"{f.name} must be an int, got {value!r}")
+        _at_least(self, "segment_bytes", 14)
+        _at_least(self, "segment_ms", 1)
+        _at_least(self, "segment_jitter_ms", 0)
+        _at_least(self, "segment_index_bytes", 4)
+        _at_least(self, "index_interval_bytes", 0)
+        _at_least(self, "flush_messages", 1)
+        _at_least(self, "flush_ms", 0)
+        _at_least(self, "retention_ms", -1)
+        _at_least(self, "retention_bytes", -1)
+        _at_least(self, "delete_retention_ms", 0)
+        _at_least(self, "file_delete_delay_ms", 0)
+        _at_least(self, "max_message_bytes", 0)
+        _at_least(self, "min_compaction_lag_ms", 0)
+        _at_least(self, "max_compaction_lag_ms", 1)
+        _at_least(self, "producer_id_expiration_ms", 1)
+        if self.segment_bytes > 2**31 - 1:
+            raise InvalidConfigError(f"segment_bytes must be at most {2**31 - 1} (a segment file's limit), "
+                                     f"got {self.segment_bytes}")
+        if not 0.0 <= float(self.min_cleanable_dirty_ratio) <= 1.0:
+            raise InvalidConfigError(
+                f"min_cleanable_dirty_ratio must be in [0, 1], got {self.min_cleanable_dirty_ratio!r}")
+        policy = ",".join(sorted(p.strip() for p in str(self.cleanup_policy).split(",")))
+        if policy not in CLEANUP_POLICIES:
+            raise InvalidConfigError(
+                f"cleanup_policy must be one of {', '.join(CLEANUP_POLICIES)}, got {self.cleanup_policy!r}")
+        object.__setattr__(self, "cleanup_policy", policy)
+        if self.message_timestamp_type not in TIMESTAMP_TYPES:
+            raise InvalidConfigError(f"message_timestamp_type must be CreateTime or LogAppendTime, "
+                                     f"got {self.message_timestamp_type!r}")
+        if self.compression not in COMPRESSION_TYPES:
+            raise InvalidConfigError(
+                f"compression must be one of {', '.join(COMPRESSION_TYPES)}, got {self.compression!r}")
+
+    # -- derived ---------------------------------------------------------------------
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy
+
+    @property
+    def max_segment_ms(self) -> int:
+        """``segment_ms``, or ``min(segment_ms, max_compaction_lag_ms)`` for compacted topics."""
+        return min(self.segment_ms, self.max_compaction_lag_ms) if self.compact else self.segment_ms
+
+    @property
+    def target_compression(self) -> str | None:
+        """The codec appends are written with, or None to keep the producer's ("producer")."""
+        if self.compression == "producer":
+            return None
+        return "none" if self.compression == "uncompressed" else self.compression
+
+    # -- construction ----------------------------------------------------------------
+    def replace(self, **changes) -> "LogConfig":
+        """A copy with ``changes`` applied; unknown names raise :class:`InvalidConfigError`."""
+        return build_config(self, changes)
+
+    @classmethod
+    def from_kafka(cls, props: dict) -> "LogConfig":
+        """Build from Kafka property names and string values (``{"retention.ms": "1000"}``)."""
+        names = {f.name.replace("_", "."): f for f in fields(cls)}
+        names["compression.type"] = names.pop("compression")
+        kwargs = {}
+        for key, raw in props.items():
+            f = names.get(key)
+            if f is None:
+                raise InvalidConfigError(f"unknown topic setting {key!r}")
+            kwargs[f.name] = _parse(f, raw)
+        return cls(**kwargs)
+
+    def to_kafka(self) -> dict[str, str]:
+        """The settings as Kafka property names and string values."""
+        out = {}
+        for f in fields(self):
+            name = "compression.type" if f.name == "compression" else f.name.replace("_", ".")
+            out[name] = str(getattr(self, f.name)).lower() if f.type == "bool" else str(getattr(self, f.name))
+        return out
+
+
+def build_config(base: LogConfig | dict | None, overrides: dict) -> LogConfig:
+    """``base`` (a LogConfig, a dict of fields or None) with ``overrides`` applied."""
+    if base is None:
+        base = LogConfig()
+    elif isinstance(base, dict):
+        base, overrides = LogConfig(), {**base, **overrides}
+    elif not isinstance(base, LogConfig):
+        raise InvalidConfigError(f"config must be a LogConfig or dict, not {type(base).__name__}")
+    known = {f.name for f in fields(LogConfig)}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise InvalidConfigError(f"unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    return dataclasses.replace(base, **overrides) if overrides else base
+
+
+def _at_least(cfg: LogConfig, name: str, minimum: int) -> None:
+    value = getattr(cfg, name)
+    if value < minimum:
+        raise InvalidConfigError(f"{name} must be at least {minimum}, got {value}")
+
+
+def _parse(f, raw):
+    if not isinstance(raw, str):
+        return raw
+    try:
+        if f.type == "int":
+            return int(raw)
+        if f.type == "float":
+            return float(raw)
+        if f.type == "bool":
+            if raw.lower() not in ("true", "false"):
+                raise ValueError(raw)
+            return raw.lower() == "true"
+    except ValueError:
+        raise InvalidConfigError(f"{f.name.replace('_', '.')} = {raw!r} is not a valid {f.type}") from None
+    return raw

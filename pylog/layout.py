@@ -1,0 +1,144 @@
+"""Every fixed byte layout pylog reads or writes, in one place.
+
+Each block names the spec in ``docs/format/`` that explains it. All integers
+are big-endian (Kafka's ``ByteBuffer`` default); varints are zigzag LEB128.
+Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import struct
+
+# --- Record batch v2 (docs/format/batch.md) --------------------------------
+MAGIC_V0 = 0
+MAGIC_V1 = 1
+MAGIC_V2 = 2
+
+#: baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes,
+#: lastOffsetDelta, baseTimestamp, maxTimestamp, producerId, producerEpoch,
+#: baseSequence, recordsCount
+BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
+BATCH_HEADER_BYTES = 61
+assert BATCH_HEADER.size == BATCH_HEADER_BYTES
+
+#: The part every log entry shares (v0, v1, v2): offset, size (bytes after it), and at 16 the magic.
+LOG_OVERHEAD = struct.Struct(">qi")
+LOG_OVERHEAD_BYTES = 12
+MAGIC_POSITION = 16
+#: Bytes needed to know an entry's offset, size and magic.
+ENTRY_PREFIX_BYTES = 17
+
+BASE_OFFSET_AT = 0
+LENGTH_AT = 8
+LEADER_EPOCH_AT = 12
+CRC_AT = 17
+ATTRIBUTES_AT = 21
+LAST_OFFSET_DELTA_AT = 23
+BASE_TIMESTAMP_AT = 27
+MAX_TIMESTAMP_AT = 35
+PRODUCER_ID_AT = 43
+RECORDS_COUNT_AT = 57
+
+ATTR_COMPRESSION_MASK = 0x07
+ATTR_TIMESTAMP_TYPE = 0x08
+ATTR_TRANSACTIONAL = 0x10
+ATTR_CONTROL = 0x20
+ATTR_DELETE_HORIZON = 0x40
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+NO_TIMESTAMP = -1
+
+#: 5 length + 1 attributes + 10 timestamp delta + 5 offset delta (key, value, headers excluded)
+MAX_RECORD_OVERHEAD = 21
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
+
+# --- Control records (docs/format/batch.md#control-batches) ----------------
+CONTROL_KEY = struct.Struct(">hh")  # version, type
+END_TXN_MARKER = struct.Struct(">hi")  # version, coordinatorEpoch
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+CONTROL_TYPE_NAMES = {
+    0: "ABORT",
+    1: "COMMIT",
+    2: "LEADER_CHANGE",
+    3: "SNAPSHOT_HEADER",
+    4: "SNAPSHOT_FOOTER",
+    5: "KRAFT_VERSION",
+    6: "KRAFT_VOTERS",
+}
+
+# --- Legacy message sets, magic 0 and 1 (docs/format/batch.md#legacy) ------
+#: crc, magic, attributes (after the 12-byte log overhead)
+LEGACY_V0_HEADER = struct.Struct(">IbB")
+#: crc, magic, attributes, timestamp
+LEGACY_V1_HEADER = struct.Struct(">IbBq")
+LEGACY_RECORD_OVERHEAD_V0 = 14  # crc 4, magic 1, attributes 1, key length 4, value length 4
+LEGACY_RECORD_OVERHEAD_V1 = 22
+LEGACY_CRC_AT = 12  # relative to the entry start
+LEGACY_ATTR_COMPRESSION_MASK = 0x07
+LEGACY_ATTR_TIMESTAMP_TYPE = 0x08
+INT32 = struct.Struct(">i")
+UINT32 = struct.Struct(">I")
+INT64 = struct.Struct(">q")
+INT16 = struct.Struct(">h")
+
+COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+COMPRESSION_IDS = {name: i for i, name in enumerate(COMPRESSION_NAMES)}
+
+# --- Offset index (docs/format/index.md) -----------------------------------
+OFFSET_INDEX_ENTRY = struct.Struct(">ii")  # relative offset, position
+OFFSET_INDEX_ENTRY_BYTES = 8
+
+# --- Time index (docs/format/timeindex.md) ---------------------------------
+TIME_INDEX_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
+TIME_INDEX_ENTRY_BYTES = 12
+
+# --- Transaction index (docs/format/txnindex.md) ---------------------------
+#: version, producerId, firstOffset, lastOffset, lastStableOffset
+TXN_INDEX_ENTRY = struct.Struct(">hqqqq")
+TXN_INDEX_ENTRY_BYTES = 34
+TXN_INDEX_VERSION = 0
+
+# --- Producer snapshot (docs/format/snapshot.md) ---------------------------
+SNAPSHOT_HEADER = struct.Struct(">hIi")  # version, crc32c of [6, EOF), entry count
+SNAPSHOT_CRC_FROM = 6
+#: producerId, epoch, lastSequence, lastOffset, offsetDelta, timestamp, coordinatorEpoch, currentTxnFirstOffset
+SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")
+SNAPSHOT_ENTRY_BYTES = 46
+SNAPSHOT_VERSION = 1
+
+# --- File names (docs/format/segment.md) -----------------------------------
+OFFSET_DIGITS = 20
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
+SNAPSHOT_SUFFIX = ".snapshot"
+DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+
+# --- Checkpoints (docs/format/checkpoints.md) ------------------------------
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+PARTITION_METADATA = "partition.metadata"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+LOCK_FILE = ".lock"
+CHECKPOINT_VERSION = 0
+
+
+assert BATCH_HEADER.size == 61 and OFFSET_INDEX_ENTRY.size == 8 and TIME_INDEX_ENTRY.size == 12
+assert TXN_INDEX_ENTRY.size == 34 and SNAPSHOT_ENTRY.size == 46
+
+
+def offset_file_prefix(offset: int) -> str:
+    """``0000…0368769``: the 20-digit zero-padded name Kafka gives segment files."""
+    return f"{offset:0{OFFSET_DIGITS}d}"

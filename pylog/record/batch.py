@@ -1,0 +1,335 @@
+"""``RecordBatch`` and ``decode_batches``: reading Kafka's record batches (magic 2) and
+legacy message sets (magic 0/1) from any buffer (docs/format/batch.md).
+
+Decoding a buffer walks batch headers only (O(batches)); records are parsed when a
+batch is iterated (O(records)), after its CRC is checked. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import crc32c as _crc32c
+
+from pylog.errors import CorruptRecordError, IncompleteBatchError, InvalidRecordError
+from pylog.layout import (
+    ATTR_COMPRESSION_MASK, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE,
+    ATTR_TRANSACTIONAL, ATTRIBUTES_AT, BATCH_HEADER, BATCH_HEADER_BYTES, COMPRESSION_NAMES,
+    ENTRY_PREFIX_BYTES, LEGACY_RECORD_OVERHEAD_V0, LOG_OVERHEAD, LOG_OVERHEAD_BYTES,
+    MAGIC_POSITION,
+)
+from pylog.record import compression as _codec
+from pylog.record.record import ControlRecord, Record
+from pylog.record.varint import decode_varint
+
+_crc = _crc32c.crc32c
+_unpack_header = BATCH_HEADER.unpack_from
+_unpack_overhead = LOG_OVERHEAD.unpack_from
+
+#: Smallest record: length, attributes, timestamp delta, offset delta, key length,
+#: value length and header count, one byte each. Bounds ``recordsCount`` by the payload.
+MIN_RECORD_BYTES = 7
+
+
+class RecordBatch:
+    """One Kafka record batch (magic 2) as it sits in a buffer or file.
+
+    Header fields are attributes; iterating yields the batch's :class:`Record`\\ s
+    (after checking the CRC, O(records)). ``position`` is where the batch starts in the
+    buffer it was decoded from (plus any ``position_base``).
+    """
+
+    __slots__ = ("_buf", "position", "_start", "size", "base_offset", "partition_leader_epoch",
+                 "magic", "crc", "attributes", "last_offset_delta", "base_timestamp",
+                 "max_timestamp", "producer_id", "producer_epoch", "base_sequence",
+                 "record_count", "_valid")
+
+    def __init__(self, buf, start: int = 0, position: int | None = None):
+        (self.base_offset, length, self.partition_leader_epoch, self.magic, self.crc,
+         attributes, self.last_offset_delta, self.base_timestamp, self.max_timestamp,
+         self.producer_id, self.producer_epoch, self.base_sequence,
+         self.record_count) = _unpack_header(buf, start)
+        self._buf = buf
+        self._start = start
+        self.size = length + LOG_OVERHEAD_BYTES
+        self.attributes = attributes & 0xFF  # Kafka uses the low byte only
+        self.position = start if position is None else position
+        self._valid = None
+
+    # -- derived header fields -------------------------------------------------
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def compression(self) -> str:
+        cid = self.attributes & ATTR_COMPRESSION_MASK
+        return COMPRESSION_NAMES[cid] if cid < len(COMPRESSION_NAMES) else f"unknown({cid})"
+
+    @property
+    def compression_id(self) -> int:
+        return self.attributes & ATTR_COMPRESSION_MASK
+
+    @property
+    def timestamp_type(self) -> str:
+        return "LogAppendTime" if self.attributes & ATTR_TIMESTAMP_TYPE else "CreateTime"
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & ATTR_TRANSACTIONAL)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & ATTR_CONTROL)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self.attributes & ATTR_DELETE_HORIZON)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        return self.base_timestamp if self.attributes & ATTR_DELETE_HORIZON else None
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence < 0:
+            return -1
+        return (self.base_sequence + self.last_offset_delta) % (2**31)
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id > -1
+
+    def raw(self) -> memoryview:
+        """The batch's bytes, header included, without copying."""
+        return memoryview(self._buf)[self._start:self._start + self.size]
+
+    # -- validation --------------------------------------------------------------
+    def compute_crc(self) -> int:
+        """CRC-32C of bytes [21, size): what ``crc`` must equal. O(size)."""
+        s = self._start
+        return _crc(memoryview(self._buf)[s + ATTRIBUTES_AT:s + self.size])
+
+    def is_valid(self) -> bool:
+        """True when the size is sane and the stored CRC matches. O(size), cached."""
+        if self._valid is None:
+            self._valid = self.size >= BATCH_HEADER_BYTES and self.compute_crc() == self.crc
+        return self._valid
+
+    def ensure_valid(self, path: str | None = None) -> None:
+        """Raise :class:`CorruptRecordError` unless :meth:`is_valid`."""
+        if self.size < BATCH_HEADER_BYTES:
+            raise CorruptRecordError(f"record batch size {self.size} is below the 61-byte header",
+                                     position=self.position, path=path)
+        if not self.is_valid():
+            raise CorruptRecordError(
+                f"record batch is corrupt (stored crc = {self.crc}, computed crc = {self.compute_crc()})",
+                position=self.position, path=path)
+
+    # -- records -------------------------------------------------------------------
+    def payload(self, path: str | None = None) -> bytes:
+        """The concatenated records, decompressed. O(size)."""
+        s = self._start
+        data = memoryview(self._buf)[s + BATCH_HEADER_BYTES:s + self.size]
+        cid = self.attributes & ATTR_COMPRESSION_MASK
+        if cid == 0:
+            return bytes(data)
+        if cid >= len(COMPRESSION_NAMES):
+            raise InvalidRecordError(f"unknown compression type id {cid}", position=self.position, path=path)
+        try:
+            return _codec.decompress(cid, data)
+        except InvalidRecordError as e:
+            raise InvalidRecordError(e.reason, position=self.position, path=path) from None
+
+    def records(self, *, verify: bool = True, path: str | None = None) -> list[Record]:
+        """Every record of the batch (control records as :class:`ControlRecord`).
+
+        With ``verify`` (the default) the CRC is checked first. O(records + size).
+        """
+        if verify:
+            self.ensure_valid(path)
+        if self.record_count < 0:
+            raise InvalidRecordError(f"record batch has negative record count {self.record_count}",
+                                     position=self.position, path=path)
+        append_time = self.max_timestamp if self.attributes & ATTR_TIMESTAMP_TYPE else None
+        try:
+            return decode_v2_records(self.payload(path), self.record_count, self.base_offset,
+                                     self.base_timestamp, append_time,
+                                     ControlRecord if self.attributes & ATTR_CONTROL else Record)
+        except InvalidRecordError as e:
+            raise InvalidRecordError(e.reason, position=self.position, path=path) from None
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self.records())
+
+    def __len__(self) -> int:
+        return self.record_count
+
+    def __repr__(self) -> str:
+        return (f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
+                f"count={self.record_count}, magic={self.magic}, compression={self.compression}, "
+                f"position={self.position}, size={self.size})")
+
+
+def decode_v2_records(buf: bytes, count: int, base_offset: int, base_timestamp: int,
+                      append_time: int | None, record_type=Record) -> list[Record]:
+    """Parse ``count`` v2 records from ``buf`` (uncompressed). O(len(buf)).
+
+    Raises :class:`InvalidRecordError` for any structural fault: count not matching
+    the bytes, bad varints, lengths out of range, bytes left over.
+    """
+    end = len(buf)
+    if count > end // MIN_RECORD_BYTES:
+        raise InvalidRecordError(f"record count {count} is larger than {end} bytes of records can hold")
+    out = []
+    append = out.append
+    pos = 0
+    try:
+        for _ in range(count):
+            b = buf[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                length, pos = decode_varint(buf, pos)
+            rec_end = pos + length
+            if length < 6 or rec_end > end:
+                raise InvalidRecordError(f"invalid record size {length} at byte {pos} of the records")
+            b = buf[pos + 1]  # skip attributes
+            if b < 0x80:
+                ts_delta = (b >> 1) ^ -(b & 1)
+                pos += 2
+            else:
+                ts_delta, pos = decode_varint(buf, pos + 1, 10)
+            b = buf[pos]
+            if b < 0x80:
+                off_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                off_delta, pos = decode_varint(buf, pos)
+            b = buf[pos]
+            if b < 0x80:
+                n = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                n, pos = decode_varint(buf, pos)
+            if n >= 0:
+                key = buf[pos:pos + n]
+                pos += n
+            elif n == -1:
+                key = None
+            else:
+                raise InvalidRecordError(f"invalid key length {n}")
+            b = buf[pos]
+            if b < 0x80:
+                n = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                n, pos = decode_varint(buf, pos)
+            if n >= 0:
+                value = buf[pos:pos + n]
+                pos += n
+            elif n == -1:
+                value = None
+            else:
+                raise InvalidRecordError(f"invalid value length {n}")
+            b = buf[pos]
+            if b == 0:
+                headers = ()
+                pos += 1
+            else:
+                headers, pos = _decode_headers(buf, pos, rec_end)
+            if pos != rec_end:
+                raise InvalidRecordError(
+                    f"invalid record size: expected to read {length} bytes but read {length + pos - rec_end}")
+            append(record_type(value, key,
+                               base_timestamp + ts_delta if append_time is None else append_time,
+                               headers, base_offset + off_delta))
+    except IndexError:
+        raise InvalidRecordError("records end before the declared record count (premature EOF)") from None
+    if pos != end:
+        raise InvalidRecordError("incorrect declared batch size, records still remaining in the batch")
+    return out
+
+
+def _decode_headers(buf: bytes, pos: int, rec_end: int):
+    count, pos = decode_varint(buf, pos)
+    if count < 0 or count > rec_end - pos:
+        raise InvalidRecordError(f"invalid header count {count}")
+    headers = []
+    for _ in range(count):
+        n, pos = decode_varint(buf, pos)
+        if n < 0 or pos + n > rec_end:
+            raise InvalidRecordError(f"invalid header key length {n}")
+        hkey = buf[pos:pos + n].decode("utf-8", "surrogateescape")
+        pos += n
+        n, pos = decode_varint(buf, pos)
+        if n >= 0:
+            if pos + n > rec_end:
+                raise InvalidRecordError(f"invalid header value length {n}")
+            hval = buf[pos:pos + n]
+            pos += n
+        elif n == -1:
+            hval = None
+        else:
+            raise InvalidRecordError(f"invalid header value length {n}")
+        headers.append((hkey, hval))
+    return tuple(headers), pos
+
+
+def decode_batches(buffer, *, position_base: int = 0, allow_incomplete: bool = False,
+                   path: str | None = None) -> Iterator["RecordBatch"]:
+    """Iterate the batches in ``buffer`` (bytes, bytearray, memoryview or mmap).
+
+    Yields :class:`RecordBatch` for magic 2 and :class:`~pylog.record.legacy.LegacyBatch`
+    for magic 0/1 entries. Only headers are read here (O(batches)); CRCs are checked
+    when a batch's records are read or ``is_valid()`` is called.
+
+    A buffer that ends inside its last batch raises :class:`IncompleteBatchError`
+    (``valid_bytes`` = bytes of complete batches) unless ``allow_incomplete``, which
+    stops quietly as Kafka's file reader does. A size or magic that cannot be right
+    raises :class:`CorruptRecordError` naming the position.
+
+    >>> from pylog import encode_batch
+    >>> [b.last_offset for b in decode_batches(encode_batch([b"a", b"b"], base_offset=7))]
+    [8]
+    """
+    from pylog.record.legacy import LegacyBatch
+
+    buf = buffer if isinstance(buffer, (bytes, memoryview)) else memoryview(buffer)
+    end = len(buf)
+    pos = 0
+    while pos < end:
+        if end - pos < ENTRY_PREFIX_BYTES:
+            if allow_incomplete:
+                return
+            raise IncompleteBatchError(f"buffer ends {end - pos} bytes into a batch header",
+                                       position=position_base + pos, path=path, valid_bytes=pos)
+        _, length = _unpack_overhead(buf, pos)
+        magic = buf[pos + MAGIC_POSITION]
+        if length < LEGACY_RECORD_OVERHEAD_V0:
+            raise CorruptRecordError(
+                f"record size {length} is less than the minimum record overhead ({LEGACY_RECORD_OVERHEAD_V0})",
+                position=position_base + pos, path=path)
+        size = length + LOG_OVERHEAD_BYTES
+        if magic == 2:
+            if size < BATCH_HEADER_BYTES:
+                raise CorruptRecordError(f"record batch size {size} is below the 61-byte header",
+                                         position=position_base + pos, path=path)
+        elif magic > 2:
+            raise CorruptRecordError(f"unknown record magic {magic}", position=position_base + pos, path=path)
+        if pos + size > end:
+            if allow_incomplete:
+                return
+            raise IncompleteBatchError(
+                f"batch of {size} bytes is cut short: only {end - pos} bytes remain",
+                position=position_base + pos, path=path, valid_bytes=pos)
+        if magic == 2:
+            yield RecordBatch(buf, pos, position_base + pos)
+        else:
+            yield LegacyBatch(buf, pos, position_base + pos)
+        pos += size
