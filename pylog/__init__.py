@@ -1,9 +1,44 @@
-"""pylog: Apache Kafka's partition log as a Python library, in Kafka's own on-disk format."""
+"""pylog: Apache Kafka's partition log as a Python library, in Kafka's own on-disk format.
 
-from pylog.errors import *  # noqa: F401,F403
-from pylog.errors import __doc__ as _errors_doc  # noqa: F401
+>>> import pylog, tempfile, os
+>>> with pylog.Log.open(os.path.join(tempfile.mkdtemp(), "events-0")) as log:
+...     _ = log.append([b"hello", (b"key", b"world")])
+...     [(r.offset, r.key, r.value) for r in log.records()]
+[(0, None, b'hello'), (1, b'key', b'world')]
+"""
+
+from pylog.config import LogConfig
+from pylog.errors import *  # noqa: F401,F403 - the whole hierarchy is public
+from pylog.errors import PylogError  # noqa: F401
 from pylog.record import (
-    Compression, ControlRecord, Record, RecordBatch, decode_batches, encode_batch,
+    Compression, ControlRecord, LegacyBatch, Record, RecordBatch, decode_batches, encode_batch,
 )
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "Log": ("pylog.log", "Log"),
+    "AppendInfo": ("pylog.log", "AppendInfo"),
+    "FetchData": ("pylog.segment.fetch", "FetchData"),
+    "Segment": ("pylog.segment.segment", "Segment"),
+    "OffsetIndex": ("pylog.index", "OffsetIndex"),
+    "TimeIndex": ("pylog.index", "TimeIndex"),
+    "TxnIndex": ("pylog.index", "TxnIndex"),
+    "LogManager": ("pylog.manager", "LogManager"),
+    "Topic": ("pylog.manager", "Topic"),
+}
+
+
+def __getattr__(name):
+    """Engine classes load on first use, so ``import pylog`` stays cheap."""
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'pylog' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(target[0]), target[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_LAZY))

@@ -1,0 +1,135 @@
+"""Opening a partition directory: the steps Kafka's ``LogLoader`` takes, in order
+(docs/internals.md#recovery).
+
+1. Temp files: remove ``.deleted`` and ``.cleaned`` files; finish an interrupted swap
+   (``.swap`` files replace the segments whose offsets they cover).
+2. Remove index files that have no ``.log``.
+3. Open every segment (indexes lazily).
+4. Unless the last close was clean: recover every segment from the one holding the
+   recovery point: re-validate batch by batch, rebuild indexes, cut at the first invalid
+   or incomplete batch, and drop every later segment.
+
+A read-only open does none of the writes: it resolves swaps in memory and leaves
+damaged tails unread (readers never see past the last whole batch).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from pylog.io import FileIO
+from pylog.layout import (
+    CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+)
+from pylog.segment.segment import Segment
+
+_SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex|\.snapshot)((?:\.[a-z]+)*)$")
+_INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+
+
+@dataclass
+class LoadReport:
+    """What opening found and did (for logs, ``describe`` and tests)."""
+
+    clean: bool = False
+    recovered_segments: list[int] = field(default_factory=list)
+    truncated_bytes: int = 0
+    deleted_segments: list[int] = field(default_factory=list)
+    removed_files: list[str] = field(default_factory=list)
+    swapped_segments: list[int] = field(default_factory=list)
+
+
+def list_segment_files(directory: str) -> list[tuple[int, str, str, str]]:
+    """(base offset, kind, extra suffix, file name) of every segment-like file, sorted."""
+    out = []
+    for name in os.listdir(directory):
+        m = _SEGMENT_FILE.match(name)
+        if m:
+            out.append((int(m.group(1)), m.group(2), m.group(3), name))
+    out.sort()
+    return out
+
+
+def clean_temp_files(directory: str, io: FileIO, report: LoadReport) -> None:
+    """Step 1: delete ``.deleted``/``.cleaned`` files, complete ``.swap`` renames."""
+    files = list_segment_files(directory)
+    cleaned = [f for f in files if f[2] == CLEANED_SUFFIX]
+    min_cleaned = min((f[0] for f in cleaned), default=None)
+    for base, kind, extra, name in files:
+        if extra in (DELETED_SUFFIX, CLEANED_SUFFIX):
+            io.remove(os.path.join(directory, name))
+            report.removed_files.append(name)
+        elif extra == SWAP_SUFFIX and min_cleaned is not None and base >= min_cleaned:
+            io.remove(os.path.join(directory, name))  # an interrupted split: start again
+            report.removed_files.append(name)
+    swaps = [f for f in list_segment_files(directory) if f[2] == SWAP_SUFFIX and f[1] == LOG_SUFFIX]
+    for base, _, _, _ in swaps:
+        seg = Segment(directory, base, index_bytes=1 << 20, index_interval_bytes=4096, writable=False,
+                      suffix=SWAP_SUFFIX, io=io)
+        end = seg.next_offset
+        seg.close()
+        for obase, okind, oextra, oname in list_segment_files(directory):
+            if oextra == "" and base <= obase < max(end, base + 1) and okind != ".snapshot":
+                io.remove(os.path.join(directory, oname))
+                report.removed_files.append(oname)
+    for base, kind, extra, name in list_segment_files(directory):
+        if extra == SWAP_SUFFIX:
+            io.rename(os.path.join(directory, name), os.path.join(directory, name[: -len(SWAP_SUFFIX)]))
+            if base not in report.swapped_segments:
+                report.swapped_segments.append(base)
+    if swaps:
+        io.fsync_dir(directory)
+
+
+def remove_orphan_indexes(directory: str, io: FileIO, report: LoadReport) -> None:
+    """Step 2: index files whose ``.log`` is gone are deleted, as Kafka does."""
+    files = list_segment_files(directory)
+    logs = {b for b, kind, extra, _ in files if kind == LOG_SUFFIX and extra == ""}
+    for base, kind, extra, name in files:
+        if extra == "" and kind in _INDEX_SUFFIXES and base not in logs:
+            io.remove(os.path.join(directory, name))
+            report.removed_files.append(name)
+
+
+def live_segment_bases(directory: str, *, read_only: bool) -> list[tuple[int, str]]:
+    """(base offset, suffix) of the segments to open. Read-only opens resolve an
+    unfinished swap in memory: ``.swap`` files stand in for the range they cover."""
+    files = list_segment_files(directory)
+    plain = sorted(b for b, kind, extra, _ in files if kind == LOG_SUFFIX and extra == "")
+    if not read_only:
+        return [(b, "") for b in plain]
+    swaps = sorted(b for b, kind, extra, _ in files if kind == LOG_SUFFIX and extra == SWAP_SUFFIX)
+    if not swaps:
+        return [(b, "") for b in plain]
+    out = [(b, SWAP_SUFFIX) for b in swaps]
+    for b in plain:
+        if not any(s <= b < _swap_end(directory, s) for s in swaps):
+            out.append((b, ""))
+    return sorted(out)
+
+
+def _swap_end(directory: str, base: int) -> int:
+    seg = Segment(directory, base, index_bytes=1 << 20, index_interval_bytes=4096, writable=False,
+                  suffix=SWAP_SUFFIX)
+    try:
+        return max(seg.next_offset, base + 1)
+    finally:
+        seg.close()
+
+
+def index_needs_rebuild(segment: Segment) -> bool:
+    """True if the ``.index`` is missing, fails its sanity check, or is not trimmed."""
+    path = segment.offset_index.path
+    if not os.path.exists(path) or not os.path.exists(segment.time_index.path):
+        return segment.size_bytes > 0
+    try:
+        segment.offset_index.sanity_check()
+        segment.time_index.sanity_check()
+    except Exception:
+        return True
+    return False
+
+

@@ -1,0 +1,920 @@
+"""``Log``: one partition directory, laid out exactly as Apache Kafka lays it out
+(docs/internals.md).
+
+Segments sit in a sorted map keyed by base offset. Appends go to the last (active)
+segment under one lock; reads take the lock only to pick a segment and then read the
+file without it. Durability: an append is durable once ``flush()`` returned (or the
+flush policy ran one); the recovery point, log start offset and high watermark live in
+the log dir's checkpoint files; a clean close leaves a marker so the next open skips
+recovery.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from dataclasses import dataclass
+
+from sortedcontainers import SortedDict
+
+from pylog.config import LogConfig, build_config
+from pylog.errors import (
+    CorruptRecordError, IncompleteBatchError, InvalidOffsetError, InvalidRecordError, LogClosedError,
+    OffsetOutOfRangeError, ReadOnlyError, RecordTooLargeError,
+)
+from pylog.io import DEFAULT_IO, FileIO
+from pylog.layout import (
+    INT64_MAX, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
+)
+from pylog.loader import (
+    LoadReport, clean_temp_files, index_needs_rebuild, live_segment_bases, remove_orphan_indexes,
+)
+from pylog.partition_dir import PartitionDir
+from pylog.record.batch import RecordBatch, decode_batches
+from pylog.record.encode import (
+    encode_batch, now_ms, set_base_offset, set_log_append_time, set_partition_leader_epoch,
+)
+from pylog.record.record import as_record
+from pylog.segment.fetch import FetchData
+from pylog.segment.segment import Segment, roll_jitter_ms
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+ISOLATIONS = ("uncommitted", "high_watermark", "committed")
+#: Inactive segments whose files stay open at once; older ones are released.
+OPEN_SEGMENTS_MAX = 64
+
+
+@dataclass(frozen=True)
+class AppendInfo:
+    """What an append did: offsets assigned, the batch max timestamp, LogAppendTime (-1
+    for CreateTime), record count; ``duplicate`` when an idempotent retry wrote nothing."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    log_append_time: int
+    num_records: int
+    size_bytes: int = 0
+    duplicate: bool = False
+
+
+class Log:
+    """One Kafka partition: ``Log.open(path)`` opens or creates ``<topic>-<partition>/``.
+
+    >>> import tempfile, os
+    >>> root = tempfile.mkdtemp()
+    >>> with Log.open(os.path.join(root, "demo-0")) as log:
+    ...     info = log.append([b"a", b"b"])
+    ...     [r.value for r in log.read(0).records()]
+    [b'a', b'b']
+    """
+
+    def __init__(self, pdir: PartitionDir, config: LogConfig, *, read_only: bool, io: FileIO,
+                 auto_high_watermark: bool):
+        self._dir = pdir
+        self.config = config
+        self.read_only = read_only
+        self.io = io
+        self.auto_high_watermark = auto_high_watermark
+        self._lock = threading.RLock()
+        self._segments: SortedDict = SortedDict()
+        self._open_inactive: dict[int, Segment] = {}
+        self._closed = False
+        self.log_start_offset = 0
+        self._high_watermark = 0
+        self.recovery_point = 0
+        self.leader_epoch = 0
+        self.load_report = LoadReport()
+        self._last_flush_ms = now_ms()
+        self._producers = None
+        self._first_unstable_offset = None
+
+    # ==== opening =================================================================================
+    @classmethod
+    def open(cls, path, config: LogConfig | dict | None = None, *, read_only: bool = False,
+             auto_high_watermark: bool = True, io: FileIO | None = None, clean_shutdown: bool | None = None,
+             **overrides) -> "Log":
+        """Open (or, unless ``read_only``, create) the partition directory ``path``.
+
+        ``read_only=True`` never modifies the directory (inspect a broker's or a backup's
+        files; missing indexes are built in memory). A writer takes an exclusive lock; a
+        second writer gets :class:`LogLockedError`. After an unclean stop, segments above
+        the recovery point are re-validated and cut at the first bad batch.
+        ``auto_high_watermark`` keeps the high watermark at the log end (a single-node log).
+        Cost: O(segments) to list, plus O(bytes above the recovery point) after a crash.
+        """
+        cfg = build_config(config, overrides)
+        io = io or DEFAULT_IO
+        path = os.fspath(path)
+        if not read_only:
+            os.makedirs(path, exist_ok=True)
+        elif not os.path.isdir(path):
+            raise FileNotFoundError(f"no partition directory at {path}")
+        pdir = PartitionDir(path, io=io)
+        log = cls(pdir, cfg, read_only=read_only, io=io, auto_high_watermark=auto_high_watermark)
+        if read_only:
+            log._load_read_only()
+        else:
+            pdir.lock()
+            try:
+                log._load_writable(clean_shutdown)
+            except BaseException:
+                log._release_all()
+                pdir.unlock()
+                raise
+        return log
+
+    def _new_segment_object(self, base: int, *, suffix: str = "", writable: bool | None = None) -> Segment:
+        return Segment(self._dir.path, base, index_bytes=self.config.segment_index_bytes,
+                       index_interval_bytes=self.config.index_interval_bytes,
+                       writable=(not self.read_only) if writable is None else writable, io=self.io,
+                       suffix=suffix,
+                       roll_jitter_ms=roll_jitter_ms(self.config.segment_jitter_ms, self.config.segment_ms))
+
+    def _load_writable(self, clean_shutdown: bool | None) -> None:
+        report = self.load_report
+        marker = self._dir.take_clean_shutdown_marker()
+        report.clean = marker if clean_shutdown is None else (clean_shutdown or marker)
+        clean_temp_files(self._dir.path, self.io, report)
+        remove_orphan_indexes(self._dir.path, self.io, report)
+        for base, suffix in live_segment_bases(self._dir.path, read_only=False):
+            self._segments[base] = self._new_segment_object(base, suffix=suffix)
+        offsets = self._dir.read_offsets()
+        checkpoint_rp = offsets[RECOVERY_POINT_CHECKPOINT] or 0
+        checkpoint_lso = offsets[LOG_START_OFFSET_CHECKPOINT]
+        self._recover(0 if not report.clean else None, checkpoint_rp)
+        if not self._segments:
+            start = checkpoint_lso or 0
+            self._segments[start] = self._create_segment(start)
+        leo = self.active_segment.next_offset
+        if checkpoint_lso is not None and leo < checkpoint_lso:
+            self._truncate_fully_and_start_at(checkpoint_lso)
+            leo = checkpoint_lso
+        first_base = self._segments.keys()[0]
+        self.log_start_offset = max(checkpoint_lso or 0, first_base)
+        self.recovery_point = leo if report.clean else min(checkpoint_rp, leo)
+        hw = offsets[REPLICATION_OFFSET_CHECKPOINT]
+        self._high_watermark = leo if self.auto_high_watermark or hw is None else \
+            min(max(hw, self.log_start_offset), leo)
+        self._load_producer_state()
+
+    def _recover(self, _unused, recovery_point: int) -> None:
+        """Recover segments from the one holding ``recovery_point`` (all if the close was
+        unclean), plus any whose index is missing or damaged."""
+        report = self.load_report
+        bases = list(self._segments.keys())
+        if not bases:
+            return
+        start_index = 0
+        if report.clean:
+            start_index = len(bases)
+        else:
+            floor = self._segments.bisect_right(recovery_point) - 1
+            start_index = max(floor, 0)
+        for i, base in enumerate(bases):
+            seg = self._segments[base]
+            if i < start_index and not index_needs_rebuild(seg):
+                continue
+            truncated = seg.recover()
+            report.recovered_segments.append(base)
+            if truncated:
+                report.truncated_bytes += truncated
+                for later in bases[i + 1:]:
+                    self._segments.pop(later).delete_files()
+                    report.deleted_segments.append(later)
+                break
+        if report.recovered_segments:
+            self.io.fsync_dir(self._dir.path)
+
+    def _load_read_only(self) -> None:
+        for base, suffix in live_segment_bases(self._dir.path, read_only=True):
+            self._segments[base] = self._new_segment_object(base, suffix=suffix)
+        offsets = self._dir.read_offsets()
+        if not self._segments:
+            start = offsets[LOG_START_OFFSET_CHECKPOINT] or 0
+            self._empty_start = start
+        self.load_report.clean = self._dir.has_clean_shutdown_marker()
+        leo = self.log_end_offset
+        first_base = self._segments.keys()[0] if self._segments else leo
+        self.log_start_offset = min(max(offsets[LOG_START_OFFSET_CHECKPOINT] or 0, first_base), leo)
+        self.recovery_point = min(offsets[RECOVERY_POINT_CHECKPOINT] or 0, leo)
+        hw = offsets[REPLICATION_OFFSET_CHECKPOINT]
+        self._high_watermark = leo if self.auto_high_watermark or hw is None else min(max(hw, self.log_start_offset), leo)
+
+    def _load_producer_state(self) -> None:
+        try:
+            from pylog.producer_state import ProducerStateManager
+        except ImportError:
+            return
+        self._producers = ProducerStateManager(self._dir.path,
+                                               producer_id_expiration_ms=self.config.producer_id_expiration_ms,
+                                               read_only=self.read_only)
+        self._producers.load(self.log_start_offset, self.log_end_offset, list(self._segments.keys()),
+                             self._batches_between, now_ms())
+        self._update_first_unstable_offset()
+
+    def refresh(self) -> None:
+        """Read-only logs: pick up segments and bytes another process appended since."""
+        if not self.read_only:
+            return
+        with self._lock:
+            for base, suffix in live_segment_bases(self._dir.path, read_only=True):
+                if base not in self._segments:
+                    self._segments[base] = self._new_segment_object(base, suffix=suffix)
+            for base in list(self._segments.keys()):
+                seg = self._segments[base]
+                if not os.path.exists(seg.log_path):
+                    self._segments.pop(base).close()
+            if self._segments:
+                seg = self.active_segment
+                seg.log.refresh_size()
+                seg._next_offset = None
+                seg._max_ts_and_offset = None
+            if self.auto_high_watermark:
+                self._high_watermark = self.log_end_offset
+
+    # ==== basic facts =============================================================================
+    @property
+    def path(self) -> str:
+        return self._dir.path
+
+    @property
+    def topic(self) -> str:
+        return self._dir.topic
+
+    @property
+    def partition(self) -> int:
+        return self._dir.partition
+
+    @property
+    def segments(self) -> list[Segment]:
+        """The segments, oldest first."""
+        with self._lock:
+            return list(self._segments.values())
+
+    @property
+    def active_segment(self) -> Segment:
+        return self._segments.peekitem(-1)[1]
+
+    @property
+    def log_end_offset(self) -> int:
+        """The next offset to be assigned."""
+        if not self._segments:
+            return getattr(self, "_empty_start", 0)
+        return self.active_segment.next_offset
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes of all ``.log`` files."""
+        return sum(s.size_bytes for s in self.segments)
+
+    @property
+    def high_watermark(self) -> int:
+        """Last committed offset + 1: reads with ``isolation="high_watermark"`` stop here."""
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        self._check_writable()
+        _check_offset(offset, "high_watermark")
+        with self._lock:
+            if not self.log_start_offset <= offset <= self.log_end_offset:
+                raise InvalidOffsetError(f"high watermark {offset} is outside [{self.log_start_offset}, "
+                                         f"{self.log_end_offset}]")
+            self._high_watermark = offset
+            self._update_first_unstable_offset()
+            self._dir.write_offsets({REPLICATION_OFFSET_CHECKPOINT: offset})
+
+    @property
+    def last_stable_offset(self) -> int:
+        """min(first offset of an open transaction, high watermark)."""
+        fuo = self._first_unstable_offset
+        return self._high_watermark if fuo is None else min(fuo, self._high_watermark)
+
+    def __repr__(self) -> str:
+        return (f"Log({self.path!r}, log_start_offset={self.log_start_offset}, "
+                f"log_end_offset={self.log_end_offset}, segments={len(self._segments)})")
+
+    def __enter__(self) -> "Log":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"log {self.path} is closed")
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if self.read_only:
+            raise ReadOnlyError(f"log {self.path} was opened read-only")
+
+    # ==== appends ====================================================================================
+    def append(self, records, *, compression: str | None = None, producer_id: int = -1,
+               producer_epoch: int = -1, base_sequence: int = -1, is_transactional: bool = False,
+               timestamp: int | None = None) -> AppendInfo:
+        """Append records as one batch (several if one would pass ``max_message_bytes``),
+        atomically: all or nothing is visible.
+
+        ``records``: :class:`Record`\\ s, ``bytes`` values or ``(key, value)`` tuples.
+        Offsets are assigned from the log end. With ``producer_id``/``producer_epoch``/
+        ``base_sequence`` the append is idempotent: an exact retry returns the original
+        offsets and writes nothing. Durable after the next flush (see ``flush_messages``).
+        Cost: O(bytes) to encode, one write.
+        """
+        self._check_writable()
+        if isinstance(records, (bytes, bytearray, memoryview)) or not hasattr(records, "__iter__"):
+            raise InvalidRecordError(
+                f"append takes an iterable of records, not {type(records).__name__}; "
+                f"wrap a single value in a list")
+        records = list(records)
+        if not records:
+            raise InvalidRecordError("cannot append an empty list of records")
+        codec = self.config.target_compression or compression or "none"
+        with self._lock:
+            now = now_ms()
+            chunks = self._encode_chunks(records, codec, now, timestamp, producer_id, producer_epoch,
+                                         base_sequence, is_transactional)
+            return self._append_encoded(b"".join(chunks) if len(chunks) > 1 else chunks[0],
+                                        from_client=True, now=now)
+
+    def _encode_chunks(self, records, codec, now, timestamp, producer_id, producer_epoch, base_sequence,
+                       is_transactional) -> list[bytes]:
+        base = self.log_end_offset
+        log_append = self.config.message_timestamp_type == "LogAppendTime"
+        ts_type = "LogAppendTime" if log_append else "CreateTime"
+        if self.config.compact:
+            for r in records:
+                if as_record(r).key is None:
+                    raise InvalidRecordError("compacted topic cannot accept a record without a key")
+        out, pending = [], [records]
+        seq = base_sequence
+        while pending:
+            group = pending.pop(0)
+            raw = encode_batch(group, base_offset=base, compression=codec, timestamp_type=ts_type,
+                               timestamp=now if timestamp is None else timestamp, log_append_time=now,
+                               producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=seq,
+                               partition_leader_epoch=self.leader_epoch, is_transactional=is_transactional)
+            if len(raw) > self.config.max_message_bytes:
+                if len(group) == 1:
+                    raise RecordTooLargeError(
+                        f"a record of {len(raw)} bytes (as a batch) exceeds max_message_bytes "
+                        f"{self.config.max_message_bytes}")
+                half = len(group) // 2
+                pending[:0] = [group[:half], group[half:]]
+                continue
+            out.append(raw)
+            base += len(group)
+            if seq >= 0:
+                seq = (seq + len(group)) % (2**31)
+        return out
+
+    def append_batches(self, raw) -> AppendInfo:
+        """Append pre-encoded Kafka batches (magic 2), assigning offsets from the log end.
+
+        Each batch's CRC is checked; control batches are refused, as are batches whose
+        offset range does not match their record count. Cost: O(bytes).
+        """
+        self._check_writable()
+        data = bytearray(raw)
+        batches = _parse_client_batches(data, self.config.max_message_bytes)
+        with self._lock:
+            now = now_ms()
+            target = self.config.target_compression
+            if target is not None and any(b.compression != target for b in batches):
+                data = bytearray(b"".join(_recompress(b, target) for b in batches))
+                batches = list(decode_batches(data))
+            offset = self.log_end_offset
+            for b in batches:
+                set_base_offset(data, b.position, offset)
+                set_partition_leader_epoch(data, b.position, self.leader_epoch)
+                if self.config.message_timestamp_type == "LogAppendTime":
+                    set_log_append_time(data, b.position, b.size, now)
+                offset += b.last_offset_delta + 1
+            return self._append_encoded(bytes(data), from_client=True, now=now)
+
+    def append_as_follower(self, raw) -> AppendInfo:
+        """Append batches keeping their offsets (replication, copying a log). Offsets must
+        be increasing and not below the log end; CRCs are checked; sizes are not limited by
+        ``max_message_bytes``. Cost: O(bytes)."""
+        self._check_writable()
+        data = bytes(raw)
+        try:
+            batches = list(decode_batches(data))
+        except IncompleteBatchError as e:
+            raise CorruptRecordError(f"appended bytes end inside a batch: {e.reason}", position=e.position) from None
+        if not batches:
+            raise InvalidRecordError("nothing to append: no batch in the given bytes")
+        with self._lock:
+            expected = self.log_end_offset
+            for b in batches:
+                b.ensure_valid()
+                if b.base_offset < expected or b.last_offset < b.base_offset:
+                    raise InvalidOffsetError(
+                        f"follower batch at offset {b.base_offset} is below the expected next offset {expected}")
+                expected = b.last_offset + 1
+            return self._append_encoded(data, from_client=False, now=now_ms())
+
+    def _append_encoded(self, data: bytes, *, from_client: bool, now: int) -> AppendInfo:
+        """Write whole batches (offsets final) to the active segment, rolling first if needed."""
+        batches = list(decode_batches(data))
+        first, last = batches[0], batches[-1]
+        first_offset = first.base_offset if first.magic == 2 else first.last_offset
+        max_ts, offset_of_max = -1, last.last_offset
+        num_records = 0
+        for b in batches:
+            if b.max_timestamp > max_ts:
+                max_ts, offset_of_max = b.max_timestamp, b.last_offset
+            num_records += b.record_count if b.magic == 2 else 1
+        if len(data) > self.config.segment_bytes:
+            raise RecordTooLargeError(
+                f"append of {len(data)} bytes exceeds segment_bytes {self.config.segment_bytes}")
+        if self._producers is not None:
+            dup = self._producers_check(batches, from_client)
+            if dup is not None:
+                return dup
+        self._maybe_roll(len(data), max_ts, first_offset, last.last_offset, now)
+        self.active_segment.append(last.last_offset, max_ts, offset_of_max, data)
+        if self._producers is not None:
+            self._producers_update(batches)
+        if self.auto_high_watermark:
+            self._high_watermark = last.last_offset + 1
+        self._update_first_unstable_offset()
+        self._maybe_flush(now)
+        log_append = last.magic == 2 and last.timestamp_type == "LogAppendTime"
+        return AppendInfo(first_offset, last.last_offset, max_ts, max_ts if log_append else -1,
+                          num_records, len(data))
+
+    def _producers_check(self, batches, from_client: bool):
+        from pylog.producer_state import batch_info
+        for b in batches:
+            if b.magic != 2 or b.producer_id < 0:
+                continue
+            original = self._producers.check_append(batch_info(b), from_client=from_client)
+            if original is not None:
+                if len(batches) > 1:
+                    continue
+                return AppendInfo(original[0], original[1], b.max_timestamp, -1, b.record_count, 0,
+                                  duplicate=True)
+        return None
+
+    def _producers_update(self, batches) -> None:
+        from pylog.producer_state import batch_info
+        for b in batches:
+            if b.magic != 2 or b.producer_id < 0:
+                continue
+            aborted = self._producers.on_append(batch_info(b))
+            if aborted is not None:
+                self.active_segment.txn_index.append(aborted._replace(last_stable_offset=self.last_stable_offset)
+                                                     if hasattr(aborted, "_replace") else aborted)
+
+    def _update_first_unstable_offset(self) -> None:
+        if self._producers is None:
+            self._first_unstable_offset = None
+            return
+        fuo = self._producers.first_unstable_offset()
+        self._first_unstable_offset = None if fuo is None else max(fuo, self.log_start_offset)
+
+    # ==== rolling and flushing =====================================================================
+    def _maybe_roll(self, append_bytes: int, max_ts: int, first_offset: int, last_offset: int, now: int) -> None:
+        seg = self.active_segment
+        if seg.should_roll(append_bytes=append_bytes, max_timestamp_in_append=max_ts, last_offset=last_offset,
+                           segment_bytes=self.config.segment_bytes, max_segment_ms=self.config.max_segment_ms,
+                           now_ms=now):
+            self.roll(max(first_offset, self.log_end_offset))
+
+    def roll(self, new_base_offset: int | None = None) -> Segment:
+        """Start a new active segment (at the log end unless given). The old one gets its
+        final time-index entry and trimmed indexes, and is flushed: everything before the
+        new segment is durable when this returns."""
+        self._check_writable()
+        with self._lock:
+            old = self.active_segment
+            base = max(new_base_offset if new_base_offset is not None else 0, self.log_end_offset)
+            if base == old.base_offset and old.size_bytes == 0:
+                return old
+            old.on_become_inactive()
+            new = self._create_segment(base)
+            self._segments[base] = new
+            if self._producers is not None:
+                self._producers.take_snapshot(base)
+            self._flush_to(base)
+            self._track_inactive(old)
+            return new
+
+    def _create_segment(self, base: int) -> Segment:
+        return Segment.create(self._dir.path, base, index_bytes=self.config.segment_index_bytes,
+                              index_interval_bytes=self.config.index_interval_bytes, io=self.io,
+                              roll_jitter_ms=roll_jitter_ms(self.config.segment_jitter_ms, self.config.segment_ms))
+
+    def _track_inactive(self, seg: Segment) -> None:
+        """Keep at most OPEN_SEGMENTS_MAX inactive segments' files open."""
+        self._open_inactive.pop(seg.base_offset, None)
+        self._open_inactive[seg.base_offset] = seg
+        while len(self._open_inactive) > OPEN_SEGMENTS_MAX:
+            base = next(iter(self._open_inactive))
+            self._open_inactive.pop(base).release()
+
+    def _maybe_flush(self, now: int) -> None:
+        unflushed = self.log_end_offset - self.recovery_point
+        if unflushed >= self.config.flush_messages or now - self._last_flush_ms >= self.config.flush_ms:
+            self.flush()
+
+    def flush(self) -> None:
+        """fsync every segment above the recovery point (log and indexes), then move the
+        recovery point to the log end and checkpoint it. On return every append made so far
+        is durable."""
+        self._check_writable()
+        with self._lock:
+            self._flush_to(self.log_end_offset)
+
+    def _flush_to(self, offset: int) -> None:
+        if offset <= self.recovery_point and offset != self.log_end_offset:
+            return
+        first = self._segments.bisect_right(self.recovery_point) - 1
+        for base in self._segments.keys()[max(first, 0):]:
+            if base >= offset and base != self.active_segment.base_offset:
+                break
+            self._segments[base].flush()
+        self.io.fsync_dir(self._dir.path)
+        self.recovery_point = max(self.recovery_point, offset)
+        self._last_flush_ms = now_ms()
+        self._write_checkpoints()
+
+    def _write_checkpoints(self) -> None:
+        self._dir.write_offsets({
+            RECOVERY_POINT_CHECKPOINT: self.recovery_point,
+            LOG_START_OFFSET_CHECKPOINT: self.log_start_offset,
+            REPLICATION_OFFSET_CHECKPOINT: self._high_watermark,
+        })
+
+    # ==== reads =======================================================================================
+    def read(self, offset: int, max_bytes: int = 1 << 20, *, isolation: str = "uncommitted",
+             max_offset: int | None = None, min_one_message: bool = True) -> FetchData:
+        """Fetch whole batches from ``offset`` on, at most ``max_bytes`` (but at least one
+        batch when ``min_one_message``), bounded by the log end (``"uncommitted"``), the
+        high watermark (``"high_watermark"``) or the last stable offset (``"committed"``),
+        and by ``max_offset`` (exclusive) when given.
+
+        Raises :class:`OffsetOutOfRangeError` below the log start or past the log end;
+        at the bound the fetch is empty. Cost: O(log segments + log index entries +
+        index_interval_bytes); the bytes are not read until asked for.
+        """
+        self._check_open()
+        _check_offset(offset, "offset")
+        if not isinstance(max_bytes, int) or max_bytes < 0:
+            raise InvalidOffsetError(f"max_bytes must be a non-negative int, got {max_bytes!r}")
+        if isolation not in ISOLATIONS:
+            raise InvalidRecordError(f"isolation must be one of {', '.join(ISOLATIONS)}, got {isolation!r}")
+        if self.read_only and offset >= self.log_end_offset:
+            self.refresh()
+        with self._lock:
+            leo = self.log_end_offset
+            start = self.log_start_offset
+            bound = {"uncommitted": leo, "high_watermark": self._high_watermark,
+                     "committed": self.last_stable_offset}[isolation]
+            if max_offset is not None:
+                _check_offset(max_offset, "max_offset")
+                bound = min(bound, max_offset)
+            segments = self._segments
+            floor = segments.bisect_right(offset) - 1
+            candidates = list(segments.values()[max(floor, 0):])
+        if offset < start or offset > leo:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is outside the log [{start}, {leo}] of {self.path}")
+        if offset >= bound:
+            return self._stamp(FetchData(offset, isolation=isolation), isolation)
+        for seg in candidates:
+            header = seg.translate_offset(offset)
+            if header is None:
+                continue
+            end_position = self._bound_position(seg, bound)
+            if header.position >= end_position:
+                break
+            limit = end_position - header.position
+            size = min(limit, max(max_bytes, header.size) if min_one_message else max_bytes)
+            if size <= 0:
+                break
+            fetch = FetchData(offset, handle=seg.log.handle(), position=header.position, size_bytes=size,
+                              path=seg.log_path, bound=bound, isolation=isolation)
+            if isolation == "committed":
+                fetch.aborted_transactions = self._collect_aborted(seg, offset, header.position + size)
+            return self._stamp(fetch, isolation)
+        return self._stamp(FetchData(offset, isolation=isolation), isolation)
+
+    def _stamp(self, fetch: FetchData, isolation: str) -> FetchData:
+        fetch.high_watermark = self._high_watermark
+        fetch.log_start_offset = self.log_start_offset
+        fetch.last_stable_offset = self.last_stable_offset
+        if isolation == "committed" and fetch.aborted_transactions is None:
+            fetch.aborted_transactions = []
+        return fetch
+
+    def _bound_position(self, seg: Segment, bound: int) -> int:
+        """Byte position in ``seg`` where offsets >= ``bound`` begin (its size if later)."""
+        if bound >= seg.next_offset:
+            return seg.size_bytes
+        for h in seg.headers(seg._safe_lookup(bound)[1]):
+            if h.base_offset >= bound or (h.last_offset >= bound and h.magic < 2):
+                return h.position
+            if h.last_offset >= bound:
+                return h.position + h.size
+        return seg.size_bytes
+
+    def _collect_aborted(self, seg: Segment, offset: int, end_position: int) -> list:
+        upper = self.log_end_offset
+        out = []
+        with self._lock:
+            later = list(self._segments.values()[self._segments.index(seg.base_offset):])
+        for s in later:
+            found, complete = s.txn_index.collect(offset, upper)
+            out.extend(found)
+            if complete:
+                break
+        return out
+
+    def records(self, start_offset: int | None = None, end_offset: int | None = None, *,
+                isolation: str = "uncommitted", max_bytes: int = 4 << 20):
+        """Iterate data records in ``[start_offset, end_offset)`` (defaults: the whole log).
+        Reads ``max_bytes`` at a time."""
+        offset = self.log_start_offset if start_offset is None else max(start_offset, self.log_start_offset)
+        while True:
+            fetch = self.read(offset, max_bytes, isolation=isolation, max_offset=end_offset)
+            if fetch.size_bytes == 0:
+                return
+            for r in fetch.records():
+                yield r
+            nxt = fetch.next_offset
+            if nxt <= offset:
+                return
+            offset = nxt
+
+    def _batches_between(self, start: int, end: int):
+        """Batches whose offsets overlap [start, end) (for producer-state replay)."""
+        with self._lock:
+            floor = self._segments.bisect_right(start) - 1
+            segs = list(self._segments.values()[max(floor, 0):])
+        for seg in segs:
+            if seg.base_offset >= end:
+                return
+            h = seg.translate_offset(start)
+            if h is None:
+                continue
+            data = seg.read_slice(h.position, seg.size_bytes - h.position)
+            for b in decode_batches(data, position_base=h.position, allow_incomplete=True, path=seg.log_path):
+                if b.base_offset >= end:
+                    return
+                yield b
+
+    def offset_for_timestamp(self, timestamp: int) -> int | None:
+        """The earliest offset whose record timestamp is >= ``timestamp`` (Kafka's
+        ListOffsets): -2 means the log start, -1 the log end, -3 the record with the
+        largest timestamp. None when no record is that late. O(segments + index_interval)."""
+        self._check_open()
+        _check_offset(timestamp, "timestamp", allow_negative=True)
+        if timestamp == EARLIEST_TIMESTAMP:
+            return self.log_start_offset
+        if timestamp == LATEST_TIMESTAMP:
+            return self.log_end_offset
+        segs = self.segments
+        if timestamp == MAX_TIMESTAMP:
+            best = max(segs, key=lambda s: s.max_timestamp, default=None)
+            if best is None or best.max_timestamp < 0:
+                return None
+            found = best.find_offset_by_timestamp(best.max_timestamp, self.log_start_offset)
+            return None if found is None else found[0]
+        if timestamp < 0:
+            raise InvalidOffsetError(f"timestamp {timestamp} is negative (only -1, -2, -3 have a meaning)")
+        for seg in segs:
+            if seg.next_offset <= self.log_start_offset or seg.largest_timestamp() < timestamp:
+                continue
+            found = seg.find_offset_by_timestamp(timestamp, self.log_start_offset)
+            if found is not None:
+                return found[0]
+        return None
+
+    # ==== truncation and deletion ========================================================================
+    def truncate_to(self, offset: int) -> None:
+        """Remove every offset >= ``offset`` (whole batches: the batch holding ``offset``
+        goes). Durable after the next flush; the recovery point moves down with it."""
+        self._check_writable()
+        _check_offset(offset, "offset")
+        with self._lock:
+            if offset >= self.log_end_offset:
+                return
+            if offset < self.active_segment.base_offset and offset <= self._segments.keys()[0]:
+                self._truncate_fully_and_start_at(offset)
+            else:
+                for base in list(self._segments.keys()):
+                    if base > offset:
+                        self._delete_segment(self._segments.pop(base), delay=False)
+                seg = self.active_segment
+                seg.truncate_to(offset)
+                seg.offset_index.resize(self.config.segment_index_bytes)
+                seg.time_index.resize(self.config.segment_index_bytes)
+                self._open_inactive.pop(seg.base_offset, None)
+            leo = self.log_end_offset
+            self.log_start_offset = min(self.log_start_offset, leo)
+            self.recovery_point = min(self.recovery_point, leo)
+            self._high_watermark = min(self._high_watermark, leo) if not self.auto_high_watermark else leo
+            if self._producers is not None:
+                self._producers.truncate_and_reload(self.log_start_offset, leo, list(self._segments.keys()),
+                                                    self._batches_between, now_ms())
+            self._update_first_unstable_offset()
+            self.active_segment.flush()
+            self._write_checkpoints()
+
+    def _truncate_fully_and_start_at(self, offset: int) -> None:
+        for base in list(self._segments.keys()):
+            self._delete_segment(self._segments.pop(base), delay=False)
+        self._open_inactive.clear()
+        self._segments[offset] = self._create_segment(offset)
+        self.log_start_offset = offset
+        self.recovery_point = offset
+        self._high_watermark = offset
+
+    def delete_records(self, before_offset: int) -> int:
+        """Move the log start offset to ``before_offset`` (Kafka's DeleteRecords): older
+        offsets become unreadable, and whole segments below it are deleted. Must not pass
+        the high watermark. Persisted before returning. Returns the new log start offset."""
+        self._check_writable()
+        _check_offset(before_offset, "before_offset")
+        with self._lock:
+            if before_offset > self._high_watermark:
+                raise OffsetOutOfRangeError(
+                    f"cannot delete records before {before_offset}: past the high watermark {self._high_watermark}")
+            if before_offset <= self.log_start_offset:
+                return self.log_start_offset
+            self.log_start_offset = before_offset
+            self.recovery_point = max(self.recovery_point, 0)
+            self.delete_segments([s for s in self.segments[:-1] if s.next_offset <= before_offset])
+            self._write_checkpoints()
+            return self.log_start_offset
+
+    def delete_segments(self, segments: list[Segment]) -> list[int]:
+        """Remove whole inactive segments (oldest first): they are renamed ``.deleted`` at
+        once and their files removed after ``file_delete_delay_ms``; a fetch that holds one
+        still reads it. Moves the log start offset past them. Returns their base offsets."""
+        self._check_writable()
+        removed = []
+        with self._lock:
+            active = self.active_segment
+            for seg in segments:
+                if seg is active or self._segments.get(seg.base_offset) is not seg:
+                    continue
+                self._segments.pop(seg.base_offset)
+                self._open_inactive.pop(seg.base_offset, None)
+                self._delete_segment(seg, delay=True)
+                removed.append(seg.base_offset)
+            if removed:
+                first = self._segments.keys()[0]
+                if first > self.log_start_offset:
+                    self.log_start_offset = first
+                self._high_watermark = max(self._high_watermark, self.log_start_offset)
+                self.recovery_point = max(self.recovery_point, self.log_start_offset)
+                if self._producers is not None:
+                    self._producers.delete_snapshots_below(self._segments.keys()[0])
+                self._write_checkpoints()
+        return removed
+
+    def _delete_segment(self, seg: Segment, *, delay: bool) -> None:
+        from pylog.layout import DELETED_SUFFIX
+        seg.change_suffix(DELETED_SUFFIX)
+        delay_ms = self.config.file_delete_delay_ms if delay else 0
+        if delay_ms <= 0:
+            seg.delete_files()
+        else:
+            timer = threading.Timer(delay_ms / 1000.0, seg.delete_files)
+            timer.daemon = True
+            timer.start()
+
+    def replace_segments(self, new_segments: list[Segment], old_segments: list[Segment]) -> None:
+        """Swap cleaned segments in for ``old_segments`` (Kafka's replace protocol).
+
+        ``new_segments`` were written with the ``.cleaned`` suffix and flushed. Each is renamed
+        ``.swap`` (from here a crash completes the swap on the next open), the old segments
+        are renamed ``.deleted`` and dropped from the map, and the new ones lose their suffix.
+        A crash at any step leaves a log that opens with nothing lost.
+        """
+        from pylog.layout import SWAP_SUFFIX
+        self._check_writable()
+        with self._lock:
+            for seg in new_segments:
+                seg.change_suffix(SWAP_SUFFIX)
+            self.io.fsync_dir(self._dir.path)
+            for seg in old_segments:
+                if self._segments.get(seg.base_offset) is seg:
+                    self._segments.pop(seg.base_offset)
+                self._open_inactive.pop(seg.base_offset, None)
+                self._delete_segment(seg, delay=True)
+            for seg in new_segments:
+                seg.change_suffix("")
+                self._segments[seg.base_offset] = seg
+            self.io.fsync_dir(self._dir.path)
+
+    def new_cleaned_segment(self, base_offset: int) -> Segment:
+        """An empty segment written with the ``.cleaned`` suffix (input to ``replace_segments``)."""
+        from pylog.layout import CLEANED_SUFFIX
+        return Segment.create(self._dir.path, base_offset, index_bytes=self.config.segment_index_bytes,
+                              index_interval_bytes=self.config.index_interval_bytes, io=self.io,
+                              suffix=CLEANED_SUFFIX)
+
+    def enforce_retention(self, now_ms: int | None = None) -> list[int]:
+        """Apply the delete policy (``retention_ms``, ``retention_bytes``, log start
+        offset breach); returns the base offsets of the segments removed. Idempotent."""
+        from pylog.retention import enforce_retention
+        return enforce_retention(self, now_ms)
+
+    def compact(self, now_ms: int | None = None):
+        """Compact the log (keep the latest record per key) if its policy includes compact."""
+        from pylog.retention import compact
+        return compact(self, now_ms)
+
+    # ==== idempotence and transactions ===================================================================
+    def append_txn_marker(self, producer_id: int, producer_epoch: int, commit: bool,
+                          coordinator_epoch: int = 0) -> AppendInfo:
+        """Write a COMMIT or ABORT control batch ending the producer's open transaction."""
+        from pylog.record.encode import encode_control_batch
+        self._check_writable()
+        with self._lock:
+            raw = encode_control_batch(1 if commit else 0, producer_id=producer_id, producer_epoch=producer_epoch,
+                                       coordinator_epoch=coordinator_epoch, base_offset=self.log_end_offset,
+                                       partition_leader_epoch=self.leader_epoch)
+            return self._append_encoded(raw, from_client=False, now=now_ms())
+
+    # ==== invariants ==================================================================================
+    def check(self, *, deep: bool = True) -> list[str]:
+        """Every invariant violation found (empty when clean): batch CRCs (``deep``),
+        offsets increasing within and across segments, index entries pointing at batch
+        starts holding their offsets, time index monotonic, offsets within [log start, end].
+        Shared with ``pylog verify``. Cost: reads every byte when ``deep``."""
+        from pylog.check import check_log
+        return check_log(self, deep=deep)
+
+    # ==== closing ======================================================================================
+    def close(self) -> None:
+        """Flush everything, write the final time-index entry, trim indexes, snapshot
+        producer state, checkpoint, and leave the clean-shutdown marker. Idempotent."""
+        if self._closed:
+            return
+        with self._lock:
+            try:
+                if not self.read_only:
+                    self.active_segment.on_become_inactive()
+                    self._flush_to(self.log_end_offset)
+                    if self._producers is not None:
+                        self._producers.take_snapshot(self.log_end_offset)
+                    self._dir.write_clean_shutdown_marker()
+            finally:
+                self._closed = True
+                self._release_all()
+                self._dir.unlock()
+
+    def _release_all(self) -> None:
+        for seg in self._segments.values():
+            seg.close()
+        self._open_inactive.clear()
+
+
+def _check_offset(value, name: str, *, allow_negative: bool = False) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidOffsetError(f"{name} must be an int, not {type(value).__name__}")
+    if (value < 0 and not allow_negative) or value > INT64_MAX or value < -INT64_MAX:
+        raise InvalidOffsetError(f"{name} {value} is out of range")
+
+
+def _parse_client_batches(data: bytearray, max_message_bytes: int) -> list[RecordBatch]:
+    try:
+        batches = list(decode_batches(data))
+    except IncompleteBatchError as e:
+        raise CorruptRecordError(f"appended bytes end inside a batch: {e.reason}", position=e.position) from None
+    if not batches:
+        raise InvalidRecordError("nothing to append: no batch in the given bytes")
+    for b in batches:
+        if b.magic != 2:
+            raise InvalidRecordError(f"pylog appends magic-2 batches only; found magic {b.magic}",
+                                     position=b.position)
+        b.ensure_valid()
+        if b.is_control:
+            raise InvalidRecordError("clients may not append control batches", position=b.position)
+        if b.record_count <= 0 or b.last_offset_delta + 1 != b.record_count:
+            raise InvalidRecordError(
+                f"batch offset range ({b.last_offset_delta + 1}) does not match its record count "
+                f"({b.record_count})", position=b.position)
+        if b.size > max_message_bytes:
+            raise RecordTooLargeError(f"batch of {b.size} bytes exceeds max_message_bytes {max_message_bytes}")
+    return batches
+
+
+def _recompress(batch: RecordBatch, codec: str) -> bytes:
+    recs = batch.records()
+    return encode_batch(recs, compression=codec, timestamp_type=batch.timestamp_type,
+                        log_append_time=batch.max_timestamp, producer_id=batch.producer_id,
+                        producer_epoch=batch.producer_epoch, base_sequence=batch.base_sequence,
+                        is_transactional=batch.is_transactional)
+
+

@@ -1,0 +1,253 @@
+"""``LogManager``: a Kafka log dir holding many ``<topic>-<partition>`` directories, and
+``Topic``, which spreads appends over a topic's partitions with Kafka's default
+partitioner (docs/internals.md#log-dir).
+
+Topic settings are not part of Kafka's on-disk layout (a cluster keeps them in its
+metadata); pylog keeps each topic's overrides in ``topic-configs.json`` at the root so
+they survive a reopen. Logs are opened on first use and kept open until ``close()``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import threading
+
+from pylog.config import LogConfig, build_config
+from pylog.errors import InvalidConfigError, UnknownTopicError
+from pylog.io import DEFAULT_IO, FileIO
+from pylog.layout import CLEAN_SHUTDOWN_FILE
+from pylog.log import AppendInfo, Log
+from pylog.partition_dir import parse_partition_dir, validate_topic
+from pylog.partitioner import partition_for_key
+from pylog.record.record import as_record
+
+TOPIC_CONFIGS_FILE = "topic-configs.json"
+MAX_PARTITIONS = 100_000
+
+
+class LogManager:
+    """Every partition log under ``root``.
+
+    >>> import tempfile
+    >>> with LogManager(tempfile.mkdtemp()) as m:
+    ...     t = m.create_topic("events", partitions=3)
+    ...     _ = t.append([(b"user-1", b"login")])
+    ...     sorted(m.topics())
+    ['events']
+    """
+
+    def __init__(self, root, config: LogConfig | dict | None = None, *, read_only: bool = False,
+                 io: FileIO | None = None, **overrides):
+        self.root = os.path.abspath(os.fspath(root))
+        self.config = build_config(config, overrides)
+        self.read_only = read_only
+        self.io = io or DEFAULT_IO
+        self._lock = threading.RLock()
+        self._logs: dict[tuple[str, int], Log] = {}
+        self._topic_overrides: dict[str, dict] = {}
+        if read_only:
+            if not os.path.isdir(self.root):
+                raise FileNotFoundError(f"no log dir at {self.root}")
+        else:
+            os.makedirs(self.root, exist_ok=True)
+        self._clean = self._take_root_clean_marker()
+        self._load_topic_overrides()
+        self._cleaner = None
+
+    # -- discovery -------------------------------------------------------------------------
+    def _partition_dirs(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for name in os.listdir(self.root):
+            if not os.path.isdir(os.path.join(self.root, name)) or "." in name.rpartition("-")[2]:
+                continue
+            try:
+                topic, part = parse_partition_dir(name)
+            except Exception:
+                continue
+            out.setdefault(topic, []).append(part)
+        return {t: sorted(p) for t, p in out.items()}
+
+    def topics(self) -> list[str]:
+        """Names of the topics present (sorted)."""
+        return sorted(self._partition_dirs())
+
+    def partitions(self, topic: str) -> list[int]:
+        """Partition numbers of ``topic``; raises :class:`UnknownTopicError` if absent."""
+        parts = self._partition_dirs().get(validate_topic(topic))
+        if not parts:
+            raise UnknownTopicError(f"unknown topic {topic!r} in {self.root}")
+        return parts
+
+    def topic_config(self, topic: str) -> LogConfig:
+        """The manager's config with the topic's overrides applied."""
+        return build_config(self.config, self._topic_overrides.get(topic, {}))
+
+    # -- topics --------------------------------------------------------------------------------
+    def create_topic(self, name: str, partitions: int = 1, config: LogConfig | dict | None = None) -> "Topic":
+        """Create ``partitions`` partition directories (idempotent for an existing topic of
+        the same size). ``config``: overrides for this topic, kept in topic-configs.json."""
+        validate_topic(name)
+        if not isinstance(partitions, int) or isinstance(partitions, bool) or not 1 <= partitions <= MAX_PARTITIONS:
+            raise InvalidConfigError(f"partitions must be an int in [1, {MAX_PARTITIONS}], got {partitions!r}")
+        overrides = _overrides_of(config)
+        build_config(self.config, overrides)  # validate before touching the disk
+        with self._lock:
+            existing = self._partition_dirs().get(name)
+            if existing and len(existing) != partitions:
+                raise InvalidConfigError(f"topic {name!r} already exists with {len(existing)} partitions")
+            if overrides or name not in self._topic_overrides:
+                self._topic_overrides[name] = overrides
+                self._save_topic_overrides()
+            for p in range(partitions):
+                self.log(name, p, create=True)
+        return Topic(self, name)
+
+    def topic(self, name: str) -> "Topic":
+        """The existing topic ``name``."""
+        self.partitions(name)
+        return Topic(self, name)
+
+    def log(self, topic: str, partition: int, *, create: bool = False) -> Log:
+        """The open :class:`Log` of ``topic``-``partition`` (opened on first use)."""
+        validate_topic(topic)
+        if not isinstance(partition, int) or partition < 0:
+            raise UnknownTopicError(f"partition must be a non-negative int, got {partition!r}")
+        key = (topic, partition)
+        with self._lock:
+            log = self._logs.get(key)
+            if log is not None:
+                return log
+            path = os.path.join(self.root, f"{topic}-{partition}")
+            if not os.path.isdir(path) and (not create or self.read_only):
+                raise UnknownTopicError(f"no partition {topic}-{partition} in {self.root}")
+            log = Log.open(path, self.topic_config(topic), read_only=self.read_only, io=self.io,
+                           clean_shutdown=True if self._clean else None)
+            self._logs[key] = log
+            return log
+
+    def logs(self) -> list[Log]:
+        """Every partition log, opened."""
+        return [self.log(t, p) for t, parts in sorted(self._partition_dirs().items()) for p in parts]
+
+    # -- maintenance -----------------------------------------------------------------------
+    def flush(self) -> None:
+        for log in list(self._logs.values()):
+            if not log.read_only:
+                log.flush()
+
+    def start_cleaner(self, interval_ms: int | None = None):
+        """Start the background thread that applies retention and compaction to every log."""
+        from pylog.retention.cleaner import Cleaner
+        with self._lock:
+            if self._cleaner is None:
+                self._cleaner = Cleaner(self, interval_ms=interval_ms)
+                self._cleaner.start()
+            return self._cleaner
+
+    def close(self) -> None:
+        """Close every log (each flushes and leaves its clean marker), then the log dir's marker."""
+        with self._lock:
+            if self._cleaner is not None:
+                self._cleaner.stop()
+                self._cleaner = None
+            for log in self._logs.values():
+                log.close()
+            self._logs.clear()
+            if not self.read_only:
+                self.io.write_file(os.path.join(self.root, CLEAN_SHUTDOWN_FILE),
+                                   json.dumps({"version": 0, "brokerEpoch": -1}).encode())
+
+    def __enter__(self) -> "LogManager":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- files -------------------------------------------------------------------------------------
+    def _take_root_clean_marker(self) -> bool:
+        """Kafka's log-dir marker: present means every log closed cleanly. Removed at once."""
+        marker = os.path.join(self.root, CLEAN_SHUTDOWN_FILE)
+        if not os.path.exists(marker):
+            return False
+        if not self.read_only:
+            self.io.remove(marker)
+            self.io.fsync_dir(self.root)
+        return True
+
+    def _load_topic_overrides(self) -> None:
+        path = os.path.join(self.root, TOPIC_CONFIGS_FILE)
+        try:
+            with open(path) as f:
+                data = json.load(f)
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as e:
+            raise InvalidConfigError(f"cannot read {path}: {e}") from None
+        if not isinstance(data, dict):
+            raise InvalidConfigError(f"{path} does not hold a JSON object")
+        self._topic_overrides = {t: dict(v) for t, v in data.items()}
+
+    def _save_topic_overrides(self) -> None:
+        data = json.dumps(self._topic_overrides, indent=1, sort_keys=True).encode()
+        self.io.write_file(os.path.join(self.root, TOPIC_CONFIGS_FILE), data)
+
+
+class Topic:
+    """A topic of a :class:`LogManager`: appends partitioned as Kafka's default partitioner does."""
+
+    def __init__(self, manager: LogManager, name: str):
+        self.manager = manager
+        self.name = name
+        self._round_robin = itertools.count()
+
+    @property
+    def partitions(self) -> list[int]:
+        return self.manager.partitions(self.name)
+
+    def log(self, partition: int) -> Log:
+        return self.manager.log(self.name, partition)
+
+    def partition_for(self, key: bytes | None) -> int:
+        """Where a record with ``key`` goes: murmur2 for a key, round-robin for None."""
+        n = len(self.partitions)
+        if key is None:
+            return next(self._round_robin) % n
+        return partition_for_key(key, n)
+
+    def append(self, records, partition: int | None = None, **options) -> dict[int, AppendInfo]:
+        """Append records: to ``partition`` if given, else each keyed record to murmur2(key)
+        mod partitions and the null-keyed ones, as one batch, to the next partition in
+        turn. One batch per partition touched. Returns ``{partition: AppendInfo}``."""
+        parts = self.partitions
+        if partition is not None:
+            if partition not in parts:
+                raise UnknownTopicError(f"topic {self.name!r} has no partition {partition}")
+            return {partition: self.log(partition).append(records, **options)}
+        groups: dict[int, list] = {}
+        null_target = None
+        for item in records:
+            rec = as_record(item)
+            if rec.key is None:
+                if null_target is None:
+                    null_target = next(self._round_robin) % len(parts)
+                p = null_target
+            else:
+                p = partition_for_key(rec.key, len(parts))
+            groups.setdefault(p, []).append(rec)
+        return {p: self.log(p).append(group, **options) for p, group in sorted(groups.items())}
+
+    def __repr__(self) -> str:
+        return f"Topic({self.name!r})"
+
+
+def _overrides_of(config) -> dict:
+    if config is None:
+        return {}
+    if isinstance(config, dict):
+        return dict(config)
+    if isinstance(config, LogConfig):
+        default = LogConfig()
+        return {k: v for k, v in vars(config).items() if getattr(default, k) != v}
+    raise InvalidConfigError(f"config must be a LogConfig or dict, not {type(config).__name__}")

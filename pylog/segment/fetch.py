@@ -1,0 +1,165 @@
+"""``FetchData``: the answer to ``Log.read``, a byte range of one segment file.
+
+The bytes are not copied until asked for: ``transfer_to`` sends them with
+``os.sendfile`` (zero copy), ``raw()`` reads them, ``batches()``/``records()`` decode
+them. The fetch holds its own reference to the file, so it stays readable even if
+retention deletes the segment meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+
+from pylog.record.batch import decode_batches
+from pylog.segment.file import _Handle
+
+
+class FetchData:
+    """A fetched slice: ``size_bytes`` bytes at ``position`` of a segment file.
+
+    ``first_offset`` is the offset asked for; batches are whole Kafka batches, so the
+    first may hold records below it (``records()`` leaves those out, as Kafka clients
+    do). ``next_offset`` is where the following read should start.
+    """
+
+    __slots__ = ("first_offset", "size_bytes", "_handle", "_position", "_path", "_bound",
+                 "aborted_transactions", "isolation", "_raw", "_next_offset", "high_watermark",
+                 "log_start_offset", "last_stable_offset")
+
+    def __init__(self, first_offset: int, *, handle: _Handle | None = None, position: int = 0,
+                 size_bytes: int = 0, path: str | None = None, bound: int | None = None,
+                 isolation: str = "uncommitted", aborted_transactions=None):
+        self.first_offset = first_offset
+        self.size_bytes = size_bytes
+        self._handle = handle
+        self._position = position
+        self._path = path
+        self._bound = bound
+        self.isolation = isolation
+        self.aborted_transactions = aborted_transactions
+        self._raw = None if size_bytes else b""
+        self._next_offset = None if size_bytes else first_offset
+        self.high_watermark = self.log_start_offset = self.last_stable_offset = None
+
+    @property
+    def position(self) -> int:
+        """Byte position of the slice in its segment file."""
+        return self._position
+
+    @property
+    def path(self) -> str | None:
+        return self._path
+
+    def raw(self) -> bytes:
+        """The fetched bytes (read once, then cached). O(size_bytes)."""
+        if self._raw is None:
+            fd = self._handle.fd
+            parts, pos, left = [], self._position, self.size_bytes
+            while left > 0:
+                chunk = os.pread(fd, left, pos)
+                if not chunk:
+                    break
+                parts.append(chunk)
+                pos += len(chunk)
+                left -= len(chunk)
+            self._raw = b"".join(parts)
+        return self._raw
+
+    def batches(self) -> list:
+        """The whole batches of the slice (a batch cut by ``max_bytes`` is left out),
+        control batches included. Headers only: O(batches)."""
+        return list(decode_batches(self.raw(), position_base=self._position, allow_incomplete=True,
+                                   path=self._path))
+
+    @property
+    def next_offset(self) -> int:
+        """Offset after the last whole batch, or ``first_offset`` if none fits."""
+        if self._next_offset is None:
+            nxt = self.first_offset
+            for b in self.batches():
+                nxt = max(nxt, b.next_offset)
+            if self._bound is not None and nxt > self._bound:
+                nxt = max(self._bound, self.first_offset)
+            self._next_offset = nxt
+        return self._next_offset
+
+    def records(self) -> list:
+        """Data records from ``first_offset`` on (control records and, for
+        ``isolation="committed"``, aborted records left out). Checks every batch's CRC."""
+        out = []
+        lo, hi = self.first_offset, self._bound
+        aborted = _AbortFilter(self.aborted_transactions) if self.isolation == "committed" else None
+        for b in self.batches():
+            if b.next_offset <= lo:
+                continue
+            if hi is not None and b.base_offset >= hi:
+                break
+            if aborted is not None and aborted.skip(b):
+                continue
+            if b.is_control:
+                b.ensure_valid(self._path)
+                continue
+            for r in b.records(path=self._path):
+                if r.offset >= lo and (hi is None or r.offset < hi):
+                    out.append(r)
+        return out
+
+    def __iter__(self):
+        return iter(self.records())
+
+    def __len__(self) -> int:
+        return self.size_bytes
+
+    def transfer_to(self, destination) -> int:
+        """Send the exact fetched bytes to a socket or fd with ``os.sendfile`` (zero copy).
+
+        Returns bytes sent. Blocks until all are sent (a non-blocking socket is waited on).
+        """
+        if not self.size_bytes:
+            return 0
+        out_fd = destination if isinstance(destination, int) else destination.fileno()
+        in_fd = self._handle.fd
+        sent, pos, left = 0, self._position, self.size_bytes
+        while left > 0:
+            try:
+                n = os.sendfile(out_fd, in_fd, pos, left)
+            except BlockingIOError:
+                _wait_writable(destination)
+                continue
+            if n == 0:
+                break
+            sent += n
+            pos += n
+            left -= n
+        return sent
+
+    def __repr__(self) -> str:
+        return (f"FetchData(first_offset={self.first_offset}, position={self._position}, "
+                f"size_bytes={self.size_bytes})")
+
+
+def _wait_writable(destination) -> None:
+    import select
+    fd = destination if isinstance(destination, int) else destination.fileno()
+    select.select([], [fd], [], 1.0)
+
+
+class _AbortFilter:
+    """Kafka's consumer rule for read_committed: drop records of a producer's aborted
+    transaction (from its first offset until its ABORT marker)."""
+
+    def __init__(self, aborted):
+        self.pending = sorted(aborted or [], key=lambda t: t.first_offset)
+        self.active: set[int] = set()
+
+    def skip(self, batch) -> bool:
+        while self.pending and self.pending[0].first_offset <= batch.last_offset:
+            self.active.add(self.pending.pop(0).producer_id)
+        if batch.is_control:
+            if batch.producer_id in self.active:
+                recs = batch.records()
+                if recs and getattr(recs[0], "control_type", None) == "ABORT":
+                    self.active.discard(batch.producer_id)
+            return True
+        return batch.is_transactional and batch.producer_id in self.active
+

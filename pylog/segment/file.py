@@ -1,0 +1,196 @@
+"""``LogFile``: one ``.log`` file, a plain concatenation of batches (docs/format/segment.md).
+
+Appends go through the I/O seam at the logical end; reads use ``os.pread`` so a
+concurrent truncation can never crash a reader (no mmap of ``.log`` files). The fd is
+held by a ``_Handle`` whose lifetime is its references: a fetch that still holds the
+handle keeps reading a segment that was deleted meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator, NamedTuple
+
+from pylog.errors import CorruptRecordError, StorageError
+from pylog.io import DEFAULT_IO, FileIO
+from pylog.layout import (
+    BATCH_HEADER_BYTES, INT32, INT64, LAST_OFFSET_DELTA_AT, LEGACY_RECORD_OVERHEAD_V0, LOG_OVERHEAD,
+    LOG_OVERHEAD_BYTES, MAGIC_POSITION, MAX_TIMESTAMP_AT,
+)
+
+_unpack_overhead = LOG_OVERHEAD.unpack_from
+_unpack_i32 = INT32.unpack_from
+_unpack_i64 = INT64.unpack_from
+
+#: Bytes read at a time when walking batch headers.
+SCAN_CHUNK_BYTES = 64 * 1024
+#: Largest file Kafka allows for one segment.
+MAX_FILE_BYTES = 2**31 - 1
+
+
+class BatchHeader(NamedTuple):
+    """What a walk over batch headers learns of one batch, without reading its records."""
+
+    position: int
+    size: int
+    base_offset: int  # for a legacy wrapper: its (last) offset, the inner base is not read
+    last_offset: int
+    magic: int
+    max_timestamp: int
+
+
+class _Handle:
+    """An open fd, closed when the last reference goes (a fetch may outlive its segment)."""
+
+    __slots__ = ("fd", "io")
+
+    def __init__(self, fd: int, io: FileIO):
+        self.fd = fd
+        self.io = io
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            self.io.close(self.fd)
+            self.fd = -1
+
+    def __del__(self):
+        self.close()
+
+
+class LogFile:
+    """A ``.log`` file. ``size_bytes`` is its logical size (what readers may see)."""
+
+    def __init__(self, path: str, *, writable: bool, io: FileIO = DEFAULT_IO):
+        self.path = str(path)
+        self.writable = writable
+        self.io = io
+        self._handle: _Handle | None = None
+        if writable:
+            self._open()
+        try:
+            self.size_bytes = os.stat(self.path).st_size
+        except FileNotFoundError:
+            if writable:
+                raise
+            self.size_bytes = 0
+        if self.size_bytes > MAX_FILE_BYTES:
+            raise CorruptRecordError(f"segment file is {self.size_bytes} bytes, past the 2 GiB limit",
+                                     path=self.path)
+
+    # -- handles -------------------------------------------------------------------
+    def _open(self) -> _Handle:
+        h = self._handle
+        if h is None or h.fd < 0:
+            if self.writable:
+                fd = self.io.open(self.path)
+            else:
+                try:
+                    fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                except OSError as e:
+                    raise StorageError(e.errno, f"cannot open {self.path}: {e.strerror}") from None
+            h = self._handle = _Handle(fd, self.io)
+        return h
+
+    def handle(self) -> _Handle:
+        """The open handle (opened on first use)."""
+        return self._open()
+
+    def release(self) -> None:
+        """Drop this file's reference to its fd (fetches holding it keep it open)."""
+        self._handle = None
+
+    def refresh_size(self) -> int:
+        """Re-read the size from the file system (a reader following another process's writes)."""
+        self.size_bytes = os.fstat(self._open().fd).st_size
+        return self.size_bytes
+
+    # -- writes ----------------------------------------------------------------------
+    def append(self, data) -> int:
+        """Write ``data`` at the logical end; returns the position it starts at.
+
+        Not durable until :meth:`flush`. On a failed write the file is cut back to its
+        previous size, so no partial batch stays behind, and :class:`StorageError` is raised.
+        """
+        position = self.size_bytes
+        if position + len(data) > MAX_FILE_BYTES:
+            raise StorageError(27, f"append would grow {self.path} past 2 GiB")
+        fd = self._open().fd
+        try:
+            self.io.pwrite(fd, data, position)
+        except StorageError:
+            try:
+                self.io.truncate(fd, position)
+            except StorageError:
+                pass
+            raise
+        self.size_bytes = position + len(data)
+        return position
+
+    def truncate_to(self, size: int) -> None:
+        """Cut the file to ``size`` bytes (only if it is larger). Durable after :meth:`flush`."""
+        if not 0 <= size <= self.size_bytes:
+            raise ValueError(f"cannot truncate {self.path} to {size}: size is {self.size_bytes}")
+        fd = self._open().fd
+        if os.fstat(fd).st_size > size:
+            self.io.truncate(fd, size)
+        self.size_bytes = size
+
+    def flush(self) -> None:
+        """fsync the file (data and metadata)."""
+        if self._handle is not None and self._handle.fd >= 0 and self.writable:
+            self.io.fsync(self._handle.fd)
+
+    # -- reads ---------------------------------------------------------------------------
+    def read(self, position: int, size: int) -> bytes:
+        """Up to ``size`` bytes at ``position`` (fewer at the end). O(size), one syscall or more."""
+        fd = self._open().fd
+        parts = []
+        while size > 0:
+            chunk = os.pread(fd, size, position)
+            if not chunk:
+                break
+            parts.append(chunk)
+            position += len(chunk)
+            size -= len(chunk)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def headers(self, start: int = 0, end: int | None = None) -> Iterator[BatchHeader]:
+        """Walk the batch headers in ``[start, end)``; a torn final batch ends the walk.
+
+        Reads ``SCAN_CHUNK_BYTES`` at a time and skips over batch bodies, so the cost is
+        O(batches) syscalls at worst and O(bytes / 64 KiB) for small batches. Raises
+        :class:`CorruptRecordError` for a size field that cannot be right.
+        """
+        end = self.size_bytes if end is None else min(end, self.size_bytes)
+        pos = start
+        buf = b""
+        buf_at = start
+        while pos + LOG_OVERHEAD_BYTES + 5 <= end:
+            rel = pos - buf_at
+            if rel < 0 or (len(buf) - rel < BATCH_HEADER_BYTES and buf_at + len(buf) < end):
+                buf = self.read(pos, min(SCAN_CHUNK_BYTES, end - pos))
+                buf_at, rel = pos, 0
+            if len(buf) - rel < LOG_OVERHEAD_BYTES + 5:
+                return
+            base_offset, length = _unpack_overhead(buf, rel)
+            if length < LEGACY_RECORD_OVERHEAD_V0:
+                raise CorruptRecordError(f"record size {length} is below the minimum record overhead",
+                                         position=pos, path=self.path)
+            size = length + LOG_OVERHEAD_BYTES
+            if pos + size > end:
+                return
+            magic = buf[rel + MAGIC_POSITION]
+            if magic == 2:
+                if size < BATCH_HEADER_BYTES:
+                    raise CorruptRecordError(f"record batch size {size} is below the 61-byte header",
+                                             position=pos, path=self.path)
+                last = base_offset + _unpack_i32(buf, rel + LAST_OFFSET_DELTA_AT)[0]
+                max_ts = _unpack_i64(buf, rel + MAX_TIMESTAMP_AT)[0]
+            elif magic == 1:
+                last, max_ts = base_offset, _unpack_i64(buf, rel + 18)[0]
+            elif magic == 0:
+                last, max_ts = base_offset, -1
+            else:
+                raise CorruptRecordError(f"unknown record magic {magic}", position=pos, path=self.path)
+            yield BatchHeader(pos, size, base_offset, last, magic, max_ts)
+            pos += size

@@ -1,0 +1,397 @@
+"""``Segment``: one ``.log`` file and its ``.index``, ``.timeindex`` and ``.txnindex``
+(docs/format/segment.md).
+
+A segment knows how to append (keeping Kafka's sparse index rule), translate an offset
+to a byte position (index floor + forward walk over batch headers), read a slice,
+recover (re-validate and re-index), truncate, and become inactive (final time-index
+entry, trimmed indexes). Indexes are opened lazily; nothing is mapped until used.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+
+from pylog.errors import CorruptIndexError, IncompleteBatchError, InvalidOffsetError, RecordFormatError
+from pylog.index import OffsetIndex, TimeIndex, TxnIndex
+from pylog.io import DEFAULT_IO, FileIO
+from pylog.layout import (
+    INDEX_SUFFIX, INT32_MAX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, offset_file_prefix,
+)
+from pylog.record.batch import decode_batches
+from pylog.segment.file import BatchHeader, LogFile
+
+#: Bytes read at a time while recovering (whole batches are validated in memory).
+RECOVERY_CHUNK_BYTES = 4 * 1024 * 1024
+
+
+def segment_paths(directory: str, base_offset: int, suffix: str = "") -> dict[str, str]:
+    """The four file paths of the segment at ``base_offset`` (with an extra suffix such as .swap)."""
+    prefix = os.path.join(str(directory), offset_file_prefix(base_offset))
+    return {ext: prefix + ext + suffix for ext in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)}
+
+
+class Segment:
+    """A segment of a partition log, named by its base offset.
+
+    ``next_offset`` is one past the last offset it holds (the base offset when empty);
+    ``size_bytes`` is the length of its ``.log``; ``max_timestamp`` the largest record
+    timestamp seen (-1 if none).
+    """
+
+    def __init__(self, directory: str, base_offset: int, *, index_bytes: int, index_interval_bytes: int,
+                 writable: bool, io: FileIO = DEFAULT_IO, suffix: str = "", roll_jitter_ms: int = 0):
+        self.directory = str(directory)
+        self.base_offset = base_offset
+        self.writable = writable
+        self.io = io
+        self.suffix = suffix
+        self.index_bytes = index_bytes
+        self.index_interval_bytes = index_interval_bytes
+        self.roll_jitter_ms = roll_jitter_ms
+        paths = segment_paths(directory, base_offset, suffix)
+        self.log = LogFile(paths[LOG_SUFFIX], writable=writable, io=io)
+        self.offset_index = OffsetIndex(paths[INDEX_SUFFIX], base_offset, max_bytes=index_bytes, writable=writable)
+        self.time_index = TimeIndex(paths[TIME_INDEX_SUFFIX], base_offset, max_bytes=index_bytes, writable=writable)
+        self.txn_index = TxnIndex(paths[TXN_INDEX_SUFFIX], base_offset, writable=writable)
+        self._bytes_since_last_index_entry = 0
+        self._max_ts_and_offset: tuple[int, int] | None = None
+        self._next_offset: int | None = None
+        self.rolling_based_timestamp: int | None = None
+        self.created_ms = _mtime_ms(self.log.path)
+
+    @classmethod
+    def create(cls, directory: str, base_offset: int, **kwargs) -> "Segment":
+        """A new empty segment; files that already exist for this base offset are removed first."""
+        io = kwargs.get("io", DEFAULT_IO)
+        for path in segment_paths(directory, base_offset, kwargs.get("suffix", "")).values():
+            io.remove(path)
+        seg = cls(directory, base_offset, writable=True, **kwargs)
+        seg._next_offset = base_offset
+        seg._max_ts_and_offset = (-1, base_offset)
+        seg.created_ms = int(time.time() * 1000)
+        return seg
+
+    # -- identity ----------------------------------------------------------------------------
+    @property
+    def log_path(self) -> str:
+        return self.log.path
+
+    @property
+    def size_bytes(self) -> int:
+        return self.log.size_bytes
+
+    def __repr__(self) -> str:
+        return f"Segment(base_offset={self.base_offset}, size_bytes={self.size_bytes})"
+
+    # -- lazily known facts ------------------------------------------------------------------
+    @property
+    def next_offset(self) -> int:
+        """One past the last offset held. O(index_interval) on first use (a walk from the
+        last index entry), O(1) after."""
+        if self._next_offset is None:
+            _, position = self._safe_lookup(2**62)
+            last = None
+            for h in self.log.headers(position):
+                last = h
+            if last is None and position:
+                for h in self.log.headers(0):
+                    last = h
+            self._next_offset = self.base_offset if last is None else last.last_offset + 1
+        return self._next_offset
+
+    def _safe_lookup(self, offset: int) -> tuple[int, int]:
+        try:
+            off, pos = self.offset_index.lookup(offset)
+        except CorruptIndexError:
+            return self.base_offset, 0
+        return (off, pos) if 0 <= pos <= self.log.size_bytes else (self.base_offset, 0)
+
+    @property
+    def max_timestamp_and_offset(self) -> tuple[int, int]:
+        """(largest timestamp, last offset of the batch holding it); (-1, base) if none."""
+        if self._max_ts_and_offset is None:
+            ts, off = -1, self.base_offset
+            try:
+                entry = self.time_index.last_entry
+            except CorruptIndexError:
+                entry = None
+            start = 0
+            if entry is not None and entry[0] >= 0:
+                ts, off = entry
+                start = self._safe_lookup(off)[1]
+            for h in self.log.headers(start):
+                if h.max_timestamp > ts:
+                    ts, off = h.max_timestamp, h.last_offset
+            self._max_ts_and_offset = (ts, off)
+        return self._max_ts_and_offset
+
+    @property
+    def max_timestamp(self) -> int:
+        return self.max_timestamp_and_offset[0]
+
+    def largest_timestamp(self) -> int:
+        """The max timestamp, or the file's mtime when no batch carries one (as Kafka)."""
+        ts = self.max_timestamp
+        return ts if ts >= 0 else _mtime_ms(self.log.path)
+
+    def first_batch_timestamp(self) -> int | None:
+        """Max timestamp of the first batch: what time-based rolling measures from."""
+        if self.rolling_based_timestamp is None:
+            for h in self.log.headers(0):
+                self.rolling_based_timestamp = h.max_timestamp
+                break
+        return self.rolling_based_timestamp
+
+    # -- writes -------------------------------------------------------------------------------
+    def append(self, largest_offset: int, largest_timestamp: int, offset_of_max_timestamp: int, data) -> int:
+        """Append ``data`` (whole batches ending at ``largest_offset``); returns its position.
+
+        Adds an index entry (largest offset of the append -> its start position) when more
+        than ``index_interval_bytes`` were written since the last one, as Kafka does.
+        Not durable until :meth:`flush`.
+        """
+        relative = largest_offset - self.base_offset
+        if not 0 <= relative <= INT32_MAX:
+            raise InvalidOffsetError(
+                f"offset {largest_offset} does not fit as a relative offset of segment {self.base_offset}")
+        if self.log.size_bytes == 0:
+            self.rolling_based_timestamp = largest_timestamp
+        max_ts, _ = self.max_timestamp_and_offset
+        position = self.log.append(data)
+        if largest_timestamp > max_ts:
+            self._max_ts_and_offset = (largest_timestamp, offset_of_max_timestamp)
+        if self._bytes_since_last_index_entry > self.index_interval_bytes:
+            self.offset_index.append(largest_offset, position)
+            self.time_index.maybe_append(*self._max_ts_and_offset)
+            self._bytes_since_last_index_entry = 0
+        self._bytes_since_last_index_entry += len(data)
+        self._next_offset = largest_offset + 1
+        return position
+
+    def should_roll(self, *, append_bytes: int, max_timestamp_in_append: int, last_offset: int,
+                    segment_bytes: int, max_segment_ms: int, now_ms: int) -> bool:
+        """Kafka's roll rule: size, time since the first batch (minus jitter), full indexes,
+        relative-offset overflow."""
+        if self.log.size_bytes > segment_bytes - append_bytes:
+            return True
+        if self.log.size_bytes > 0:
+            first_ts = self.first_batch_timestamp()
+            waited = (max_timestamp_in_append - first_ts if first_ts is not None and first_ts >= 0
+                      else now_ms - self.created_ms)
+            if waited > max_segment_ms - self.roll_jitter_ms:
+                return True
+        if self.offset_index.is_full() or self.time_index.is_full():
+            return True
+        return not 0 <= last_offset - self.base_offset <= INT32_MAX
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch whose last offset is >= ``offset`` (the whole batch holding
+        ``offset`` goes). Returns bytes removed. Not durable until :meth:`flush`."""
+        header = self.translate_offset(offset)
+        if header is None:
+            return 0
+        removed = self.log.size_bytes - header.position
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
+        self.log.truncate_to(header.position)
+        self._after_truncate()
+        return removed
+
+    def _after_truncate(self) -> None:
+        self._next_offset = None
+        self._max_ts_and_offset = None
+        self.rolling_based_timestamp = None
+        _, pos = self._safe_lookup(2**62)
+        self._bytes_since_last_index_entry = self.log.size_bytes - pos
+        if self.log.size_bytes == 0:
+            self.created_ms = int(time.time() * 1000)
+
+    def on_become_inactive(self) -> None:
+        """On roll: final time-index entry (the segment's max), trimmed index files."""
+        ts, off = self.max_timestamp_and_offset
+        if ts >= 0:
+            self.time_index.maybe_append(ts, off, skip_full_check=True)
+        self.offset_index.trim()
+        self.time_index.trim()
+
+    def flush(self) -> None:
+        """fsync the ``.log``, ``.index``, ``.timeindex`` and ``.txnindex``."""
+        self.log.flush()
+        self.offset_index.flush()
+        self.time_index.flush()
+        self.txn_index.flush()
+
+    def close(self) -> None:
+        """Release maps and fds (the final time-index entry and trims happen on roll/close)."""
+        self.offset_index.close()
+        self.time_index.close()
+        self.txn_index.close()
+        self.log.release()
+
+    def release(self) -> None:
+        """Give back maps and fds of an inactive segment; they reopen on next use."""
+        self.close()
+
+    # -- recovery -------------------------------------------------------------------------------
+    def recover(self, on_batch=None) -> int:
+        """Re-validate every batch (CRC, sizes, offsets) and rebuild the indexes.
+
+        Stops at the first invalid or incomplete batch and truncates the file there;
+        ``on_batch(batch)`` sees each valid batch (producer state replay). Returns the
+        number of bytes truncated. O(segment bytes): reads the whole file once.
+        """
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.txn_index.reset()
+        self._bytes_since_last_index_entry = 0
+        self._max_ts_and_offset = (-1, self.base_offset)
+        valid_bytes = 0
+        last_index_position = 0
+        expected_next = self.base_offset
+        for batch in self._batches_for_recovery():
+            if not batch.is_valid() or batch.last_offset < expected_next or \
+                    batch.last_offset - self.base_offset > INT32_MAX:
+                break
+            if batch.magic == 2 and (batch.base_offset < expected_next or batch.record_count < 0):
+                break
+            max_ts = batch.max_timestamp
+            if max_ts > self._max_ts_and_offset[0]:
+                self._max_ts_and_offset = (max_ts, batch.last_offset)
+            if valid_bytes - last_index_position > self.index_interval_bytes:
+                self.offset_index.append(batch.last_offset, batch.position)
+                self.time_index.maybe_append(*self._max_ts_and_offset)
+                last_index_position = valid_bytes
+            if on_batch is not None:
+                on_batch(batch)
+            expected_next = batch.last_offset + 1
+            valid_bytes = batch.position + batch.size
+        truncated = self.log.size_bytes - valid_bytes
+        if truncated:
+            self.log.truncate_to(valid_bytes)
+        self._bytes_since_last_index_entry = valid_bytes - last_index_position
+        self._next_offset = expected_next
+        self.rolling_based_timestamp = None
+        return truncated
+
+    def _batches_for_recovery(self):
+        """Whole batches from the file, read in chunks; stops at a torn or impossible entry."""
+        position = 0
+        size = self.log.size_bytes
+        while position < size:
+            chunk = self.log.read(position, max(RECOVERY_CHUNK_BYTES, 0))
+            consumed = 0
+            try:
+                for batch in decode_batches(chunk, position_base=position, path=self.log.path):
+                    consumed = batch.position - position + batch.size
+                    yield batch
+            except IncompleteBatchError as e:
+                consumed = e.valid_bytes
+                if consumed == 0:
+                    need = self._entry_size_at(position)
+                    if need is None or position + need > size or need > RECOVERY_CHUNK_BYTES * 64:
+                        return
+                    chunk = self.log.read(position, need)
+                    yield from decode_batches(chunk, position_base=position, path=self.log.path)
+                    consumed = need
+            except RecordFormatError:
+                return
+            if consumed == 0:
+                return
+            position += consumed
+
+    def _entry_size_at(self, position: int) -> int | None:
+        head = self.log.read(position, 12)
+        if len(head) < 12:
+            return None
+        return int.from_bytes(head[8:12], "big", signed=True) + 12
+
+    def check_index_consistency(self) -> list[str]:
+        """Problems found comparing index entries with the log (empty list when clean)."""
+        problems = []
+        positions = {h.position: h for h in self.log.headers(0)}
+        for off, pos in self.offset_index.entries():
+            h = positions.get(pos)
+            if h is None:
+                problems.append(f"{self.offset_index.path}: entry ({off}, {pos}) does not point at a batch start")
+            elif not h.last_offset >= off:
+                problems.append(f"{self.offset_index.path}: entry offset {off} is past the batch at {pos}")
+        return problems
+
+    # -- reads ----------------------------------------------------------------------------------
+    def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None:
+        """The first batch whose last offset is >= ``offset`` (index floor, then a forward
+        walk over headers). O(log entries + index_interval)."""
+        _, position = self._safe_lookup(offset)
+        for h in self.log.headers(max(position, start_position)):
+            if h.last_offset >= offset:
+                return h
+        return None
+
+    def find_position(self, offset: int) -> int | None:
+        """Byte position of the batch holding ``offset`` (or the next one), None if past the end."""
+        h = self.translate_offset(offset)
+        return None if h is None else h.position
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, int] | None:
+        """Earliest (offset, timestamp) at or after ``starting_offset`` with timestamp >= ``timestamp``."""
+        _, ts_offset = self.time_index.lookup(timestamp)
+        _, position = self._safe_lookup(max(ts_offset, starting_offset))
+        for h in self.log.headers(position):
+            if h.max_timestamp >= timestamp and h.last_offset >= starting_offset:
+                batch = next(decode_batches(self.log.read(h.position, h.size), position_base=h.position,
+                                            path=self.log.path))
+                for r in batch.records():
+                    if r.timestamp >= timestamp and r.offset >= starting_offset:
+                        return r.offset, r.timestamp
+        return None
+
+    def read_slice(self, position: int, size: int) -> bytes:
+        """The bytes ``[position, position + size)`` of the ``.log`` (a copy)."""
+        return self.log.read(position, size)
+
+    def headers(self, start: int = 0, end: int | None = None):
+        """Walk batch headers (see :meth:`LogFile.headers`)."""
+        return self.log.headers(start, end)
+
+    # -- files ------------------------------------------------------------------------------------
+    def paths(self) -> list[str]:
+        """Every file of this segment that exists."""
+        return [p for p in segment_paths(self.directory, self.base_offset, self.suffix).values()
+                if os.path.exists(p)]
+
+    def change_suffix(self, new_suffix: str) -> None:
+        """Rename every file from the current suffix (e.g. ``.cleaned``) to ``new_suffix``."""
+        self.close()
+        old = segment_paths(self.directory, self.base_offset, self.suffix)
+        new = segment_paths(self.directory, self.base_offset, new_suffix)
+        for ext, path in old.items():
+            if os.path.exists(path):
+                self.io.rename(path, new[ext])
+        self.suffix = new_suffix
+        self.log.path = new[LOG_SUFFIX]
+        self.offset_index.path = new[INDEX_SUFFIX]
+        self.time_index.path = new[TIME_INDEX_SUFFIX]
+        self.txn_index.path = new[TXN_INDEX_SUFFIX]
+
+    def delete_files(self) -> None:
+        """Remove every file of the segment now."""
+        self.close()
+        for path in segment_paths(self.directory, self.base_offset, self.suffix).values():
+            self.io.remove(path)
+
+
+def _mtime_ms(path: str) -> int:
+    try:
+        return int(os.stat(path).st_mtime * 1000)
+    except OSError:
+        return int(time.time() * 1000)
+
+
+def roll_jitter_ms(segment_jitter_ms: int, segment_ms: int) -> int:
+    """Kafka's per-segment jitter: random in [0, min(jitter, segment_ms)) when jitter > 0."""
+    bound = min(segment_jitter_ms, segment_ms)
+    return random.randrange(bound) if bound > 0 else 0
+
