@@ -1,5 +1,15 @@
-"""Kept for tools that still call setup.py; all metadata lives in pyproject.toml."""
+"""Builds the optional C speedups; all other metadata lives in pyproject.toml.
 
-from setuptools import setup
+``pylog._speedups`` holds the two hot loops of the record format (encode and decode of
+v2 records). It is optional: without a C compiler the build skips it and pylog uses its
+pure-Python code paths, with the same results.
+"""
 
-setup()
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension("pylog._speedups", ["pylog/_native/speedups.c"], optional=True,
+                  extra_compile_args=["-O2"]),
+    ],
+)
