@@ -68,6 +68,8 @@ class Segment:
         for path in segment_paths(directory, base_offset, kwargs.get("suffix", "")).values():
             io.remove(path)
         seg = cls(directory, base_offset, writable=True, **kwargs)
+        for path in (seg.offset_index.path, seg.time_index.path):
+            open(path, "ab").close()  # Kafka creates both index files with the segment
         seg._next_offset = base_offset
         seg._max_ts_and_offset = (-1, base_offset)
         seg.created_ms = int(time.time() * 1000)

@@ -104,7 +104,7 @@ def test_missing_and_garbage_indexes_are_rebuilt(tmp_path):
     os.remove(segs[0].offset_index.path)
     with open(segs[1].offset_index.path, "wb") as f:
         f.write(os.urandom(13))
-    with Log.open(d) as log:
+    with Log.open(d, segment_bytes=4096, index_interval_bytes=100) as log:
         assert [list(s.offset_index.entries()) for s in log.segments][:2] == entries[:2]
         assert log.check() == []
 

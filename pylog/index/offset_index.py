@@ -1,0 +1,72 @@
+"""``OffsetIndex``: the ``.index`` file, a sparse map from offsets to byte positions in
+the segment's ``.log`` (docs/format/index.md).
+
+Entries are 8 bytes, big-endian: relative offset (offset - base offset, int32) and
+position (int32). Not checksummed: an index above the recovery point is rebuilt after a
+crash, never trusted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pylog.errors import CorruptIndexError, InvalidOffsetError
+from pylog.index.base import INT32_MAX, EntryFile
+
+
+class OffsetIndex(EntryFile):
+    """Offset -> position. ``lookup`` is O(log n) on a native copy of the offsets.
+
+    >>> import tempfile, os
+    >>> idx = OffsetIndex(os.path.join(tempfile.mkdtemp(), "0.index"), base_offset=100)
+    >>> idx.append(150, 4096); idx.append(180, 8192)
+    >>> idx.lookup(170), idx.lookup(99)
+    ((150, 4096), (100, 0))
+    """
+
+    dtype = np.dtype([("k", ">i4"), ("v", ">i4")])
+
+    def _entry(self, i: int) -> tuple[int, int]:
+        return self.base_offset + int(self._keys[i]), int(self._vals[i])
+
+    def lookup(self, offset: int) -> tuple[int, int]:
+        """The largest entry with offset <= ``offset``; ``(base_offset, 0)`` below the first."""
+        i = self._floor(offset - self.base_offset)
+        return (self.base_offset, 0) if i < 0 else self._entry(i)
+
+    def append(self, offset: int, position: int) -> None:
+        """Add an entry; offsets must strictly increase and fit in an int32 relative offset.
+        Written through the map: durable after ``flush()``."""
+        relative = offset - self.base_offset
+        if not 0 <= relative <= INT32_MAX:
+            raise InvalidOffsetError(f"offset {offset} does not fit in the index of segment {self.base_offset}")
+        if not 0 <= position <= INT32_MAX:
+            raise InvalidOffsetError(f"position {position} does not fit in an int32")
+        last = self.last_entry
+        if last is not None and offset <= last[0]:
+            raise InvalidOffsetError(
+                f"index entry offset {offset} is not above the last entry {last[0]} in {self.path}")
+        self._append_raw(relative, position)
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every entry with offset >= ``offset``."""
+        self._load()
+        n = int(np.searchsorted(self._keys[: self._n], offset - self.base_offset, side="left"))
+        self._truncate_entries(n)
+
+    def fetch_upper_bound_offset(self, position: int, fetch_bytes: int) -> int | None:
+        """Offset of the first entry whose position is >= position + fetch_bytes (None if none)."""
+        self._load()
+        i = int(np.searchsorted(self._vals[: self._n], position + fetch_bytes, side="left"))
+        return None if i >= self._n else self._entry(i)[0]
+
+    def sanity_check(self) -> None:
+        """Raise :class:`CorruptIndexError` if the file cannot be this segment's index."""
+        self._check_file_shape()
+        self._load()
+        if self._n and (self._keys[self._n - 1] < 0 or self._vals[: self._n].min() < 0):
+            raise CorruptIndexError(
+                f"corrupt index: last offset {self.base_offset + int(self._keys[self._n - 1])} is below "
+                f"the base offset {self.base_offset}", path=self.path)
+        if self._n > 1 and np.any(np.diff(self._vals[: self._n]) < 0):
+            raise CorruptIndexError("corrupt index: positions go backwards", path=self.path)
