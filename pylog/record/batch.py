@@ -22,6 +22,11 @@ from pylog.record import compression as _codec
 from pylog.record.record import ControlRecord, Record
 from pylog.record.varint import decode_varint
 
+try:
+    from pylog import _speedups
+except ImportError:  # no C compiler at install time: the pure-Python loop below
+    _speedups = None
+
 _crc = _crc32c.crc32c
 _unpack_header = BATCH_HEADER.unpack_from
 _unpack_overhead = LOG_OVERHEAD.unpack_from
@@ -185,6 +190,11 @@ def decode_v2_records(buf: bytes, count: int, base_offset: int, base_timestamp: 
     end = len(buf)
     if count > end // MIN_RECORD_BYTES:
         raise InvalidRecordError(f"record count {count} is larger than {end} bytes of records can hold")
+    if _speedups is not None:
+        try:
+            return _speedups.decode_records(buf, count, base_offset, base_timestamp, append_time, record_type)
+        except ValueError as e:
+            raise InvalidRecordError(str(e)) from None
     out = []
     append = out.append
     pos = 0

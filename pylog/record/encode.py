@@ -22,6 +22,11 @@ from pylog.record import compression as _codec
 from pylog.record.record import Record, as_record
 from pylog.record.varint import varint_bytes
 
+try:
+    from pylog import _speedups
+except ImportError:  # no C compiler at install time: the pure-Python paths below
+    _speedups = None
+
 _crc = _crc32c.crc32c
 _pack_header = BATCH_HEADER.pack
 _TIMESTAMP_TYPES = {"CreateTime": 0, "LogAppendTime": 1, 0: 0, 1: 1}
@@ -128,10 +133,13 @@ def encode_batch(records, *, base_offset: int = 0, compression: str | int = "non
     """
     codec = _codec.codec_id(compression)
     default_ts = now_ms() if timestamp is None else timestamp
-    fast = _fast_values(records)
-    if fast is not None:
-        count = len(fast)
-        payload = encode_values(fast, default_ts)
+    payload = _native_values(records)
+    if payload is None:
+        fast = _fast_values(records)
+        if fast is not None:
+            payload = encode_values(fast, default_ts)
+    if payload is not None:
+        count = len(records)
         base_ts = max_ts = default_ts if count else -1
     else:
         recs = [as_record(r) for r in records]
@@ -141,7 +149,7 @@ def encode_batch(records, *, base_offset: int = 0, compression: str | int = "non
             elif not isinstance(r.timestamp, int):
                 raise InvalidRecordError(f"record timestamp must be an int (ms), not {type(r.timestamp).__name__}")
         base_ts = recs[0].timestamp if recs else -1
-        payload, count, max_ts = encode_records(recs, base_ts)
+        payload, count, max_ts = _encode_native(recs, base_ts) or encode_records(recs, base_ts)
     return build_batch(payload, count, base_offset=base_offset, codec=codec,
                        compression_level=compression_level, base_timestamp=base_ts,
                        max_timestamp=max_ts, timestamp_type=timestamp_type,
@@ -149,6 +157,29 @@ def encode_batch(records, *, base_offset: int = 0, compression: str | int = "non
                        base_sequence=base_sequence, partition_leader_epoch=partition_leader_epoch,
                        is_transactional=is_transactional, is_control=is_control,
                        log_append_time=log_append_time, delete_horizon_ms=delete_horizon_ms)
+
+
+def _encode_native(recs: list[Record], base_ts: int):
+    """The C encoder for records without headers; None when it cannot take them."""
+    if _speedups is None or any(r.headers for r in recs):
+        return None
+    deltas = [r.timestamp - base_ts for r in recs]
+    try:
+        payload = _speedups.encode_records([r.value for r in recs], [r.key for r in recs],
+                                           deltas if any(deltas) else None)
+    except (TypeError, OverflowError):
+        return None  # the Python encoder names the offending field
+    return payload, len(recs), max((r.timestamp for r in recs), default=-1)
+
+
+def _native_values(records) -> bytes | None:
+    """A list of plain ``bytes`` values encoded by the C encoder (None if it does not apply)."""
+    if _speedups is None or type(records) is not list:
+        return None
+    try:
+        return _speedups.encode_records(records, None, None)
+    except TypeError:
+        return None
 
 
 def _fast_values(records):
