@@ -107,7 +107,7 @@ class PartitionDir:
         out = {}
         for name in (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT):
             try:
-                out[name] = OffsetCheckpoint(os.path.join(self.log_dir, name)).read().get(self.key)
+                out[name] = OffsetCheckpoint(os.path.join(self.log_dir, name), io=self.io).read().get(self.key)
             except (CorruptCheckpointError, OSError):
                 out[name] = None
         return out
@@ -119,7 +119,7 @@ class PartitionDir:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             for name, offset in values.items():
-                cp = OffsetCheckpoint(os.path.join(self.log_dir, name))
+                cp = OffsetCheckpoint(os.path.join(self.log_dir, name), io=self.io)
                 try:
                     entries = cp.read()
                 except CorruptCheckpointError:
