@@ -16,7 +16,6 @@ damaged tails unread (readers never see past the last whole batch).
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 
 from pylog.io import FileIO
@@ -26,7 +25,6 @@ from pylog.layout import (
 )
 from pylog.segment.segment import Segment
 
-_SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex|\.snapshot)((?:\.[a-z]+)*)$")
 _INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 
 
@@ -42,15 +40,40 @@ class LoadReport:
     swapped_segments: list[int] = field(default_factory=list)
 
 
-def list_segment_files(directory: str) -> list[tuple[int, str, str, str]]:
-    """(base offset, kind, extra suffix, file name) of every segment-like file, sorted."""
+_KINDS = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, ".snapshot")
+
+
+def parse_segment_file(name: str) -> tuple[int, str, str] | None:
+    """``00000000000000000042.log.swap`` -> ``(42, ".log", ".swap")``; None for other names."""
+    if len(name) < 24 or name[20] != "." or not name[:20].isdigit():
+        return None
+    rest = name[20:]
+    for kind in _KINDS:
+        if rest.startswith(kind):
+            extra = rest[len(kind):]
+            if extra and not (extra.startswith(".") and extra[1:].replace(".", "").isalpha()):
+                return None
+            return int(name[:20]), kind, extra
+    return None
+
+
+def list_segment_files(directory: str, names: list[str] | None = None) -> list[tuple[int, str, str, str]]:
+    """(base offset, kind, extra suffix, file name) of every segment-like file, sorted.
+    One ``listdir`` (or the given ``names``) and no regular expressions: this runs on
+    every open, over every file of every segment."""
     out = []
-    for name in os.listdir(directory):
-        m = _SEGMENT_FILE.match(name)
-        if m:
-            out.append((int(m.group(1)), m.group(2), m.group(3), name))
+    for name in os.listdir(directory) if names is None else names:
+        parsed = parse_segment_file(name)
+        if parsed is not None:
+            out.append((parsed[0], parsed[1], parsed[2], name))
     out.sort()
     return out
+
+
+def has_temp_files(names: list[str]) -> bool:
+    """Whether any ``.deleted``, ``.cleaned`` or ``.swap`` file is present."""
+    text = "\n".join(names) + "\n"
+    return any(suffix + "\n" in text for suffix in (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX))
 
 
 def clean_temp_files(directory: str, io: FileIO, report: LoadReport) -> None:
@@ -84,20 +107,37 @@ def clean_temp_files(directory: str, io: FileIO, report: LoadReport) -> None:
         io.fsync_dir(directory)
 
 
-def remove_orphan_indexes(directory: str, io: FileIO, report: LoadReport) -> None:
-    """Step 2: index files whose ``.log`` is gone are deleted, as Kafka does."""
-    files = list_segment_files(directory)
-    logs = {b for b, kind, extra, _ in files if kind == LOG_SUFFIX and extra == ""}
-    for base, kind, extra, name in files:
-        if extra == "" and kind in _INDEX_SUFFIXES and base not in logs:
+def remove_orphan_indexes(directory: str, io: FileIO, report: LoadReport, names: list[str]) -> tuple[list[int], set[int]]:
+    """Step 2: index files whose ``.log`` is gone are deleted, as Kafka does. Returns the
+    sorted base offsets of the ``.log`` files and those of the ones lacking an ``.index``
+    or ``.timeindex``. Set operations over the names only: this runs over every file of
+    every segment on each open."""
+    logs, indexed, timed, index_files = set(), set(), set(), []
+    for name in names:
+        ext = name[20:]
+        if ext == LOG_SUFFIX:
+            logs.add(name[:20])
+        elif ext == INDEX_SUFFIX:
+            indexed.add(name[:20])
+            index_files.append(name)
+        elif ext == TIME_INDEX_SUFFIX:
+            timed.add(name[:20])
+            index_files.append(name)
+        elif ext == TXN_INDEX_SUFFIX:
+            index_files.append(name)
+    logs = {p for p in logs if p.isdigit()}
+    for name in index_files:
+        if name[:20] not in logs and name[:20].isdigit():
             io.remove(os.path.join(directory, name))
             report.removed_files.append(name)
+    missing = {int(p) for p in logs - (indexed & timed)}
+    return sorted(map(int, logs)), missing
 
 
-def live_segment_bases(directory: str, *, read_only: bool) -> list[tuple[int, str]]:
+def live_segment_bases(directory: str, *, read_only: bool, names: list[str] | None = None) -> list[tuple[int, str]]:
     """(base offset, suffix) of the segments to open. Read-only opens resolve an
     unfinished swap in memory: ``.swap`` files stand in for the range they cover."""
-    files = list_segment_files(directory)
+    files = list_segment_files(directory, names)
     plain = sorted(b for b, kind, extra, _ in files if kind == LOG_SUFFIX and extra == "")
     if not read_only:
         return [(b, "") for b in plain]
@@ -121,15 +161,10 @@ def _swap_end(directory: str, base: int) -> int:
 
 
 def index_needs_rebuild(segment: Segment) -> bool:
-    """True if the ``.index`` is missing, fails its sanity check, or is not trimmed."""
-    path = segment.offset_index.path
-    if not os.path.exists(path) or not os.path.exists(segment.time_index.path):
-        return segment.size_bytes > 0
+    """True if the segment's ``.index`` or ``.timeindex`` fails its sanity check (loads them)."""
     try:
-        segment.offset_index.sanity_check()
-        segment.time_index.sanity_check()
+        segment._raw_offset_index().sanity_check()
+        segment._raw_time_index().sanity_check()
     except Exception:
         return True
     return False
-
-

@@ -28,7 +28,8 @@ from pylog.layout import (
     INT64_MAX, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 )
 from pylog.loader import (
-    LoadReport, clean_temp_files, index_needs_rebuild, live_segment_bases, remove_orphan_indexes,
+    LoadReport, clean_temp_files, has_temp_files, index_needs_rebuild, live_segment_bases,
+    remove_orphan_indexes,
 )
 from pylog.partition_dir import PartitionDir
 from pylog.record.batch import RecordBatch, decode_batches
@@ -138,14 +139,20 @@ class Log:
         report = self.load_report
         marker = self._dir.take_clean_shutdown_marker()
         report.clean = marker if clean_shutdown is None else (clean_shutdown or marker)
-        clean_temp_files(self._dir.path, self.io, report)
-        remove_orphan_indexes(self._dir.path, self.io, report)
-        for base, suffix in live_segment_bases(self._dir.path, read_only=False):
-            self._segments[base] = self._new_segment_object(base, suffix=suffix)
+        names = os.listdir(self._dir.path)
+        if has_temp_files(names):
+            clean_temp_files(self._dir.path, self.io, report)
+            names = os.listdir(self._dir.path)
+        bases, missing_indexes = remove_orphan_indexes(self._dir.path, self.io, report, names)
+        jitter = roll_jitter_ms(self.config.segment_jitter_ms, self.config.segment_ms)
+        self._segments.update((base, Segment(self._dir.path, base, index_bytes=self.config.segment_index_bytes,
+                                             index_interval_bytes=self.config.index_interval_bytes,
+                                             writable=True, io=self.io, roll_jitter_ms=jitter))
+                              for base in bases)
         offsets = self._dir.read_offsets()
         checkpoint_rp = offsets[RECOVERY_POINT_CHECKPOINT] or 0
         checkpoint_lso = offsets[LOG_START_OFFSET_CHECKPOINT]
-        self._recover(0 if not report.clean else None, checkpoint_rp)
+        self._recover(checkpoint_rp, missing_indexes)
         if not self._segments:
             start = checkpoint_lso or 0
             self._segments[start] = self._create_segment(start)
@@ -161,23 +168,24 @@ class Log:
             min(max(hw, self.log_start_offset), leo)
         self._load_producer_state()
 
-    def _recover(self, _unused, recovery_point: int) -> None:
-        """Recover segments from the one holding ``recovery_point`` (all if the close was
-        unclean), plus any whose index is missing or damaged."""
+    def _recover(self, recovery_point: int, missing_indexes: set[int]) -> None:
+        """Recover segments from the one holding ``recovery_point`` (none after a clean
+        close), plus any whose index is missing, and the active one if its index is damaged."""
         report = self.load_report
         bases = list(self._segments.keys())
         if not bases:
             return
-        start_index = 0
         if report.clean:
             start_index = len(bases)
         else:
-            floor = self._segments.bisect_right(recovery_point) - 1
-            start_index = max(floor, 0)
-        for i, base in enumerate(bases):
+            start_index = max(self._segments.bisect_right(recovery_point) - 1, 0)
+        todo = sorted(missing_indexes | set(bases[start_index:]))
+        if not todo or todo[-1] != bases[-1]:
+            if index_needs_rebuild(self._segments[bases[-1]]):
+                todo.append(bases[-1])
+        for base in todo:
+            i = self._segments.index(base)
             seg = self._segments[base]
-            if i < start_index and not index_needs_rebuild(seg):
-                continue
             truncated = seg.recover()
             report.recovered_segments.append(base)
             if truncated:
@@ -186,6 +194,8 @@ class Log:
                     self._segments.pop(later).delete_files()
                     report.deleted_segments.append(later)
                 break
+            if i < len(bases) - 1:
+                seg.on_become_inactive()
         if report.recovered_segments:
             self.io.fsync_dir(self._dir.path)
 
@@ -512,7 +522,9 @@ class Log:
                               roll_jitter_ms=roll_jitter_ms(self.config.segment_jitter_ms, self.config.segment_ms))
 
     def _track_inactive(self, seg: Segment) -> None:
-        """Keep at most OPEN_SEGMENTS_MAX inactive segments' files open."""
+        """Keep at most OPEN_SEGMENTS_MAX inactive segments' files open (least recently used go)."""
+        if self._segments and seg is self.active_segment:
+            return
         self._open_inactive.pop(seg.base_offset, None)
         self._open_inactive[seg.base_offset] = seg
         while len(self._open_inactive) > OPEN_SEGMENTS_MAX:
@@ -599,6 +611,9 @@ class Log:
             size = min(limit, max(max_bytes, header.size) if min_one_message else max_bytes)
             if size <= 0:
                 break
+            if seg is not candidates[-1]:
+                with self._lock:
+                    self._track_inactive(seg)
             fetch = FetchData(offset, handle=seg.log.handle(), position=header.position, size_bytes=size,
                               path=seg.log_path, bound=bound, isolation=isolation)
             if isolation == "committed":

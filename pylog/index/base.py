@@ -15,6 +15,8 @@ import numpy as np
 from pylog.errors import CorruptIndexError, InvalidOffsetError, ReadOnlyError
 
 INT32_MAX = 2**31 - 1
+_EMPTY = np.empty(0, np.int64)
+_EMPTY.flags.writeable = False
 
 
 class EntryFile:
@@ -33,11 +35,11 @@ class EntryFile:
         self.entry_bytes = self.dtype.itemsize
         self.max_entries = max(max_bytes // self.entry_bytes, 1)
         self._loaded = False
-        self._keys = np.empty(0, np.int64)
-        self._vals = np.empty(0, np.int64)
+        self._keys = self._vals = _EMPTY
         self._n = 0
         self._mm = None
         self._file_bytes = 0
+        self._ragged = False
 
     # -- loading -----------------------------------------------------------------------
     def _load(self) -> None:
@@ -47,6 +49,7 @@ class EntryFile:
         if self.path is not None and os.path.exists(self.path):
             size = os.path.getsize(self.path)
             self._file_bytes = size
+            self._ragged = size % self.entry_bytes != 0
             count = size // self.entry_bytes
             if count:
                 raw = np.fromfile(self.path, dtype=self.dtype, count=count)
@@ -153,6 +156,7 @@ class EntryFile:
         """Drop every entry (and, if writable, empty the file)."""
         self._release_map()
         self._loaded = True
+        self._ragged = False
         self._n = 0
         self._keys = np.empty(0, np.int64)
         self._vals = np.empty(0, np.int64)
@@ -218,10 +222,10 @@ class EntryFile:
                 pass
 
     def _check_file_shape(self) -> None:
-        if self.path is not None and os.path.exists(self.path):
-            size = os.path.getsize(self.path)
-            if size % self.entry_bytes:
-                raise CorruptIndexError(
-                    f"index file size {size} is not a multiple of the {self.entry_bytes}-byte entry", path=self.path)
+        self._load()
+        if self._ragged:
+            raise CorruptIndexError(
+                f"index file size {self._file_bytes} is not a multiple of the {self.entry_bytes}-byte entry",
+                path=self.path)
 
 

@@ -65,17 +65,24 @@ class LogFile:
         self.writable = writable
         self.io = io
         self._handle: _Handle | None = None
-        if writable:
-            self._open()
-        try:
-            self.size_bytes = os.stat(self.path).st_size
-        except FileNotFoundError:
-            if writable:
-                raise
-            self.size_bytes = 0
-        if self.size_bytes > MAX_FILE_BYTES:
-            raise CorruptRecordError(f"segment file is {self.size_bytes} bytes, past the 2 GiB limit",
-                                     path=self.path)
+        self._size: int | None = None
+
+    @property
+    def size_bytes(self) -> int:
+        """Logical size: what readers may see (the file's size until this process writes)."""
+        if self._size is None:
+            try:
+                size = os.stat(self.path).st_size
+            except FileNotFoundError:
+                size = 0
+            if size > MAX_FILE_BYTES:
+                raise CorruptRecordError(f"segment file is {size} bytes, past the 2 GiB limit", path=self.path)
+            self._size = size
+        return self._size
+
+    @size_bytes.setter
+    def size_bytes(self, value: int) -> None:
+        self._size = value
 
     # -- handles -------------------------------------------------------------------
     def _open(self) -> _Handle:
@@ -98,6 +105,10 @@ class LogFile:
     def release(self) -> None:
         """Drop this file's reference to its fd (fetches holding it keep it open)."""
         self._handle = None
+
+    @property
+    def is_open(self) -> bool:
+        return self._handle is not None and self._handle.fd >= 0
 
     def refresh_size(self) -> int:
         """Re-read the size from the file system (a reader following another process's writes)."""

@@ -17,7 +17,7 @@ from pylog.errors import CorruptIndexError, IncompleteBatchError, InvalidOffsetE
 from pylog.index import OffsetIndex, TimeIndex, TxnIndex
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
-    INDEX_SUFFIX, INT32_MAX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, offset_file_prefix,
+    INDEX_SUFFIX, INT32_MAX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
 )
 from pylog.record.batch import decode_batches
 from pylog.segment.file import BatchHeader, LogFile
@@ -28,7 +28,7 @@ RECOVERY_CHUNK_BYTES = 4 * 1024 * 1024
 
 def segment_paths(directory: str, base_offset: int, suffix: str = "") -> dict[str, str]:
     """The four file paths of the segment at ``base_offset`` (with an extra suffix such as .swap)."""
-    prefix = os.path.join(str(directory), offset_file_prefix(base_offset))
+    prefix = f"{directory}/{base_offset:020d}"
     return {ext: prefix + ext + suffix for ext in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)}
 
 
@@ -50,16 +50,70 @@ class Segment:
         self.index_bytes = index_bytes
         self.index_interval_bytes = index_interval_bytes
         self.roll_jitter_ms = roll_jitter_ms
-        paths = segment_paths(directory, base_offset, suffix)
-        self.log = LogFile(paths[LOG_SUFFIX], writable=writable, io=io)
-        self.offset_index = OffsetIndex(paths[INDEX_SUFFIX], base_offset, max_bytes=index_bytes, writable=writable)
-        self.time_index = TimeIndex(paths[TIME_INDEX_SUFFIX], base_offset, max_bytes=index_bytes, writable=writable)
-        self.txn_index = TxnIndex(paths[TXN_INDEX_SUFFIX], base_offset, writable=writable)
+        self._log: LogFile | None = None
+        self._offset_index: OffsetIndex | None = None
+        self._time_index: TimeIndex | None = None
+        self._txn_index: TxnIndex | None = None
+        self._indexes_checked = False
         self._bytes_since_last_index_entry = 0
         self._max_ts_and_offset: tuple[int, int] | None = None
         self._next_offset: int | None = None
         self.rolling_based_timestamp: int | None = None
-        self.created_ms = _mtime_ms(self.log.path)
+        self._created_ms: int | None = None
+
+    @property
+    def created_ms(self) -> int:
+        """When the segment was created (its file's mtime if it was opened): what time-based
+        rolling measures from when batches carry no timestamp."""
+        if self._created_ms is None:
+            self._created_ms = _mtime_ms(self.log.path)
+        return self._created_ms
+
+    @created_ms.setter
+    def created_ms(self, value: int) -> None:
+        self._created_ms = value
+
+    # -- files, made on first use (opening a log of many segments touches none of them) ----
+    @property
+    def _prefix(self) -> str:
+        return f"{self.directory}/{self.base_offset:020d}"
+
+    @property
+    def log(self) -> LogFile:
+        if self._log is None:
+            self._log = LogFile(self._prefix + LOG_SUFFIX + self.suffix, writable=self.writable, io=self.io)
+        return self._log
+
+    @property
+    def offset_index(self) -> OffsetIndex:
+        """The ``.index``, checked (and rebuilt if damaged) on first use."""
+        self.ensure_indexes()
+        return self._raw_offset_index()
+
+    @property
+    def time_index(self) -> TimeIndex:
+        """The ``.timeindex``, checked (and rebuilt if damaged) on first use."""
+        self.ensure_indexes()
+        return self._raw_time_index()
+
+    def _raw_offset_index(self) -> OffsetIndex:
+        if self._offset_index is None:
+            self._offset_index = OffsetIndex(self._prefix + INDEX_SUFFIX + self.suffix, self.base_offset,
+                                             max_bytes=self.index_bytes, writable=self.writable)
+        return self._offset_index
+
+    def _raw_time_index(self) -> TimeIndex:
+        if self._time_index is None:
+            self._time_index = TimeIndex(self._prefix + TIME_INDEX_SUFFIX + self.suffix, self.base_offset,
+                                         max_bytes=self.index_bytes, writable=self.writable)
+        return self._time_index
+
+    @property
+    def txn_index(self) -> TxnIndex:
+        if self._txn_index is None:
+            self._txn_index = TxnIndex(self._prefix + TXN_INDEX_SUFFIX + self.suffix, self.base_offset,
+                                       writable=self.writable)
+        return self._txn_index
 
     @classmethod
     def create(cls, directory: str, base_offset: int, **kwargs) -> "Segment":
@@ -68,6 +122,7 @@ class Segment:
         for path in segment_paths(directory, base_offset, kwargs.get("suffix", "")).values():
             io.remove(path)
         seg = cls(directory, base_offset, writable=True, **kwargs)
+        seg._indexes_checked = True
         for path in (seg.offset_index.path, seg.time_index.path):
             open(path, "ab").close()  # Kafka creates both index files with the segment
         seg._next_offset = base_offset
@@ -104,21 +159,67 @@ class Segment:
         return self._next_offset
 
     def _safe_lookup(self, offset: int) -> tuple[int, int]:
-        try:
-            off, pos = self.offset_index.lookup(offset)
-        except CorruptIndexError:
-            return self.base_offset, 0
+        self.ensure_indexes()
+        off, pos = self.offset_index.lookup(offset)
         return (off, pos) if 0 <= pos <= self.log.size_bytes else (self.base_offset, 0)
+
+    def ensure_indexes(self) -> None:
+        """On first use, check both indexes (sanity check, positions inside the file) and
+        rebuild them from the log if they are missing or damaged: an index is never
+        trusted blindly. O(index entries) once; O(segment batches) if it rebuilds."""
+        if self._indexes_checked:
+            return
+        self._indexes_checked = True
+        oi, ti = self._raw_offset_index(), self._raw_time_index()
+        try:
+            oi.sanity_check()
+            ti.sanity_check()
+            last = oi.last_entry
+            bad = last is not None and last[1] >= max(self.log.size_bytes, 1)
+            missing = not os.path.exists(oi.path) or not os.path.exists(ti.path)
+        except CorruptIndexError:
+            bad, missing = True, False
+        if bad or (missing and self.log.size_bytes > self.index_interval_bytes):
+            self.rebuild_indexes()
+
+    def rebuild_indexes(self) -> None:
+        """Recompute both indexes from the batch headers with Kafka's interval rule (no CRC
+        checks: that is ``recover``). Writable segments rewrite the files; read-only ones
+        keep the entries in memory."""
+        offsets, positions, times, time_offsets = [], [], [], []
+        max_ts, max_off = -1, self.base_offset
+        last_indexed = 0
+        for h in self.log.headers(0):
+            if h.max_timestamp > max_ts:
+                max_ts, max_off = h.max_timestamp, h.last_offset
+            if h.position - last_indexed > self.index_interval_bytes:
+                if not offsets or h.last_offset > offsets[-1]:
+                    offsets.append(h.last_offset)
+                    positions.append(h.position)
+                if max_ts >= 0 and (not times or max_ts > times[-1]):
+                    times.append(max_ts)
+                    time_offsets.append(max_off)
+                last_indexed = h.position
+        self._indexes_checked = True
+        oi, ti = self._raw_offset_index(), self._raw_time_index()
+        if self.writable:
+            oi.reset()
+            ti.reset()
+            for off, pos in zip(offsets, positions):
+                oi.append(off, pos)
+            for ts, off in zip(times, time_offsets):
+                ti.maybe_append(ts, off)
+        else:
+            oi.set_entries([o - self.base_offset for o in offsets], positions)
+            ti.set_entries(times, [o - self.base_offset for o in time_offsets])
 
     @property
     def max_timestamp_and_offset(self) -> tuple[int, int]:
         """(largest timestamp, last offset of the batch holding it); (-1, base) if none."""
         if self._max_ts_and_offset is None:
             ts, off = -1, self.base_offset
-            try:
-                entry = self.time_index.last_entry
-            except CorruptIndexError:
-                entry = None
+            self.ensure_indexes()
+            entry = self.time_index.last_entry
             start = 0
             if entry is not None and entry[0] >= 0:
                 ts, off = entry
@@ -228,10 +329,11 @@ class Segment:
 
     def close(self) -> None:
         """Release maps and fds (the final time-index entry and trims happen on roll/close)."""
-        self.offset_index.close()
-        self.time_index.close()
-        self.txn_index.close()
-        self.log.release()
+        for part in (self._offset_index, self._time_index, self._txn_index):
+            if part is not None:
+                part.close()
+        if self._log is not None:
+            self._log.release()
 
     def release(self) -> None:
         """Give back maps and fds of an inactive segment; they reopen on next use."""
@@ -245,6 +347,7 @@ class Segment:
         ``on_batch(batch)`` sees each valid batch (producer state replay). Returns the
         number of bytes truncated. O(segment bytes): reads the whole file once.
         """
+        self._indexes_checked = True
         self.offset_index.reset()
         self.time_index.reset()
         self.txn_index.reset()
@@ -339,6 +442,7 @@ class Segment:
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, int] | None:
         """Earliest (offset, timestamp) at or after ``starting_offset`` with timestamp >= ``timestamp``."""
+        self.ensure_indexes()
         _, ts_offset = self.time_index.lookup(timestamp)
         _, position = self._safe_lookup(max(ts_offset, starting_offset))
         for h in self.log.headers(position):
@@ -373,10 +477,11 @@ class Segment:
             if os.path.exists(path):
                 self.io.rename(path, new[ext])
         self.suffix = new_suffix
-        self.log.path = new[LOG_SUFFIX]
-        self.offset_index.path = new[INDEX_SUFFIX]
-        self.time_index.path = new[TIME_INDEX_SUFFIX]
-        self.txn_index.path = new[TXN_INDEX_SUFFIX]
+        for attr, ext in (("_log", LOG_SUFFIX), ("_offset_index", INDEX_SUFFIX),
+                          ("_time_index", TIME_INDEX_SUFFIX), ("_txn_index", TXN_INDEX_SUFFIX)):
+            part = getattr(self, attr)
+            if part is not None:
+                part.path = new[ext]
 
     def delete_files(self) -> None:
         """Remove every file of the segment now."""
