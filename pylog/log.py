@@ -213,18 +213,60 @@ class Log:
         self.recovery_point = min(offsets[RECOVERY_POINT_CHECKPOINT] or 0, leo)
         hw = offsets[REPLICATION_OFFSET_CHECKPOINT]
         self._high_watermark = leo if self.auto_high_watermark or hw is None else min(max(hw, self.log_start_offset), leo)
+        self._txn_state_loaded = False
+
+    def _ensure_read_only_txn_state(self) -> None:
+        """Read-only logs learn open and aborted transactions on the first committed read:
+        one replay of the log's producer batches (segments without a ``.txnindex`` get
+        theirs in memory). O(log bytes), once."""
+        if not self.read_only or self._txn_state_loaded:
+            return
+        from pylog.producer_state import ProducerStateManager
+        self._txn_state_loaded = True
+        producers = ProducerStateManager(self._dir.path, producer_id_expiration_ms=2**62, read_only=True)
+        missing = {s.base_offset for s in self._segments.values() if not os.path.exists(s.txn_index.path)}
+
+        def index_aborted(txn) -> None:
+            floor = self._segments.bisect_right(txn.last_offset) - 1
+            seg = self._segments.values()[max(floor, 0)]
+            if seg.base_offset in missing:
+                fuo = producers.first_unstable_offset()
+                seg.txn_index.add_in_memory(txn._replace(
+                    last_stable_offset=txn.last_offset + 1 if fuo is None else min(fuo, txn.last_offset + 1)))
+
+        producers.producers = {}
+        for batch in self._batches_between(self.log_start_offset, self.log_end_offset):
+            if batch.magic == 2 and batch.producer_id >= 0:
+                from pylog.producer_state import batch_info
+                aborted = producers.on_append(batch_info(batch))
+                if aborted is not None:
+                    index_aborted(aborted)
+        self._producers = producers
+        self._update_first_unstable_offset()
 
     def _load_producer_state(self) -> None:
-        try:
-            from pylog.producer_state import ProducerStateManager
-        except ImportError:
-            return
+        """Load producer state; segments recovered just now get their aborted-transaction
+        index rebuilt from the replay."""
+        from pylog.producer_state import ProducerStateManager
         self._producers = ProducerStateManager(self._dir.path,
                                                producer_id_expiration_ms=self.config.producer_id_expiration_ms,
-                                               read_only=self.read_only)
+                                               read_only=self.read_only, io=self.io)
+        recovered = set(self.load_report.recovered_segments)
+
+        def index_aborted(txn) -> None:
+            floor = self._segments.bisect_right(txn.last_offset) - 1
+            seg = self._segments.values()[max(floor, 0)]
+            if seg.base_offset in recovered:
+                seg.txn_index.append(txn._replace(last_stable_offset=self._lso_after(txn.last_offset)))
+
         self._producers.load(self.log_start_offset, self.log_end_offset, list(self._segments.keys()),
-                             self._batches_between, now_ms())
+                             self._batches_between, now_ms(),
+                             replay_from=min(recovered) if recovered else None, on_aborted=index_aborted)
         self._update_first_unstable_offset()
+
+    def _lso_after(self, marker_offset: int) -> int:
+        fuo = self._producers.first_unstable_offset(self._high_watermark) if self._producers else None
+        return marker_offset + 1 if fuo is None else min(fuo, marker_offset + 1)
 
     def refresh(self) -> None:
         """Read-only logs: pick up segments and bytes another process appended since."""
@@ -301,6 +343,8 @@ class Log:
     @property
     def last_stable_offset(self) -> int:
         """min(first offset of an open transaction, high watermark)."""
+        if self.read_only:
+            self._ensure_read_only_txn_state()
         fuo = self._first_unstable_offset
         return self._high_watermark if fuo is None else min(fuo, self._high_watermark)
 
@@ -344,6 +388,10 @@ class Log:
         records = list(records)
         if not records:
             raise InvalidRecordError("cannot append an empty list of records")
+        if producer_id >= 0 and (base_sequence < 0 or producer_epoch < 0):
+            raise InvalidRecordError(f"producer {producer_id} appends need base_sequence >= 0 and producer_epoch >= 0")
+        if is_transactional and producer_id < 0:
+            raise InvalidRecordError("transactional appends need a producer_id")
         codec = self.config.target_compression or compression or "none"
         with self._lock:
             now = now_ms()
@@ -443,7 +491,7 @@ class Log:
         if len(data) > self.config.segment_bytes:
             raise RecordTooLargeError(
                 f"append of {len(data)} bytes exceeds segment_bytes {self.config.segment_bytes}")
-        if self._producers is not None:
+        if self._producers is not None and (first.magic == 2 and first.producer_id >= 0 or len(batches) > 1):
             dup = self._producers_check(batches, from_client)
             if dup is not None:
                 return dup
@@ -479,14 +527,14 @@ class Log:
                 continue
             aborted = self._producers.on_append(batch_info(b))
             if aborted is not None:
-                self.active_segment.txn_index.append(aborted._replace(last_stable_offset=self.last_stable_offset)
-                                                     if hasattr(aborted, "_replace") else aborted)
+                self.active_segment.txn_index.append(
+                    aborted._replace(last_stable_offset=self._lso_after(aborted.last_offset)))
 
     def _update_first_unstable_offset(self) -> None:
         if self._producers is None:
             self._first_unstable_offset = None
             return
-        fuo = self._producers.first_unstable_offset()
+        fuo = self._producers.first_unstable_offset(None if self.auto_high_watermark else self._high_watermark)
         self._first_unstable_offset = None if fuo is None else max(fuo, self.log_start_offset)
 
     # ==== rolling and flushing =====================================================================
@@ -584,6 +632,8 @@ class Log:
             raise InvalidRecordError(f"isolation must be one of {', '.join(ISOLATIONS)}, got {isolation!r}")
         if self.read_only and offset >= self.log_end_offset:
             self.refresh()
+        if isolation == "committed" and self.read_only:
+            self._ensure_read_only_txn_state()
         with self._lock:
             leo = self.log_end_offset
             start = self.log_start_offset

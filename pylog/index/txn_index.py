@@ -60,6 +60,10 @@ class TxnIndex:
             f.write(txn.pack())
         entries.append(txn)
 
+    def add_in_memory(self, txn: AbortedTxn) -> None:
+        """Record an entry without writing it (an index rebuilt for a read-only log)."""
+        self._load().append(txn)
+
     def collect(self, fetch_offset: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]:
         """Entries overlapping [fetch_offset, upper_bound); ``complete`` is True when later
         segments need not be searched (an entry's last stable offset reached the bound)."""

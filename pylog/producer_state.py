@@ -1,0 +1,335 @@
+"""Producer state: what makes appends idempotent and transactions atomic
+(docs/format/snapshot.md; Kafka's ProducerStateManager).
+
+Per producer id the log remembers its epoch, the metadata of its last five batches
+(so an exact retry is answered with the original offsets and writes nothing), its
+coordinator epoch and the first offset of its open transaction. Snapshots in Kafka's
+``.snapshot`` format are taken at every roll and on close; opening loads the newest
+valid snapshot and replays the log after it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, NamedTuple
+
+import crc32c as _crc32c
+
+from pylog.errors import (
+    CorruptSnapshotError, InvalidTxnStateError, OutOfOrderSequenceError, ProducerFencedError,
+)
+from pylog.index.txn_index import AbortedTxn
+from pylog.io import DEFAULT_IO, FileIO
+from pylog.layout import (
+    CONTROL_ABORT, CONTROL_COMMIT, SNAPSHOT_CRC_FROM, SNAPSHOT_ENTRY, SNAPSHOT_ENTRY_BYTES,
+    SNAPSHOT_HEADER, SNAPSHOT_SUFFIX, SNAPSHOT_VERSION,
+)
+
+#: Batches remembered per producer for duplicate detection (Kafka's NUM_BATCHES_TO_RETAIN).
+BATCHES_TO_RETAIN = 5
+SEQUENCE_MODULUS = 2**31
+NO_EPOCH = -1
+
+
+class BatchInfo(NamedTuple):
+    """What producer state needs of one appended v2 batch."""
+
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    last_sequence: int
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    is_transactional: bool
+    is_control: bool
+    control_type: int | None
+    coordinator_epoch: int | None
+
+
+def batch_info(batch) -> BatchInfo:
+    """BatchInfo of a :class:`RecordBatch` (reads the control record of a marker)."""
+    control_type = coordinator_epoch = None
+    if batch.is_control:
+        recs = batch.records()
+        if recs:
+            control_type = recs[0].control_type_id
+            coordinator_epoch = recs[0].coordinator_epoch
+    return BatchInfo(batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.last_sequence,
+                     batch.base_offset, batch.last_offset, batch.max_timestamp, batch.is_transactional,
+                     batch.is_control, control_type, coordinator_epoch)
+
+
+class BatchMetadata(NamedTuple):
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    timestamp: int
+
+
+@dataclass
+class ProducerEntry:
+    """One producer's state."""
+
+    producer_id: int
+    epoch: int = NO_EPOCH
+    batches: deque = field(default_factory=lambda: deque(maxlen=BATCHES_TO_RETAIN))
+    coordinator_epoch: int = -1
+    last_timestamp: int = -1
+    current_txn_first_offset: int | None = None
+
+    @property
+    def last_sequence(self) -> int:
+        return self.batches[-1].last_seq if self.batches else -1
+
+    @property
+    def last_offset(self) -> int:
+        return self.batches[-1].last_offset if self.batches else -1
+
+    def find_duplicate(self, info: BatchInfo) -> BatchMetadata | None:
+        if info.producer_epoch != self.epoch:
+            return None
+        for b in self.batches:
+            if b.first_seq == info.base_sequence and b.last_seq == info.last_sequence:
+                return b
+        return None
+
+
+def in_sequence(last_seq: int, next_seq: int) -> bool:
+    """``next_seq`` follows ``last_seq`` (wrapping at 2^31 - 1 to 0)."""
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == SEQUENCE_MODULUS - 1)
+
+
+class ProducerStateManager:
+    """The producer state of one partition directory."""
+
+    def __init__(self, log_dir, *, producer_id_expiration_ms: int, read_only: bool = False,
+                 io: FileIO = DEFAULT_IO):
+        self.log_dir = os.fspath(log_dir)
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self.read_only = read_only
+        self.io = io
+        self.producers: dict[int, ProducerEntry] = {}
+        self._unreplicated: list[tuple[int, int]] = []  # (first offset, marker offset) of completed txns
+        self.map_end_offset = 0
+
+    # -- snapshots -------------------------------------------------------------------------
+    def snapshot_offsets(self) -> list[int]:
+        out = []
+        for name in os.listdir(self.log_dir):
+            if name.endswith(SNAPSHOT_SUFFIX) and len(name) == 20 + len(SNAPSHOT_SUFFIX) and name[:20].isdigit():
+                out.append(int(name[:20]))
+        return sorted(out)
+
+    def snapshot_path(self, offset: int) -> str:
+        return os.path.join(self.log_dir, f"{offset:020d}{SNAPSHOT_SUFFIX}")
+
+    def take_snapshot(self, offset: int, *, fsync: bool = True) -> str | None:
+        """Write the state as ``<offset>.snapshot`` (tmp, fsync, rename). None if read-only."""
+        if self.read_only:
+            return None
+        path = self.snapshot_path(offset)
+        self.io.write_file(path, encode_snapshot(self.producers.values()), fsync=fsync)
+        return path
+
+    def delete_snapshots_below(self, offset: int) -> None:
+        if self.read_only:
+            return
+        for off in self.snapshot_offsets():
+            if off < offset:
+                self.io.remove(self.snapshot_path(off))
+
+    def delete_snapshots_above(self, offset: int) -> None:
+        if self.read_only:
+            return
+        for off in self.snapshot_offsets():
+            if off > offset:
+                self.io.remove(self.snapshot_path(off))
+
+    # -- loading -----------------------------------------------------------------------------
+    def load(self, log_start_offset: int, log_end_offset: int, segment_base_offsets: list[int],
+             read_batches: Callable[[int, int], Iterable], now_ms: int, *, replay_from: int | None = None,
+             on_aborted: Callable[[AbortedTxn], None] | None = None) -> None:
+        """Newest valid snapshot <= ``log_end_offset`` (and <= ``replay_from`` if given),
+        then replay the batches after it. Corrupt or out-of-range snapshots are skipped
+        (and deleted unless read-only). Cost: O(bytes after the snapshot)."""
+        self.producers = {}
+        self._unreplicated = []
+        limit = log_end_offset if replay_from is None else min(replay_from, log_end_offset)
+        start = log_start_offset
+        for off in reversed(self.snapshot_offsets()):
+            if off > log_end_offset:
+                self.delete_snapshots_above(log_end_offset)
+                continue
+            if off > limit or off < log_start_offset:
+                continue
+            try:
+                entries = read_snapshot(self.snapshot_path(off))
+            except CorruptSnapshotError:
+                if not self.read_only:
+                    self.io.remove(self.snapshot_path(off))
+                continue
+            self.producers = {e.producer_id: e for e in entries}
+            start = off
+            break
+        self.map_end_offset = start
+        for batch in read_batches(start, log_end_offset):
+            if batch.magic != 2 or batch.producer_id < 0 or batch.last_offset < start:
+                continue
+            aborted = self.on_append(batch_info(batch))
+            if aborted is not None and on_aborted is not None:
+                on_aborted(aborted)
+        self.map_end_offset = log_end_offset
+        self.remove_expired(now_ms)
+
+    def truncate_and_reload(self, log_start_offset, log_end_offset, segment_base_offsets, read_batches, now_ms):
+        """After a truncation: drop snapshots past the new end and rebuild."""
+        self.delete_snapshots_above(log_end_offset)
+        self.load(log_start_offset, log_end_offset, segment_base_offsets, read_batches, now_ms)
+
+    # -- appends -------------------------------------------------------------------------------
+    def check_append(self, info: BatchInfo, *, from_client: bool) -> tuple[int, int] | None:
+        """Validate a batch before it is written; changes nothing.
+
+        Returns the original (first, last) offsets if a client batch is an exact duplicate
+        of one of the producer's last five. Raises :class:`ProducerFencedError` for an
+        older epoch, :class:`OutOfOrderSequenceError` for a gap, :class:`InvalidTxnStateError`
+        for a batch that does not fit the producer's transaction state.
+        """
+        entry = self.producers.get(info.producer_id)
+        if entry is None:
+            if info.is_control and from_client:
+                raise InvalidTxnStateError(f"producer {info.producer_id} has no state to end a transaction of")
+            return None
+        if info.producer_epoch < entry.epoch:
+            raise ProducerFencedError(f"producer {info.producer_id} epoch {info.producer_epoch} is older than "
+                                      f"the current epoch {entry.epoch}")
+        if info.is_control:
+            if info.coordinator_epoch is not None and info.coordinator_epoch < entry.coordinator_epoch:
+                raise InvalidTxnStateError(f"transaction marker for producer {info.producer_id} has coordinator "
+                                           f"epoch {info.coordinator_epoch}, below {entry.coordinator_epoch}")
+            return None
+        if not from_client:
+            return None
+        dup = entry.find_duplicate(info)
+        if dup is not None:
+            return dup.first_offset, dup.last_offset
+        if info.producer_epoch != entry.epoch:
+            if info.base_sequence != 0 and entry.epoch != NO_EPOCH:
+                raise OutOfOrderSequenceError(
+                    f"producer {info.producer_id} starts epoch {info.producer_epoch} at sequence "
+                    f"{info.base_sequence}, not 0")
+        elif entry.batches and not in_sequence(entry.last_sequence, info.base_sequence):
+            raise OutOfOrderSequenceError(
+                f"producer {info.producer_id}: sequence {info.base_sequence} does not follow "
+                f"{entry.last_sequence}")
+        if entry.current_txn_first_offset is not None and not info.is_transactional:
+            raise InvalidTxnStateError(f"producer {info.producer_id} has an open transaction; "
+                                       f"a non-transactional batch cannot be appended")
+        return None
+
+    def on_append(self, info: BatchInfo) -> AbortedTxn | None:
+        """Update after the batch was written (offsets final). A COMMIT/ABORT marker ends
+        the producer's transaction; an ABORT returns the AbortedTxn to index (its
+        ``last_stable_offset`` is filled in by the log)."""
+        entry = self.producers.get(info.producer_id)
+        if entry is None:
+            entry = self.producers[info.producer_id] = ProducerEntry(info.producer_id)
+        if info.producer_epoch != entry.epoch:
+            entry.epoch = info.producer_epoch
+            entry.batches.clear()
+        entry.last_timestamp = max(entry.last_timestamp, info.max_timestamp)
+        self.map_end_offset = max(self.map_end_offset, info.last_offset + 1)
+        if info.is_control:
+            if info.coordinator_epoch is not None:
+                entry.coordinator_epoch = info.coordinator_epoch
+            first = entry.current_txn_first_offset
+            entry.current_txn_first_offset = None
+            if first is None or info.control_type not in (CONTROL_ABORT, CONTROL_COMMIT):
+                return None
+            self._unreplicated.append((first, info.last_offset))
+            if info.control_type == CONTROL_ABORT:
+                return AbortedTxn(info.producer_id, first, info.last_offset, info.last_offset + 1)
+            return None
+        if info.base_sequence >= 0:
+            entry.batches.append(BatchMetadata(info.base_sequence, info.last_sequence, info.first_offset,
+                                               info.last_offset, info.max_timestamp))
+        if info.is_transactional and entry.current_txn_first_offset is None:
+            entry.current_txn_first_offset = info.first_offset
+        return None
+
+    # -- queries ---------------------------------------------------------------------------------
+    def ongoing_transactions(self) -> dict[int, int]:
+        return {pid: e.current_txn_first_offset for pid, e in self.producers.items()
+                if e.current_txn_first_offset is not None}
+
+    def first_unstable_offset(self, high_watermark: int | None = None) -> int | None:
+        """Smallest first offset of an open transaction, or of a completed one whose marker
+        is not yet below ``high_watermark``; None when everything is stable."""
+        if high_watermark is not None:
+            self._unreplicated = [t for t in self._unreplicated if t[1] >= high_watermark]
+        else:
+            self._unreplicated = []
+        firsts = [e.current_txn_first_offset for e in self.producers.values()
+                  if e.current_txn_first_offset is not None]
+        firsts += [t[0] for t in self._unreplicated]
+        return min(firsts) if firsts else None
+
+    def remove_expired(self, now_ms: int) -> list[int]:
+        """Forget producers idle for ``producer_id_expiration_ms`` with no open transaction."""
+        gone = [pid for pid, e in self.producers.items()
+                if e.current_txn_first_offset is None and now_ms - e.last_timestamp >= self.producer_id_expiration_ms]
+        for pid in gone:
+            del self.producers[pid]
+        return gone
+
+    def entries(self) -> dict[int, ProducerEntry]:
+        return dict(self.producers)
+
+
+# -- the .snapshot file ---------------------------------------------------------------------------------
+
+def encode_snapshot(entries: Iterable[ProducerEntry]) -> bytes:
+    """Kafka's producer snapshot, version 1: header (version, CRC-32C of the rest, count), 46-byte entries."""
+    body = [SNAPSHOT_ENTRY.pack(e.producer_id, e.epoch, e.last_sequence, e.last_offset,
+                                (e.batches[-1].last_offset - e.batches[-1].first_offset) if e.batches else 0,
+                                e.last_timestamp, e.coordinator_epoch,
+                                -1 if e.current_txn_first_offset is None else e.current_txn_first_offset)
+            for e in entries]
+    count_and_entries = len(body).to_bytes(4, "big", signed=True) + b"".join(body)
+    crc = _crc32c.crc32c(count_and_entries)
+    return SNAPSHOT_VERSION.to_bytes(2, "big") + crc.to_bytes(4, "big") + count_and_entries
+
+
+def read_snapshot(path) -> list[ProducerEntry]:
+    """Parse a ``.snapshot``; raises :class:`CorruptSnapshotError` for a bad version,
+    CRC or size."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise CorruptSnapshotError(f"cannot read snapshot: {e}", path=os.fspath(path)) from None
+    if len(data) < SNAPSHOT_HEADER.size:
+        raise CorruptSnapshotError(f"snapshot of {len(data)} bytes is shorter than its header", path=os.fspath(path))
+    version, crc, count = SNAPSHOT_HEADER.unpack_from(data)
+    if version != SNAPSHOT_VERSION:
+        raise CorruptSnapshotError(f"snapshot version {version} is not {SNAPSHOT_VERSION}", path=os.fspath(path))
+    if _crc32c.crc32c(memoryview(data)[SNAPSHOT_CRC_FROM:]) != crc:
+        raise CorruptSnapshotError("snapshot CRC does not match", path=os.fspath(path))
+    if count < 0 or len(data) != SNAPSHOT_HEADER.size + count * SNAPSHOT_ENTRY_BYTES:
+        raise CorruptSnapshotError(f"snapshot declares {count} entries but holds {len(data)} bytes",
+                                   path=os.fspath(path))
+    out = []
+    for i in range(count):
+        (pid, epoch, last_seq, last_offset, offset_delta, ts, coord_epoch,
+         txn_first) = SNAPSHOT_ENTRY.unpack_from(data, SNAPSHOT_HEADER.size + i * SNAPSHOT_ENTRY_BYTES)
+        entry = ProducerEntry(pid, epoch, coordinator_epoch=coord_epoch, last_timestamp=ts,
+                              current_txn_first_offset=None if txn_first < 0 else txn_first)
+        if last_offset >= 0 and last_seq >= 0:
+            first_seq = (last_seq - offset_delta) % SEQUENCE_MODULUS
+            entry.batches.append(BatchMetadata(first_seq, last_seq, last_offset - offset_delta, last_offset, ts))
+        out.append(entry)
+    return out

@@ -1,0 +1,180 @@
+"""Idempotent and transactional appends: dedup, fencing, sequences, transactions, snapshots."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from pylog import Log, OutOfOrderSequenceError, ProducerFencedError
+from pylog.errors import CorruptSnapshotError, InvalidRecordError, InvalidTxnStateError
+from pylog.producer_state import encode_snapshot, read_snapshot
+from tests.conftest import SAMPLES, needs_samples
+
+PID, EPOCH = 1000, 0
+
+
+@pytest.fixture
+def log(tmp_path):
+    with Log.open(tmp_path / "t-0", segment_bytes=1024) as lg:
+        yield lg
+
+
+def send(log, seq, n=2, epoch=EPOCH, pid=PID, txn=False):
+    return log.append([b"s%d-%d" % (seq, i) for i in range(n)], producer_id=pid, producer_epoch=epoch,
+                      base_sequence=seq, is_transactional=txn)
+
+
+def test_retry_of_each_of_the_last_five_batches_returns_original_offsets(log):
+    infos = [send(log, seq) for seq in range(0, 12, 2)]  # six batches
+    end = log.log_end_offset
+    for original in infos[1:]:
+        again = send(log, original.first_offset)  # same sequence as offsets here
+        assert again.duplicate and (again.first_offset, again.last_offset) == \
+            (original.first_offset, original.last_offset)
+    assert log.log_end_offset == end
+    with pytest.raises(OutOfOrderSequenceError):
+        send(log, 0)  # the sixth batch back is no longer remembered
+
+
+def test_sequence_gap_is_refused_and_nothing_written(log):
+    send(log, 0)
+    with pytest.raises(OutOfOrderSequenceError):
+        send(log, 5)
+    assert log.log_end_offset == 2
+
+
+def test_older_epoch_is_fenced(log):
+    send(log, 0, epoch=3)
+    with pytest.raises(ProducerFencedError):
+        send(log, 2, epoch=2)
+
+
+def test_new_epoch_must_start_at_sequence_zero(log):
+    send(log, 0, epoch=1)
+    with pytest.raises(OutOfOrderSequenceError):
+        send(log, 7, epoch=2)
+    assert not send(log, 0, epoch=2).duplicate
+
+
+def test_sequences_wrap_after_int32_max(log):
+    send(log, 2**31 - 2, n=2)  # sequences 2^31-2 and 2^31-1
+    assert send(log, 0, n=1).first_offset == 2
+
+
+def test_producer_without_sequence_is_refused(log):
+    with pytest.raises(InvalidRecordError):
+        log.append([b"x"], producer_id=5, producer_epoch=0)
+
+
+def test_duplicates_are_detected_after_reopen(tmp_path):
+    d = tmp_path / "t-0"
+    with Log.open(d, segment_bytes=1024) as log:
+        first = send(log, 0)
+        for seq in range(2, 40, 2):
+            send(log, seq)
+    assert any(n.endswith(".snapshot") for n in os.listdir(d))
+    with Log.open(d, segment_bytes=1024) as log:
+        again = send(log, 38)
+        assert again.duplicate
+        with pytest.raises(OutOfOrderSequenceError):
+            send(log, 100)
+        assert not send(log, 40).duplicate
+    assert first.first_offset == 0
+
+
+def test_duplicates_are_detected_after_a_crash_from_snapshot_and_replay(tmp_path):
+    d = tmp_path / "t-0"
+    log = Log.open(d, segment_bytes=1024)
+    for seq in range(0, 60, 2):
+        send(log, seq)
+    log.flush()
+    log._dir.unlock()  # the process dies: no close, no clean marker
+    with Log.open(d, segment_bytes=1024) as log:
+        assert send(log, 58).duplicate
+
+
+def test_aborted_transaction_spanning_segments_is_hidden_from_committed_reads(log):
+    log.append([b"plain"])
+    for seq in range(0, 40, 2):
+        send(log, seq, txn=True)
+    assert len(log.segments) >= 2
+    assert log.last_stable_offset == 1  # the open transaction pins it
+    log.append_txn_marker(PID, EPOCH, commit=False)
+    log.append([b"after"])
+    assert log.last_stable_offset == log.log_end_offset
+    committed = [r.value for r in log.records(isolation="committed")]
+    assert committed == [b"plain", b"after"]
+    assert len(list(log.records())) == 42  # uncommitted reads see everything but markers
+    fetch = log.read(1, isolation="committed")
+    assert [(t.producer_id, t.first_offset) for t in fetch.aborted_transactions] == [(PID, 1)]
+
+
+def test_committed_transaction_is_visible_after_its_marker(log):
+    send(log, 0, txn=True)
+    assert log.read(0, isolation="committed").records() == []
+    log.append_txn_marker(PID, EPOCH, commit=True, coordinator_epoch=4)
+    assert [r.value for r in log.records(isolation="committed")] == [b"s0-0", b"s0-1"]
+
+
+def test_non_transactional_batch_inside_open_transaction_is_refused(log):
+    send(log, 0, txn=True)
+    with pytest.raises(InvalidTxnStateError):
+        send(log, 2, txn=False)
+
+
+def test_marker_from_fenced_epoch_is_refused(log):
+    send(log, 0, epoch=5, txn=True)
+    with pytest.raises(ProducerFencedError):
+        log.append_txn_marker(PID, 4, commit=True)
+
+
+def test_transaction_index_is_rebuilt_by_recovery(tmp_path):
+    d = tmp_path / "t-0"
+    log = Log.open(d)
+    send(log, 0, txn=True)
+    log.append_txn_marker(PID, EPOCH, commit=False)
+    log.append([b"ok"])
+    log.flush()
+    log._dir.unlock()
+    os.remove(d / "00000000000000000000.txnindex")
+    with Log.open(d) as log:
+        assert [r.value for r in log.records(isolation="committed")] == [b"ok"]
+        assert os.path.exists(d / "00000000000000000000.txnindex")
+
+
+def test_snapshot_round_trip_and_corrupt_snapshot_is_skipped(tmp_path):
+    d = tmp_path / "t-0"
+    with Log.open(d) as log:
+        send(log, 0)
+        send(log, 2)
+    snap = d / "00000000000000000004.snapshot"
+    entries = read_snapshot(snap)
+    assert encode_snapshot(entries) == snap.read_bytes()
+    data = bytearray(snap.read_bytes())
+    data[-1] ^= 1
+    snap.write_bytes(bytes(data))
+    with pytest.raises(CorruptSnapshotError):
+        read_snapshot(snap)
+    with Log.open(d) as log:  # falls back to replaying the log
+        assert send(log, 2).duplicate
+
+
+@needs_samples
+def test_kafka_snapshots_read_and_rewrite_byte_for_byte():
+    found = list((SAMPLES / "real").rglob("*.snapshot"))
+    assert found
+    for path in found:
+        assert encode_snapshot(read_snapshot(path)) == path.read_bytes()
+
+
+@needs_samples
+@pytest.mark.parametrize("read_only", [True, False])
+def test_kafka_transactional_sample_reads_committed(tmp_path, read_only):
+    src = SAMPLES / "reference" / "v2-txn"
+    d = tmp_path / "txn-0"
+    shutil.copytree(src, d)
+    with Log.open(d, read_only=read_only) as log:
+        assert [r.offset for r in log.records(isolation="committed")] == [0, 1, 2, 7, 8]
+        assert [r.offset for r in log.records()] == [0, 1, 2, 4, 5, 7, 8]
