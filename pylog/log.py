@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from sortedcontainers import SortedDict
 
+from pylog import failpoints
 from pylog.config import LogConfig, build_config
 from pylog.errors import (
     CorruptRecordError, IncompleteBatchError, InvalidOffsetError, InvalidRecordError, LogClosedError,
@@ -871,11 +872,13 @@ class Log:
             for seg in new_segments:
                 seg.change_suffix(SWAP_SUFFIX)
             self.io.fsync_dir(self._dir.path)
+            failpoints.hit("swap.renamed")
             for seg in old_segments:
                 if self._segments.get(seg.base_offset) is seg:
                     self._segments.pop(seg.base_offset)
                 self._open_inactive.pop(seg.base_offset, None)
                 self._delete_segment(seg, delay=True)
+            failpoints.hit("swap.old-deleted")
             for seg in new_segments:
                 seg.change_suffix("")
                 self._segments[seg.base_offset] = seg
@@ -894,10 +897,11 @@ class Log:
         from pylog.retention import enforce_retention
         return enforce_retention(self, now_ms)
 
-    def compact(self, now_ms: int | None = None):
-        """Compact the log (keep the latest record per key) if its policy includes compact."""
+    def compact(self, now_ms: int | None = None, *, force: bool = False):
+        """Compact the log (keep the latest record per key) if its policy includes compact;
+        ``force`` ignores ``min_cleanable_dirty_ratio``. Returns a ``CleanResult``."""
         from pylog.retention import compact
-        return compact(self, now_ms)
+        return compact(self, now_ms, force=force)
 
     # ==== idempotence and transactions ===================================================================
     def append_txn_marker(self, producer_id: int, producer_epoch: int, commit: bool,

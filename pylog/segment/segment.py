@@ -123,8 +123,8 @@ class Segment:
             io.remove(path)
         seg = cls(directory, base_offset, writable=True, **kwargs)
         seg._indexes_checked = True
-        for path in (seg.offset_index.path, seg.time_index.path):
-            open(path, "ab").close()  # Kafka creates both index files with the segment
+        for path in (seg.log.path, seg.offset_index.path, seg.time_index.path):
+            open(path, "ab").close()  # Kafka creates the log and both index files with the segment
         seg._next_offset = base_offset
         seg._max_ts_and_offset = (-1, base_offset)
         seg.created_ms = int(time.time() * 1000)

@@ -1,0 +1,135 @@
+"""The compact policy: latest value per key at its offset, tombstones, crash safety, bounded memory."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from pylog import Log, Record
+from pylog.record import decode_batches
+from pylog.retention import compact
+
+CFG = dict(segment_bytes=3000, cleanup_policy="compact", min_cleanable_dirty_ratio=0.0,
+           file_delete_delay_ms=0, delete_retention_ms=1000)
+
+
+def write_updates(log, n, keys, seed=0):
+    rng = random.Random(seed)
+    latest = {}
+    now = int(time.time() * 1000)
+    for i in range(n):
+        k = b"key-%d" % rng.randrange(keys)
+        info = log.append([Record(b"v%d" % i, key=k, timestamp=now)])
+        latest[k] = (info.first_offset, b"v%d" % i)
+    log.append([Record(b"tail", key=b"tail", timestamp=now)])  # leaves the rest cleanable
+    log.roll()
+    return latest
+
+
+def contents(log):
+    return {r.key: (r.offset, r.value) for r in log.records()}
+
+
+def test_compaction_keeps_exactly_the_latest_value_per_key_at_its_offset(tmp_path):
+    with Log.open(tmp_path / "t-0", **CFG) as log:
+        latest = write_updates(log, 600, 40)
+        before = log.size_bytes
+        result = log.compact()
+        assert result.records_removed > 0 and log.size_bytes < before
+        got = [(r.offset, r.key, r.value) for r in log.records()]
+        assert {k: (o, v) for o, k, v in got if k != b"tail"} == latest
+        assert len(got) == len(latest) + 1
+        assert [o for o, _, _ in got] == sorted(o for o, _, _ in got)
+        assert log.check() == []
+
+
+def test_read_in_a_gap_lands_on_the_next_retained_record(tmp_path):
+    with Log.open(tmp_path / "t-0", **CFG) as log:
+        latest = write_updates(log, 300, 10)
+        log.compact()
+        kept = sorted(o for o, _ in latest.values())
+        gap = next(o for o in range(kept[-1]) if o not in kept)
+        first = log.read(gap).records()[0]
+        assert first.offset == min(o for o in kept if o > gap)
+
+
+def test_tombstones_survive_until_the_delete_horizon_then_go(tmp_path):
+    now = int(time.time() * 1000)
+    with Log.open(tmp_path / "t-0", **CFG) as log:
+        for i in range(50):
+            log.append([Record(b"x" * 80, key=b"a%d" % (i % 5), timestamp=now)])
+        log.append([Record(None, key=b"a1", timestamp=now)])
+        log.append([Record(b"z", key=b"tail", timestamp=now)])
+        log.roll()
+        log.compact(now_ms=now, force=True)
+        assert contents(log)[b"a1"][1] is None  # kept: horizon not reached
+        log.compact(now_ms=now + 5000, force=True)
+        assert b"a1" not in contents(log)
+
+
+def test_cleaned_segments_decode_with_kafka_python(tmp_path):
+    from kafka.record.default_records import DefaultRecordBatch
+    with Log.open(tmp_path / "t-0", compression="gzip", **CFG) as log:
+        write_updates(log, 400, 20)
+        log.compact()
+        n = 0
+        for seg in log.segments:
+            for b in decode_batches(open(seg.log_path, "rb").read()):
+                kb = DefaultRecordBatch(bytearray(b.raw()))
+                assert kb.validate_crc()
+                n += len(list(kb))
+        assert n == len(list(log.records()))
+
+
+def test_many_keys_with_a_tiny_memory_budget_compact_in_several_passes(tmp_path):
+    with Log.open(tmp_path / "t-0", **CFG) as log:
+        latest = write_updates(log, 1500, 400, seed=3)
+        result = compact(log, budget_bytes=120 * 50, force=True)  # room for 50 keys
+        assert result.passes > 1
+        got = {r.key: (r.offset, r.value) for r in log.records() if r.key != b"tail"}
+        assert got == latest
+
+
+def test_active_segment_and_unstable_offsets_are_never_cleaned(tmp_path):
+    with Log.open(tmp_path / "t-0", **CFG) as log:
+        now = int(time.time() * 1000)
+        for i in range(20):
+            log.append([Record(b"v%d" % i, key=b"same", timestamp=now)])
+        log.compact(force=True)
+        assert len(list(log.records())) == 20  # all in the active segment
+
+
+CRASHER = textwrap.dedent("""
+    import sys, time
+    from pylog import Log, Record
+    log = Log.open(sys.argv[1], segment_bytes=3000, cleanup_policy="compact", min_cleanable_dirty_ratio=0.0,
+                   file_delete_delay_ms=0)
+    log.compact()
+    print("survived")
+""")
+
+
+@pytest.mark.parametrize("failpoint", ["compact.cleaned-written", "swap.renamed", "swap.old-deleted",
+                                       "compact.swapped"])
+def test_crash_at_each_step_of_a_swap_loses_nothing(tmp_path, failpoint):
+    d = tmp_path / "t-0"
+    with Log.open(d, **CFG) as log:
+        latest = write_updates(log, 500, 30)
+    env = {**os.environ, "PYTHONPATH": os.getcwd(), "PYLOG_FAILPOINTS": failpoint}
+    proc = subprocess.run([sys.executable, "-c", CRASHER, str(d)], env=env, capture_output=True)
+    assert proc.returncode == -9, proc.stderr.decode()[-2000:]
+    with Log.open(d, **CFG) as log:
+        got = {}
+        offsets = []
+        for r in log.records():
+            got[r.key] = (r.offset, r.value)
+            offsets.append(r.offset)
+        assert offsets == sorted(set(offsets))
+        assert {k: v for k, v in got.items() if k != b"tail"} == latest
+        assert log.check() == []
