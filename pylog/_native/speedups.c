@@ -303,7 +303,44 @@ fail:
     return NULL;
 }
 
+/* gather(buf, positions int32 bytes, lengths int32 bytes) -> (data bytes, offsets int32 bytes [n+1])
+ * Copies the byte ranges (a negative length is a null: no bytes) into one contiguous buffer. */
+static PyObject *gather(PyObject *self, PyObject *args) {
+    Py_buffer buf, pos, len;
+    if (!PyArg_ParseTuple(args, "y*y*y*", &buf, &pos, &len)) return NULL;
+    PyObject *data = NULL, *offs = NULL;
+    Py_ssize_t n = pos.len / 4;
+    if (len.len / 4 != n) { PyErr_SetString(PyExc_ValueError, "positions and lengths differ in size"); goto done; }
+    const int32_t *p = pos.buf, *l = len.buf;
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (l[i] > 0) {
+            if (p[i] < 0 || (Py_ssize_t)p[i] + l[i] > buf.len) {
+                PyErr_SetString(PyExc_ValueError, "byte range outside the buffer"); goto done;
+            }
+            total += l[i];
+        }
+    }
+    if (total > INT32_MAX) { PyErr_SetString(PyExc_OverflowError, "more than 2 GiB of values"); goto done; }
+    data = PyBytes_FromStringAndSize(NULL, total);
+    offs = PyBytes_FromStringAndSize(NULL, (n + 1) * 4);
+    if (!data || !offs) goto done;
+    char *d = PyBytes_AS_STRING(data);
+    int32_t *o = (int32_t *)PyBytes_AS_STRING(offs);
+    int32_t at = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        o[i] = at;
+        if (l[i] > 0) { memcpy(d + at, (const char *)buf.buf + p[i], l[i]); at += l[i]; }
+    }
+    o[n] = at;
+done:
+    PyBuffer_Release(&buf); PyBuffer_Release(&pos); PyBuffer_Release(&len);
+    if (PyErr_Occurred()) { Py_XDECREF(data); Py_XDECREF(offs); return NULL; }
+    return Py_BuildValue("(NN)", data, offs);
+}
+
 static PyMethodDef methods[] = {
+    {"gather", gather, METH_VARARGS, "Copy byte ranges into one buffer with int32 offsets."},
     {"encode_records", encode_records, METH_VARARGS, "Encode v2 records (no headers): values, keys, ts deltas."},
     {"scan_records", scan_records, METH_VARARGS, "Field positions of every v2 record, as native arrays."},
     {"decode_records", decode_records, METH_VARARGS, "Decode v2 records into Record objects."},
