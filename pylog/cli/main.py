@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from pylog.errors import PylogError
@@ -30,16 +31,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pylog", description="Kafka partition logs from the shell.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    seen = set()
     for name, module in COMMANDS.items():
-        try:
-            mod = importlib.import_module(f"pylog.cli.{module}")
-        except ImportError:
-            continue
-        if module not in seen or hasattr(mod, f"add_{name}_parser"):
-            adder = getattr(mod, f"add_{name}_parser", None) or mod.add_parser
-            adder(sub)
-            seen.add(module)
+        mod = importlib.import_module(f"pylog.cli.{module}")
+        adder = getattr(mod, f"add_{name}_parser", None) or mod.add_parser
+        adder(sub)
     return parser
 
 
@@ -48,13 +43,14 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.run(args) or 0)
+    except BrokenPipeError:  # the reader (head, less) went away: not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (PylogError, OSError) as e:
         print(f"pylog {args.command}: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,211 @@
+"""``pylog dump``: the same output as Kafka's ``kafka-dump-log.sh`` (DumpLogSegments),
+for ``.log``, ``.index``, ``.timeindex``, ``.txnindex`` and ``.snapshot`` files, so scripts
+written for Kafka's tool work on pylog's files and the other way round."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pylog.errors import PylogError, RecordFormatError
+from pylog.index.txn_index import read_txn_entries
+from pylog.layout import INDEX_SUFFIX, LOG_SUFFIX, OFFSET_INDEX_ENTRY, SNAPSHOT_SUFFIX, TIME_INDEX_ENTRY, \
+    TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
+from pylog.record.batch import decode_batches
+
+RECORD_INDENT = "|"
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("dump", help="print the batches, records and index entries of segment files "
+                                    "(kafka-dump-log compatible)")
+    p.add_argument("--files", required=True, help="comma-separated .log/.index/.timeindex/.txnindex/.snapshot files")
+    p.add_argument("--deep-iteration", action="store_true", help="print every record, not just batches")
+    p.add_argument("--print-data-log", action="store_true", help="print keys and payloads (implies deep iteration)")
+    p.add_argument("--verify-index-only", action="store_true", help="only report index entries that disagree with the log")
+    p.add_argument("--index-sanity-check", action="store_true", help="only run the index sanity check")
+    p.add_argument("--max-message-size", type=int, default=5 * 1024 * 1024)
+    p.add_argument("--max-bytes", type=int, default=2**31 - 1, help="read at most this many bytes of a .log")
+    p.add_argument("--skip-record-metadata", action="store_true")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    status = 0
+    for path in [f for f in args.files.split(",") if f]:
+        print(f"Dumping {path}")
+        if not os.path.exists(path):
+            print(f"pylog dump: error: no such file {path}", file=sys.stderr)
+            status = 1
+            continue
+        name = os.path.basename(path)
+        if name.endswith(LOG_SUFFIX):
+            dump_log(path, args)
+        elif name.endswith(INDEX_SUFFIX):
+            dump_index(path, args, time_index=False)
+        elif name.endswith(TIME_INDEX_SUFFIX):
+            dump_index(path, args, time_index=True)
+        elif name.endswith(TXN_INDEX_SUFFIX):
+            dump_txn_index(path)
+        elif name.endswith(SNAPSHOT_SUFFIX):
+            dump_snapshot(path)
+        else:
+            print(f"Ignoring unknown file {path}", file=sys.stderr)
+    return status
+
+
+def _base_offset(path: str) -> int:
+    try:
+        return int(os.path.basename(path).split(".")[0])
+    except ValueError:
+        return 0
+
+
+def _bool(b) -> str:
+    return "true" if b else "false"
+
+
+def dump_log(path: str, args) -> None:
+    print(f"Log starting offset: {_base_offset(path)}")
+    deep = args.deep_iteration or args.print_data_log
+    with open(path, "rb") as f:
+        data = f.read(args.max_bytes)
+    valid = 0
+    last_offset = -1
+    non_consecutive = []
+    try:
+        for batch in decode_batches(data, allow_incomplete=True, path=path):
+            print(batch_line(batch))
+            if deep:
+                for record in _records(batch):
+                    if last_offset != -1 and record.offset != last_offset + 1:
+                        non_consecutive.append((last_offset, record.offset))
+                    last_offset = record.offset
+                    print(record_line(batch, record, args))
+            valid = batch.position + batch.size
+    except RecordFormatError as e:
+        print(f"pylog dump: {e}", file=sys.stderr)
+    trailing = len(data) - valid
+    if trailing > 0:
+        print(f"Found {trailing} invalid bytes at the end of {os.path.basename(path)}")
+    if non_consecutive:
+        print(f"Non-consecutive offsets in {path}", file=sys.stderr)
+        for a, b in non_consecutive:
+            print(f"  {a} is followed by {b}", file=sys.stderr)
+
+
+def _records(batch):
+    try:
+        return batch.records(verify=False)
+    except PylogError as e:
+        print(f"pylog dump: {e}", file=sys.stderr)
+        return []
+
+
+def batch_line(batch) -> str:
+    if batch.magic >= 2:
+        horizon = batch.delete_horizon_ms
+        head = (f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} count: {batch.record_count} "
+                f"baseSequence: {batch.base_sequence} lastSequence: {batch.last_sequence} "
+                f"producerId: {batch.producer_id} producerEpoch: {batch.producer_epoch} "
+                f"partitionLeaderEpoch: {batch.partition_leader_epoch} "
+                f"isTransactional: {_bool(batch.is_transactional)} isControl: {_bool(batch.is_control)} "
+                f"deleteHorizonMs: {'OptionalLong.empty' if horizon is None else f'OptionalLong[{horizon}]'}")
+    else:
+        head = f"offset: {batch.last_offset}"
+    return (f"{head} position: {batch.position} {batch.timestamp_type}: {batch.max_timestamp} "
+            f"size: {batch.size} magic: {batch.magic} compresscodec: {batch.compression} "
+            f"crc: {batch.crc} isvalid: {_bool(batch.is_valid())}")
+
+
+def record_line(batch, record, args) -> str:
+    parts = []
+    prefix = RECORD_INDENT + " "
+    if not args.skip_record_metadata:
+        key_size = -1 if record.key is None else len(record.key)
+        value_size = -1 if record.value is None else len(record.value)
+        parts.append(f"{prefix}offset: {record.offset} {batch.timestamp_type}: {record.timestamp} "
+                     f"keySize: {key_size} valueSize: {value_size}")
+        prefix = " "
+        if batch.magic >= 2:
+            seq = -1 if batch.base_sequence < 0 else \
+                (batch.base_sequence + record.offset - batch.base_offset) % (2**31)
+            parts.append(f" sequence: {seq} headerKeys: [{','.join(k for k, _ in record.headers)}]")
+        else:
+            parts.append(f" isValid: true crc: {batch.crc if batch.compression == 'none' else 'null'}")
+        if batch.is_control:
+            ctype = getattr(record, "control_type", "UNKNOWN")
+            if ctype in ("COMMIT", "ABORT"):
+                parts.append(f" endTxnMarker: {ctype} coordinatorEpoch: {record.coordinator_epoch}")
+            else:
+                parts.append(f" controlType: {ctype}({getattr(record, 'control_type_id', -1)})")
+    if args.print_data_log and not batch.is_control:
+        if record.key is not None:
+            parts.append(f"{prefix}key: {_text(record.key)}")
+            prefix = " "
+        if record.value is not None:
+            parts.append(f" payload: {_text(record.value)}")
+    return "".join(parts)
+
+
+def _text(b: bytes) -> str:
+    return b.decode("utf-8", "replace")
+
+
+def dump_index(path: str, args, *, time_index: bool) -> None:
+    entry = TIME_INDEX_ENTRY if time_index else OFFSET_INDEX_ENTRY
+    base = _base_offset(path)
+    with open(path, "rb") as f:
+        data = f.read()
+    n = len(data) // entry.size
+    if args.index_sanity_check:
+        ok = len(data) % entry.size == 0
+        print(f"{path} passed sanity check." if ok else
+              f"{path} failed sanity check: size {len(data)} is not a multiple of {entry.size}")
+        return
+    if n == 0:
+        print(f"{path} is empty.")
+        return
+    log_path = path[: path.rfind(".")] + LOG_SUFFIX
+    log_data = open(log_path, "rb").read() if os.path.exists(log_path) else None
+    mismatches = []
+    for i in range(n):
+        a, b = entry.unpack_from(data, i * entry.size)
+        if time_index:
+            ts, offset = a, base + b
+            if ts == 0 and i > 0:
+                break
+            if not args.verify_index_only:
+                print(f"timestamp: {ts} offset: {offset}")
+        else:
+            offset, position = base + a, b
+            if offset == base and i > 0:
+                break
+            if log_data is not None:
+                head = next(decode_batches(log_data[position:position + args.max_message_size],
+                                           allow_incomplete=True), None)
+                if head is not None and head.last_offset != offset:
+                    mismatches.append((offset, head.last_offset))
+            if not args.verify_index_only:
+                print(f"offset: {offset} position: {position}")
+    if mismatches:
+        print(f"Mismatches in :{path}", file=sys.stderr)
+        for a, b in mismatches:
+            print(f"  Index offset: {a}, log offset: {b}", file=sys.stderr)
+
+
+def dump_txn_index(path: str) -> None:
+    for t in read_txn_entries(path):
+        print(f"version: 0 producerId: {t.producer_id} firstOffset: {t.first_offset} "
+              f"lastOffset: {t.last_offset} lastStableOffset: {t.last_stable_offset}")
+
+
+def dump_snapshot(path: str) -> None:
+    from pylog.producer_state import read_snapshot
+    for e in read_snapshot(path):
+        b = e.batches[-1] if e.batches else None
+        print(f"producerId: {e.producer_id} producerEpoch: {e.epoch} coordinatorEpoch: {e.coordinator_epoch} "
+              f"currentTxnFirstOffset: {-1 if e.current_txn_first_offset is None else e.current_txn_first_offset} "
+              f"lastTimestamp: {e.last_timestamp} firstSequence: {b.first_seq if b else -1} "
+              f"lastSequence: {b.last_seq if b else -1} lastOffset: {b.last_offset if b else -1} "
+              f"offsetDelta: {(b.last_offset - b.first_offset) if b else 0} timestamp: {b.timestamp if b else -1}")
