@@ -1,0 +1,159 @@
+"""Spark Kafka-source options, parsed and checked (docs/spark.md). Pure Python: no pyspark.
+
+A bad option raises :class:`InvalidConfigError` naming it. Offsets JSON follows the Kafka
+source: ``{"topic": {"0": 23, "1": -2}}`` with -2 = earliest and -1 = latest.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from pylog.errors import InvalidConfigError
+
+EARLIEST, LATEST = -2, -1
+
+_CANONICAL = ["path", "subscribe", "subscribePattern", "assign", "startingOffsets", "endingOffsets",
+              "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
+              "startingOffsetsByTimestampStrategy", "minPartitions", "maxRecordsPerPartition", "isolationLevel",
+              "failOnDataLoss", "includeHeaders", "maxOffsetsPerTrigger", "topic", "partitions"]
+#: option names as users write them (Spark hands them over lower-cased)
+DISPLAY = {name.lower(): name for name in _CANONICAL}
+
+
+def _name(key: str) -> str:
+    return DISPLAY.get(key, key)
+
+
+KNOWN = {
+    "path", "subscribe", "subscribepattern", "assign", "startingoffsets", "endingoffsets",
+    "startingtimestamp", "endingtimestamp", "startingoffsetsbytimestamp", "endingoffsetsbytimestamp",
+    "startingoffsetsbytimestampstrategy", "minpartitions", "maxrecordsperpartition", "isolationlevel",
+    "kafka.isolation.level", "failondataloss", "includeheaders", "maxoffsetspertrigger", "topic",
+    "partitions", "pushdown",
+}
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    root: str
+    subscribe: tuple | None = None
+    pattern: str | None = None
+    assign: dict | None = None
+    starting: object = "earliest"
+    ending: object = "latest"
+    starting_timestamp: int | None = None
+    ending_timestamp: int | None = None
+    starting_by_timestamp: dict | None = None
+    ending_by_timestamp: dict | None = None
+    timestamp_strategy: str = "error"
+    min_partitions: int | None = None
+    max_records_per_partition: int | None = None
+    isolation: str = "uncommitted"
+    fail_on_data_loss: bool = True
+    include_headers: bool = False
+    max_offsets_per_trigger: int | None = None
+
+
+def parse_read_options(options: dict, *, streaming: bool = False) -> ReadOptions:
+    opts = {k.lower(): v for k, v in options.items()}
+    unknown = sorted(k for k in opts if k not in KNOWN and not k.startswith("kafka."))
+    if unknown:
+        raise InvalidConfigError(f"unknown option(s) for format pylog: {', '.join(unknown)} "
+                                 f"(known: {', '.join(_CANONICAL)})")
+    root = opts.get("path")
+    if not root:
+        raise InvalidConfigError("no log dir: use .load(root) or .option('path', root)")
+    chosen = [k for k in ("subscribe", "subscribepattern", "assign") if k in opts]
+    if len(chosen) > 1:
+        raise InvalidConfigError(f"options {', '.join(chosen)} exclude each other: give only one")
+    subscribe = pattern = assign = None
+    if "subscribe" in opts:
+        subscribe = tuple(t.strip() for t in opts["subscribe"].split(",") if t.strip())
+        if not subscribe:
+            raise InvalidConfigError("option subscribe names no topic")
+    elif "subscribepattern" in opts:
+        pattern = opts["subscribepattern"]
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise InvalidConfigError(f"option subscribePattern is not a valid regular expression: {e}") from None
+    elif "assign" in opts:
+        assign = _json_option(opts, "assign")
+        if not isinstance(assign, dict) or not all(isinstance(v, list) and all(isinstance(p, int) for p in v)
+                                                   for v in assign.values()):
+            raise InvalidConfigError('option assign must be JSON like {"topicA":[0,1],"topicB":[2]}')
+    isolation = opts.get("isolationlevel", opts.get("kafka.isolation.level", "read_uncommitted"))
+    if isolation not in ("read_uncommitted", "read_committed"):
+        raise InvalidConfigError(f"option isolationLevel must be read_uncommitted or read_committed, got {isolation!r}")
+    starting = _offsets_option(opts, "startingoffsets", "latest" if streaming else "earliest", allow_latest=True)
+    if not streaming and starting == "latest":
+        raise InvalidConfigError("option startingOffsets=latest is for streaming queries only")
+    ending = _offsets_option(opts, "endingoffsets", "latest", allow_latest=True)
+    if streaming and "endingoffsets" in opts:
+        raise InvalidConfigError("option endingOffsets is not valid in streaming queries")
+    if isinstance(ending, dict) and any(v == EARLIEST for parts in ending.values() for v in parts.values()):
+        raise InvalidConfigError("option endingOffsets cannot use -2 (earliest)")
+    strategy = opts.get("startingoffsetsbytimestampstrategy", "error").lower()
+    if strategy not in ("error", "latest"):
+        raise InvalidConfigError("option startingOffsetsByTimestampStrategy must be error or latest")
+    return ReadOptions(
+        root=root, subscribe=subscribe, pattern=pattern, assign=assign, starting=starting, ending=ending,
+        starting_timestamp=_int_option(opts, "startingtimestamp", minimum=0),
+        ending_timestamp=_int_option(opts, "endingtimestamp", minimum=0),
+        starting_by_timestamp=_partition_map(opts, "startingoffsetsbytimestamp"),
+        ending_by_timestamp=_partition_map(opts, "endingoffsetsbytimestamp"),
+        timestamp_strategy=strategy,
+        min_partitions=_int_option(opts, "minpartitions", minimum=1),
+        max_records_per_partition=_int_option(opts, "maxrecordsperpartition", minimum=1),
+        isolation="committed" if isolation == "read_committed" else "uncommitted",
+        fail_on_data_loss=_bool_option(opts, "failondataloss", True),
+        include_headers=_bool_option(opts, "includeheaders", False),
+        max_offsets_per_trigger=_int_option(opts, "maxoffsetspertrigger", minimum=1),
+    )
+
+
+def _json_option(opts, name):
+    try:
+        return json.loads(opts[name])
+    except ValueError as e:
+        raise InvalidConfigError(f"option {_name(name)} is not valid JSON: {e}") from None
+
+
+def _partition_map(opts, name) -> dict | None:
+    if name not in opts:
+        return None
+    value = _json_option(opts, name)
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise InvalidConfigError(f'option {_name(name)} must be JSON like {{"topic":{{"0":123}}}}')
+    try:
+        return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in value.items()}
+    except (TypeError, ValueError):
+        raise InvalidConfigError(f"option {_name(name)} must map partition numbers to integers") from None
+
+
+def _offsets_option(opts, name, default, *, allow_latest):
+    raw = opts.get(name, default)
+    if raw in ("earliest", "latest"):
+        return raw
+    return _partition_map({name: raw}, name)
+
+
+def _int_option(opts, name, *, minimum) -> int | None:
+    if name not in opts:
+        return None
+    try:
+        value = int(opts[name])
+    except ValueError:
+        raise InvalidConfigError(f"option {_name(name)} must be an integer, got {opts[name]!r}") from None
+    if value < minimum:
+        raise InvalidConfigError(f"option {_name(name)} must be at least {minimum}, got {value}")
+    return value
+
+
+def _bool_option(opts, name, default: bool) -> bool:
+    raw = str(opts.get(name, default)).lower()
+    if raw not in ("true", "false"):
+        raise InvalidConfigError(f"option {_name(name)} must be true or false, got {opts[name]!r}")
+    return raw == "true"

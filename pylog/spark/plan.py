@@ -1,0 +1,200 @@
+"""Turning read options into offset ranges, and ranges into Arrow batches. Pure Python
+(pyarrow only when reading): the Spark classes in ``source.py`` are thin over this."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass
+
+from pylog.errors import InvalidConfigError, OffsetOutOfRangeError, UnknownTopicError
+from pylog.spark.options import EARLIEST, LATEST, ReadOptions
+
+#: Bytes fetched per read call; one Arrow batch per fetch.
+FETCH_BYTES = 8 << 20
+
+
+@dataclass(frozen=True)
+class OffsetRange:
+    """Offsets [start, end) of one partition: what one Spark task reads."""
+
+    root: str
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+def open_manager(root: str):
+    from pylog.manager import LogManager
+    if not os.path.isdir(root):
+        raise InvalidConfigError(f"no log dir at {root}")
+    return LogManager(root, read_only=True)
+
+
+def topic_partitions(manager, opts: ReadOptions) -> list[tuple[str, int]]:
+    """The (topic, partition) pairs the options select, sorted."""
+    topics = manager.topics()
+    if opts.assign is not None:
+        out = []
+        for t, parts in opts.assign.items():
+            have = set(manager.partitions(t)) if t in topics else set()
+            missing = [p for p in parts if p not in have]
+            if missing:
+                raise UnknownTopicError(f"option assign names partitions {missing} of topic {t!r} that do not exist")
+            out += [(t, p) for p in parts]
+        return sorted(out)
+    if opts.subscribe is not None:
+        chosen = [t for t in opts.subscribe if t in topics]
+    elif opts.pattern is not None:
+        rx = re.compile(opts.pattern)
+        chosen = [t for t in topics if rx.fullmatch(t)]
+    else:
+        chosen = topics
+    return sorted((t, p) for t in chosen for p in manager.partitions(t))
+
+
+def _resolve(log, topic, partition, value, by_timestamp, timestamp, *, starting: bool, opts) -> int:
+    ts = None
+    if timestamp is not None:
+        ts = timestamp
+    elif by_timestamp is not None:
+        ts = by_timestamp.get(topic, {}).get(partition)
+        if ts is None and topic in by_timestamp:
+            raise InvalidConfigError(f"offsets by timestamp for topic {topic} miss partition {partition}")
+    if ts is not None:
+        found = log.offset_for_timestamp(ts)
+        if found is None:
+            if starting and opts.timestamp_strategy == "error":
+                raise InvalidConfigError(f"no offset of {topic}-{partition} has a timestamp >= {ts}")
+            return log.log_end_offset
+        return found
+    if isinstance(value, dict):
+        if topic not in value or partition not in value[topic]:
+            name = "startingOffsets" if starting else "endingOffsets"
+            raise InvalidConfigError(f"option {name} must list every partition; {topic}-{partition} is missing "
+                                     f"(use -2 for earliest, -1 for latest)")
+        value = value[topic][partition]
+    if value in ("earliest", EARLIEST):
+        return log.log_start_offset
+    if value in ("latest", LATEST):
+        return log.last_stable_offset if opts.isolation == "committed" else log.high_watermark
+    return int(value)
+
+
+def plan_ranges(opts: ReadOptions) -> list[OffsetRange]:
+    """Offset ranges for a batch read, split per minPartitions / maxRecordsPerPartition."""
+    ranges = []
+    with open_manager(opts.root) as manager:
+        for topic, p in topic_partitions(manager, opts):
+            log = manager.log(topic, p)
+            start = _resolve(log, topic, p, opts.starting, opts.starting_by_timestamp, opts.starting_timestamp,
+                             starting=True, opts=opts)
+            end = _resolve(log, topic, p, opts.ending, opts.ending_by_timestamp, opts.ending_timestamp,
+                           starting=False, opts=opts)
+            start = _check_data_loss(log, topic, p, start, opts)
+            if start > end:
+                raise InvalidConfigError(f"{topic}-{p}: starting offset {start} is after the ending offset {end}")
+            if end > start:
+                ranges.append(OffsetRange(opts.root, topic, p, start, end))
+        return split_ranges(manager, ranges, opts.min_partitions, opts.max_records_per_partition)
+
+
+def _check_data_loss(log, topic, p, start, opts) -> int:
+    if start < log.log_start_offset or start > log.log_end_offset:
+        if opts.fail_on_data_loss:
+            raise OffsetOutOfRangeError(
+                f"{topic}-{p}: offset {start} is outside [{log.log_start_offset}, {log.log_end_offset}] "
+                f"(data removed by retention?); set failOnDataLoss=false to skip it")
+        return min(max(start, log.log_start_offset), log.log_end_offset)
+    return start
+
+
+def split_ranges(manager, ranges: list[OffsetRange], min_partitions: int | None,
+                 max_records: int | None) -> list[OffsetRange]:
+    """Kafka source's rule: split so no range exceeds maxRecordsPerPartition, and large
+    ranges proportionally so there are about minPartitions; cuts snap to batch starts
+    known from the offset index."""
+    total = sum(r.size for r in ranges)
+    out = []
+    for r in ranges:
+        parts = 1
+        if min_partitions and min_partitions > len(ranges) and total:
+            parts = max(parts, math.ceil(r.size / total * min_partitions))
+        if max_records:
+            parts = max(parts, math.ceil(r.size / max_records))
+        if parts <= 1:
+            out.append(r)
+            continue
+        cuts = _batch_starts(manager.log(r.topic, r.partition), r.start, r.end)
+        bounds = [r.start]
+        for i in range(1, parts):
+            target = r.start + r.size * i // parts
+            nearest = min(cuts, key=lambda c: abs(c - target)) if cuts and not max_records else target
+            snapped = nearest if abs(nearest - target) * 4 <= r.size // parts else target
+            if bounds[-1] < snapped < r.end:
+                bounds.append(snapped)
+        bounds.append(r.end)
+        out += [OffsetRange(r.root, r.topic, r.partition, a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+    return out
+
+
+def _batch_starts(log, start: int, end: int) -> list[int]:
+    """Offsets where batches begin, from segment bases and offset-index entries (cheap)."""
+    cuts = []
+    for seg in log.segments:
+        if seg.base_offset >= end or seg.next_offset <= start:
+            continue
+        cuts.append(seg.base_offset)
+        cuts += [off + 1 for off, _ in seg.offset_index.entries()]
+    return [c for c in cuts if start < c < end]
+
+
+def read_range(r: OffsetRange, *, include_headers: bool = False, isolation: str = "uncommitted",
+               fail_on_data_loss: bool = True):
+    """Yield Arrow batches of the records in the range (Spark's Kafka schema)."""
+    from pylog.log import Log
+    from pylog.record.columnar import Columns, decode_columns
+    with Log.open(os.path.join(r.root, f"{r.topic}-{r.partition}"), read_only=True) as log:
+        offset = r.start
+        if offset < log.log_start_offset:
+            if fail_on_data_loss:
+                raise OffsetOutOfRangeError(f"{r.topic}-{r.partition}: offset {offset} was removed "
+                                            f"(log start is {log.log_start_offset})")
+            offset = log.log_start_offset
+        while offset < r.end:
+            fetch = log.read(offset, FETCH_BYTES, isolation=isolation, max_offset=r.end)
+            if fetch.size_bytes == 0:
+                break
+            if isolation == "committed":
+                cols = _committed_columns(fetch, offset, min(r.end, fetch.last_stable_offset), include_headers)
+            else:
+                cols = decode_columns(fetch.raw(), min_offset=offset, max_offset=r.end, path=fetch.path,
+                                      position_base=fetch.position, include_headers=include_headers)
+            if cols.num_rows:
+                yield cols.to_arrow(r.topic, r.partition, include_headers=include_headers)
+            nxt = fetch.next_offset
+            if nxt <= offset:
+                break
+            offset = nxt
+
+
+def _committed_columns(fetch, offset: int, bound: int, include_headers: bool):
+    """Columns of a committed read: batches of aborted transactions and control batches left out."""
+    from pylog.record.columnar import Columns, decode_columns
+    from pylog.segment.fetch import _AbortFilter
+    aborted = _AbortFilter(fetch.aborted_transactions)
+    parts = []
+    for b in fetch.batches():
+        if b.next_offset <= offset or aborted.skip(b) or b.is_control:
+            continue
+        if b.base_offset >= bound:
+            break
+        parts.append(decode_columns(b.raw(), min_offset=offset, max_offset=bound, include_headers=include_headers,
+                                    position_base=b.position, path=fetch.path))
+    return Columns.concat(parts) if parts else Columns.empty(include_headers)

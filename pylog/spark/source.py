@@ -1,0 +1,288 @@
+"""The PySpark data source ``pylog``: ``spark.read``, ``df.write`` and ``spark.readStream``
+over a pylog (or Kafka) log dir, with the schema and options of Spark's Kafka source.
+
+Importing this module needs pyspark; ``import pylog`` never does. Planning and reading
+live in ``plan.py``; these classes only adapt them to Spark's API. Everything kept on
+``self`` is picklable (Spark ships readers and partitions to other processes).
+"""
+
+from __future__ import annotations
+
+
+import os
+import shutil
+import sys
+import uuid
+from dataclasses import dataclass
+
+from pyspark.sql.datasource import (
+    DataSource, DataSourceArrowWriter, DataSourceReader, DataSourceStreamReader, InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import (
+    ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType,
+)
+
+from pylog.errors import InvalidConfigError
+from pylog.spark import plan
+from pylog.spark.options import parse_read_options
+
+try:  # 4.2+: admission control and Trigger.AvailableNow
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+except ImportError:  # pragma: no cover - older PySpark
+    ReadAllAvailable = ReadMaxRows = None
+    SupportsTriggerAvailableNow = object
+
+KAFKA_SCHEMA = StructType([
+    StructField("key", BinaryType()), StructField("value", BinaryType()), StructField("topic", StringType()),
+    StructField("partition", IntegerType()), StructField("offset", LongType()),
+    StructField("timestamp", TimestampType()), StructField("timestampType", IntegerType()),
+])
+HEADERS_FIELD = StructField("headers", ArrayType(StructType([StructField("key", StringType()),
+                                                             StructField("value", BinaryType())])))
+STAGING_DIR = ".pylog-staging"
+
+
+class RangePartition(InputPartition):
+    """One Spark task: an offset range of one partition, and how to read it."""
+
+    def __init__(self, r: plan.OffsetRange, include_headers: bool, isolation: str, fail_on_data_loss: bool):
+        super().__init__((r.topic, r.partition, r.start, r.end))
+        self.range = r
+        self.include_headers = include_headers
+        self.isolation = isolation
+        self.fail_on_data_loss = fail_on_data_loss
+
+
+def _read(partition: RangePartition):
+    yield from plan.read_range(partition.range, include_headers=partition.include_headers,
+                               isolation=partition.isolation, fail_on_data_loss=partition.fail_on_data_loss)
+
+
+class PylogDataSource(DataSource):
+    """``format("pylog")``: Kafka partition logs on disk, read like Spark's Kafka source."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "pylog"
+
+    def schema(self):
+        opts = parse_read_options(self.options) if "path" in self.options else None
+        if opts is not None and opts.include_headers:
+            return StructType(KAFKA_SCHEMA.fields + [HEADERS_FIELD])
+        return KAFKA_SCHEMA
+
+    def reader(self, schema):
+        opts = parse_read_options(self.options)
+        if _pushdown_enabled():
+            return PylogPushdownReader(opts)
+        return PylogReader(opts)
+
+    def streamReader(self, schema):
+        return PylogStreamReader(parse_read_options(self.options, streaming=True))
+
+    def writer(self, schema, overwrite: bool):
+        if overwrite:
+            raise InvalidConfigError("format pylog appends only (a log is never overwritten): use mode('append')")
+        return PylogWriter(dict(self.options), schema)
+
+
+def _pushdown_enabled() -> bool:
+    """Spark refuses a reader that implements pushFilters while
+    spark.sql.python.filterPushdown.enabled is false, and does not tell the data source the
+    setting. The planner worker holds it in a local variable of its caller; without it (the
+    pushdown worker itself) pushdown is on."""
+    frame = sys._getframe(2)
+    return frame.f_locals.get("enable_pushdown", True) is not False
+
+
+class PylogReader(DataSourceReader):
+    def __init__(self, opts):
+        self.opts = opts
+        self.pruned: dict = {}
+
+    def partitions(self):
+        ranges = plan.plan_ranges(self.opts)
+        ranges = _prune(ranges, self.pruned)
+        return [RangePartition(r, self.opts.include_headers, self.opts.isolation, self.opts.fail_on_data_loss)
+                for r in ranges] or [InputPartition(None)]
+
+    def read(self, partition):
+        if getattr(partition, "range", None) is None:
+            return iter(())
+        return _read(partition)
+
+
+class PylogPushdownReader(PylogReader):
+    """Prunes partitions and offset ranges with pushed filters on topic, partition and
+    offset. Every filter is handed back to Spark, which applies it exactly."""
+
+    def pushFilters(self, filters):
+        for f in filters:
+            name = type(f).__name__
+            col = f.attribute[0] if getattr(f, "attribute", None) else None
+            if col in ("topic", "partition") and name == "EqualTo":
+                self.pruned.setdefault(col, set()).add(f.value)
+            elif col in ("topic", "partition") and name == "In":
+                self.pruned.setdefault(col, set()).update(f.value)
+            elif col == "offset" and name in ("GreaterThan", "GreaterThanOrEqual"):
+                lo = f.value + (1 if name == "GreaterThan" else 0)
+                self.pruned["offset_min"] = max(self.pruned.get("offset_min", lo), lo)
+            elif col == "offset" and name in ("LessThan", "LessThanOrEqual"):
+                hi = f.value + (1 if name == "LessThanOrEqual" else 0)
+                self.pruned["offset_max"] = min(self.pruned.get("offset_max", hi), hi)
+            yield f  # Spark still evaluates it: pruning here only saves reading
+
+
+def _prune(ranges, pruned):
+    out = []
+    for r in ranges:
+        if "topic" in pruned and r.topic not in pruned["topic"]:
+            continue
+        if "partition" in pruned and r.partition not in pruned["partition"]:
+            continue
+        start = max(r.start, pruned.get("offset_min", r.start))
+        end = min(r.end, pruned.get("offset_max", r.end))
+        if end > start:
+            out.append(plan.OffsetRange(r.root, r.topic, r.partition, start, end))
+    return out
+
+
+class PylogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batches of new records. Offsets: ``{"topic": {"partition": next_offset}}``."""
+
+    def __init__(self, opts):
+        self.opts = opts
+        self.available_now_end = None
+
+    def _latest(self) -> dict:
+        with plan.open_manager(self.opts.root) as manager:
+            out = {}
+            for t, p in plan.topic_partitions(manager, self.opts):
+                log = manager.log(t, p)
+                end = log.last_stable_offset if self.opts.isolation == "committed" else log.high_watermark
+                out.setdefault(t, {})[str(p)] = end
+            return out
+
+    def initialOffset(self) -> dict:
+        latest = self._latest()
+        if self.opts.starting == "latest":
+            return latest
+        with plan.open_manager(self.opts.root) as manager:
+            out = {}
+            for t, parts in latest.items():
+                for p in parts:
+                    log = manager.log(t, int(p))
+                    start = log.log_start_offset
+                    if isinstance(self.opts.starting, dict):
+                        start = plan._resolve(log, t, int(p), self.opts.starting, None, None, starting=True,
+                                              opts=self.opts)
+                    out.setdefault(t, {})[p] = start
+            return out
+
+    def getDefaultReadLimit(self):
+        if self.opts.max_offsets_per_trigger and ReadMaxRows is not None:
+            return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        return ReadAllAvailable() if ReadAllAvailable is not None else None
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.available_now_end = self._latest()
+
+    def latestOffset(self, start: dict = None, limit=None) -> dict:
+        latest = self.available_now_end or self._latest()
+        if start is None:
+            return latest
+        target = {t: dict(parts) for t, parts in latest.items()}
+        for t, parts in start.items():  # partitions never go backwards
+            for p, off in parts.items():
+                target.setdefault(t, {})[p] = max(target.get(t, {}).get(p, off), off)
+        max_rows = getattr(limit, "max_rows", None)
+        if max_rows is None:
+            return target
+        return _cap(start, target, max_rows)
+
+    def reportLatestOffset(self):
+        return self._latest()
+
+    def partitions(self, start: dict, end: dict):
+        out = []
+        for t, parts in end.items():
+            for p, until in parts.items():
+                since = start.get(t, {}).get(p, 0)
+                if until > since:
+                    r = plan.OffsetRange(self.opts.root, t, int(p), since, until)
+                    out.append(RangePartition(r, self.opts.include_headers, self.opts.isolation,
+                                              self.opts.fail_on_data_loss))
+        return out
+
+    def read(self, partition):
+        return _read(partition)
+
+    def commit(self, end: dict) -> None:
+        pass  # nothing to release: offsets live in Spark's checkpoint
+
+
+def _cap(start: dict, target: dict, max_rows: int) -> dict:
+    """Kafka's maxOffsetsPerTrigger: the budget split across partitions in proportion to
+    their backlog."""
+    backlog = {(t, p): off - start.get(t, {}).get(p, 0) for t, parts in target.items() for p, off in parts.items()}
+    total = sum(v for v in backlog.values() if v > 0)
+    if total <= max_rows:
+        return target
+    out = {t: dict(parts) for t, parts in target.items()}
+    given = 0
+    for (t, p), lag in sorted(backlog.items()):
+        if lag <= 0:
+            continue
+        share = max(1, lag * max_rows // total)
+        share = min(share, lag, max_rows - given)
+        out[t][p] = start.get(t, {}).get(p, 0) + share
+        given += share
+    return out
+
+
+@dataclass
+class StagedBatches(WriterCommitMessage):
+    """A task's staged file of encoded batches per (topic, partition)."""
+
+    path: str
+    parts: list
+
+
+class PylogWriter(DataSourceArrowWriter):
+    """Tasks encode their rows into Kafka batches in a staging file; the driver's commit
+    appends every staged file to its partition, so a failed job leaves nothing in the logs."""
+
+    def __init__(self, options: dict, schema):
+        opts = {k.lower(): v for k, v in options.items()}
+        self.root = opts.get("path")
+        if not self.root:
+            raise InvalidConfigError("no log dir: use .save(root) or .option('path', root)")
+        names = {f.name for f in schema.fields}
+        if "value" not in names:
+            raise InvalidConfigError("writing to pylog needs a 'value' column")
+        self.topic = opts.get("topic")
+        if self.topic is None and "topic" not in names:
+            raise InvalidConfigError("writing to pylog needs a 'topic' column or the topic option")
+        self.partitions = int(opts.get("partitions", "1"))
+        self.job = uuid.uuid4().hex
+
+    def write(self, iterator):
+        from pylog.spark.write import stage_rows
+        staging = os.path.join(self.root, STAGING_DIR, self.job)
+        os.makedirs(staging, exist_ok=True)
+        path = os.path.join(staging, uuid.uuid4().hex + ".batches")
+        parts = stage_rows(iterator, path, self.root, self.topic, self.partitions)
+        return StagedBatches(path, parts)
+
+    def commit(self, messages) -> None:
+        from pylog.spark.write import commit_staged
+        try:
+            commit_staged(self.root, [m for m in messages if m is not None], self.partitions)
+        finally:
+            shutil.rmtree(os.path.join(self.root, STAGING_DIR, self.job), ignore_errors=True)
+
+    def abort(self, messages) -> None:
+        shutil.rmtree(os.path.join(self.root, STAGING_DIR, self.job), ignore_errors=True)
+
+

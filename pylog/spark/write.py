@@ -1,0 +1,84 @@
+"""The write side of the data source: staging a task's rows as encoded Kafka batches, and
+appending them on commit. Pure Python over pyarrow."""
+
+from __future__ import annotations
+
+
+import os
+
+from pylog.errors import InvalidRecordError
+from pylog.partitioner import partition_for_key
+from pylog.record.encode import encode_batch
+from pylog.record.record import Record
+
+#: Records per staged batch.
+BATCH_RECORDS = 1000
+
+
+def _partition_count(root: str, topic: str, default: int) -> int:
+    prefix = topic + "-"
+    found = [n for n in os.listdir(root) if n.startswith(prefix) and n[len(prefix):].isdigit()] \
+        if os.path.isdir(root) else []
+    return len(found) or default
+
+
+def stage_rows(batches, path: str, root: str, default_topic: str | None, default_partitions: int) -> list:
+    """Encode the rows of Arrow ``batches`` into one staging file; returns
+    [(topic, partition, position, size)] of the batches written."""
+    groups: dict[tuple[str, int], list[Record]] = {}
+    counts: dict[str, int] = {}
+    rr = 0
+    for rb in batches:
+        cols = {name: rb.column(i).to_pylist() for i, name in enumerate(rb.schema.names)}
+        n = rb.num_rows
+        for i in range(n):
+            value = _bytes(cols["value"][i], "value")
+            key = _bytes(cols["key"][i], "key") if "key" in cols else None
+            topic = default_topic or cols["topic"][i]
+            if not topic:
+                raise InvalidRecordError(f"row {i} has no topic")
+            part = cols.get("partition", [None] * n)[i]
+            if part is None:
+                if topic not in counts:
+                    counts[topic] = _partition_count(root, topic, default_partitions)
+                if key is None:
+                    part, rr = rr % counts[topic], rr + 1
+                else:
+                    part = partition_for_key(key, counts[topic])
+            ts = cols.get("timestamp", [None] * n)[i]
+            ts_ms = None if ts is None else int(ts.timestamp() * 1000)
+            headers = tuple((h["key"], h["value"]) for h in (cols.get("headers", [None] * n)[i] or ()))
+            groups.setdefault((topic, int(part)), []).append(Record(value, key, ts_ms, headers))
+    out = []
+    with open(path, "wb") as f:
+        for (topic, part), records in sorted(groups.items()):
+            for i in range(0, len(records), BATCH_RECORDS):
+                raw = encode_batch(records[i:i + BATCH_RECORDS])
+                out.append((topic, part, f.tell(), len(raw)))
+                f.write(raw)
+        f.flush()
+        os.fsync(f.fileno())
+    return out
+
+
+def _bytes(v, what: str):
+    if v is None or isinstance(v, bytes):
+        return v
+    if isinstance(v, str):
+        return v.encode("utf-8")
+    raise InvalidRecordError(f"column {what} must be binary or string, not {type(v).__name__}")
+
+
+def commit_staged(root: str, messages, default_partitions: int) -> None:
+    """Append every staged batch to its partition (creating topics as needed)."""
+    from pylog.manager import LogManager
+    with LogManager(root) as manager:
+        for m in messages:
+            with open(m.path, "rb") as f:
+                data = f.read()
+            for topic, part, pos, size in m.parts:
+                if topic not in manager.topics():
+                    manager.create_topic(topic, max(default_partitions, part + 1))
+                manager.log(topic, part).append_batches(data[pos:pos + size])
+
+

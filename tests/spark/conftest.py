@@ -1,0 +1,53 @@
+"""One local SparkSession (local[2]) for every Spark test: starting one costs ~10 s here."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+os.environ.setdefault("TZ", "UTC")
+
+
+def _java_ok() -> str | None:
+    java = shutil.which("java")
+    if java is None:
+        return "Java 17+ is not installed (PySpark 4 needs it)"
+    out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
+    try:
+        major = int(out.split('"')[1].split(".")[0])
+    except (IndexError, ValueError):
+        return f"cannot read the Java version from {out!r}"
+    return None if major >= 17 else f"Java {major} found; PySpark 4 needs 17+"
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    pytest.importorskip("pyspark", reason="pyspark is not installed (extra 'spark')")
+    pytest.importorskip("pyarrow", reason="pyarrow is not installed (extra 'spark')")
+    problem = _java_ok()
+    if problem:
+        pytest.skip(problem)
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    os.environ["PYTHONPATH"] = repo + os.pathsep + os.environ.get("PYTHONPATH", "")
+    from pyspark.sql import SparkSession
+    session = (SparkSession.builder.master("local[2]").appName("pylog-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.default.parallelism", "2")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
+               .config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    from pylog.spark import register
+    register(session)
+    yield session
+    session.stop()

@@ -1,0 +1,158 @@
+"""spark.read / df.write / readStream with format("pylog"), on a real local SparkSession."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+
+import pytest
+
+from pylog import LogManager, Record
+from tests.conftest import needs_samples, sample_partitions
+from tests.record.expected import expected_rows
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    path = tmp_path_factory.mktemp("spark-root")
+    with LogManager(path, segment_bytes=20_000) as m:
+        for topic, n in (("alpha", 3), ("beta", 2)):
+            t = m.create_topic(topic, n)
+            for p in range(n):
+                log = t.log(p)
+                for b in range(10):
+                    log.append([Record(b"%s-%d-%d" % (topic.encode(), p, b * 50 + i), key=b"k%d" % i,
+                                       timestamp=1_000_000 + b * 50 + i) for i in range(50)])
+    return path
+
+
+def test_reading_a_root_returns_every_record_once_with_kafkas_schema(spark, root):
+    df = spark.read.format("pylog").load(str(root))
+    assert [f.name for f in df.schema.fields] == ["key", "value", "topic", "partition", "offset", "timestamp",
+                                                  "timestampType"]
+    rows = df.select("topic", "partition", "offset", "value").collect()
+    assert len(rows) == 5 * 500
+    assert len({(r.topic, r.partition, r.offset) for r in rows}) == 2500
+    for r in rows:
+        assert r.value == b"%s-%d-%d" % (r.topic.encode(), r.partition, r.offset)
+    assert df.rdd.getNumPartitions() >= 5
+
+
+def test_subscribe_assign_and_offset_bounds(spark, root):
+    df = (spark.read.format("pylog").option("subscribe", "beta")
+          .option("startingOffsets", json.dumps({"beta": {"0": 100, "1": -2}}))
+          .option("endingOffsets", json.dumps({"beta": {"0": 200, "1": -1}})).load(str(root)))
+    got = sorted((r.partition, r.offset) for r in df.select("partition", "offset").collect())
+    assert got == [(0, o) for o in range(100, 200)] + [(1, o) for o in range(500)]
+    df = spark.read.format("pylog").option("assign", '{"alpha":[2]}').load(str(root))
+    assert {r.partition for r in df.select("partition").collect()} == {2}
+
+
+def test_timestamp_bounds(spark, root):
+    df = (spark.read.format("pylog").option("subscribe", "alpha").option("startingTimestamp", "1000450")
+          .option("endingTimestamp", "1000460").load(str(root)))
+    assert sorted(r.offset for r in df.collect() if r.partition == 0) == list(range(450, 460))
+
+
+def test_min_partitions_splits_large_partitions(spark, root):
+    df = spark.read.format("pylog").option("subscribe", "alpha").option("minPartitions", "9").load(str(root))
+    assert df.rdd.getNumPartitions() >= 9
+    assert df.count() == 1500
+    df = spark.read.format("pylog").option("subscribe", "alpha").option("maxRecordsPerPartition", "100").load(str(root))
+    assert df.rdd.getNumPartitions() == 15 and df.count() == 1500
+
+
+def test_bad_options_name_the_option(spark, root):
+    with pytest.raises(Exception, match="startingOffsets"):
+        spark.read.format("pylog").option("startingOffsets", "{not json").load(str(root)).count()
+    with pytest.raises(Exception, match="bogusOption|bogusoption"):
+        spark.read.format("pylog").option("bogusOption", "1").load(str(root)).count()
+
+
+@needs_samples
+def test_kafka_samples_read_through_spark_match_kafkas_decoder(spark, tmp_path):
+    import shutil
+    for part in sample_partitions():
+        if part.name in ("orders-0", "multi-batch-index-0", "TEST-TOPIC-0"):
+            continue  # large; covered by the engine tests
+        root = tmp_path / part.name
+        shutil.copytree(part, root / part.name)
+        rows = [r for n in sorted(p.name for p in part.iterdir() if p.name.endswith(".log"))
+                for r in expected_rows(part / n) if r["control_type"] is None]
+        df = spark.read.format("pylog").option("includeHeaders", "true").load(str(root))
+        got = sorted(df.collect(), key=lambda r: r.offset)
+        assert [r.offset for r in got] == [r["offset"] for r in rows], part.name
+        assert [None if r.value is None else hashlib.sha256(r.value).hexdigest() for r in got] == \
+            [r["value_sha256"] for r in rows]
+        assert [int(r.timestamp.timestamp() * 1000) for r in got] == [r["timestamp"] for r in rows]
+
+
+def test_write_then_read_back(spark, tmp_path):
+    root = tmp_path / "out"
+    data = [(b"key-%d" % i, b"value-%d" % i) for i in range(300)]
+    df = spark.createDataFrame(data, "key binary, value binary").repartition(3)
+    df.write.format("pylog").mode("append").option("topic", "written").option("partitions", "4").save(str(root))
+    back = spark.read.format("pylog").load(str(root)).collect()
+    assert sorted((r.key, r.value) for r in back) == sorted(data)
+    from pylog.partitioner import partition_for_key
+    assert all(r.partition == partition_for_key(r.key, 4) for r in back)
+    assert not list((root / ".pylog-staging").glob("*/*"))
+
+
+def test_streaming_available_now_consumes_appends_in_micro_batches(spark, tmp_path):
+    root = tmp_path / "stream"
+    with LogManager(root) as m:
+        t = m.create_topic("s", 2)
+        for i in range(10):
+            t.append([(b"k%d" % j, b"a%d-%d" % (i, j)) for j in range(20)])
+    ckpt, out = str(tmp_path / "ckpt"), str(tmp_path / "out")
+
+    def run_once():  # a file sink, so the second run resumes from the checkpoint
+        q = (spark.readStream.format("pylog").option("startingOffsets", "earliest")
+             .option("maxOffsetsPerTrigger", "60").load(str(root))
+             .writeStream.format("parquet").option("path", out).option("checkpointLocation", ckpt)
+             .outputMode("append").trigger(availableNow=True).start())
+        q.awaitTermination(120)
+        return q
+
+    q = run_once()
+    assert len(q.recentProgress) >= 3  # admission control split the backlog
+    with LogManager(root) as m:  # another writer appends after the first run
+        m.topic("s").append([(b"late", b"late-%d" % i) for i in range(15)])
+    run_once()
+    rows = spark.read.parquet(out).select("topic", "partition", "offset", "value").collect()
+    keys = [(r.partition, r.offset) for r in rows]
+    assert len(keys) == len(set(keys)) == 215
+    assert sum(1 for r in rows if r.value.startswith(b"late")) == 15
+
+
+def test_filter_pushdown_prunes_and_results_stay_exact(spark, root):
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    try:
+        df = spark.read.format("pylog").load(str(root))
+        rows = df.where("topic = 'alpha' and partition = 1 and offset >= 490").select("offset").collect()
+        assert sorted(r.offset for r in rows) == list(range(490, 500))
+        rows = df.where("partition in (0, 1) and offset < 3 and topic = 'beta'").select("partition", "offset").collect()
+        assert sorted((r.partition, r.offset) for r in rows) == [(p, o) for p in (0, 1) for o in range(3)]
+    finally:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
+
+
+def test_reader_and_partitions_pickle_for_shipping_to_workers(root):
+    import pickle
+    from pylog.spark.options import parse_read_options
+    from pylog.spark.source import PylogPushdownReader
+    reader = PylogPushdownReader(parse_read_options({"path": str(root), "minPartitions": "7"}))
+    parts = reader.partitions()
+    assert len(parts) >= 7
+    again = pickle.loads(pickle.dumps((reader, parts)))
+    batches = list(again[0].read(again[1][0]))
+    assert sum(b.num_rows for b in batches) == parts[0].range.size
+
+
+def test_auto_discovery_module_names_the_format():
+    import pyspark_pylog
+    assert pyspark_pylog.DefaultSource.name() == "pylog"
