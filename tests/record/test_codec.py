@@ -1,0 +1,261 @@
+"""The v2 batch codec against kafka-python, with property tests and byte-level corruption."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pylog import (
+    CorruptRecordError, IncompleteBatchError, InvalidRecordError, PylogError, Record, decode_batches, encode_batch,
+)
+from pylog.record import encode_control_batch, set_base_offset, set_log_append_time, set_partition_leader_epoch
+from pylog.record.varint import decode_varint, encode_varint
+
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+CODEC_IDS = {name: i for i, name in enumerate(CODECS)}
+
+
+def kafka_python_builder(records, codec, **kw):
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=CODEC_IDS[codec], is_transactional=False,
+                                  producer_id=-1, producer_epoch=-1, base_sequence=-1, batch_size=1 << 30)
+    for i, r in enumerate(records):
+        b.append(i, r.timestamp, r.key, r.value, list(r.headers))
+    return bytes(b.build())
+
+
+def sample_records(n=50):
+    return [Record(b"value-%d" % i * (i % 7), key=None if i % 3 else b"k%d" % i, timestamp=1_700_000_000_000 + i,
+                   headers=(("h", b"x"), ("n", None)) if i % 4 == 0 else ()) for i in range(n)]
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_kafka_python_decodes_what_pylog_encodes(codec):
+    from kafka.record.default_records import DefaultRecordBatch
+    recs = sample_records()
+    raw = encode_batch(recs, compression=codec, base_offset=40)
+    kb = DefaultRecordBatch(bytearray(raw))
+    assert kb.validate_crc()
+    got = [(r.offset, r.timestamp, r.key, r.value, [tuple(h) for h in r.headers]) for r in kb]
+    assert got == [(40 + i, r.timestamp, r.key, r.value, list(r.headers)) for i, r in enumerate(recs)]
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_pylog_decodes_what_kafka_python_encodes(codec):
+    recs = sample_records()
+    batch = next(decode_batches(kafka_python_builder(recs, codec)))
+    assert batch.is_valid() and batch.compression == codec
+    assert [(r.offset, r.timestamp, r.key, r.value, tuple(r.headers)) for r in batch] == \
+        [(i, r.timestamp, r.key, r.value, tuple(r.headers)) for i, r in enumerate(recs)]
+
+
+@pytest.mark.parametrize("codec", ["none", "snappy"])
+def test_bytes_identical_to_kafka_python_builder(codec):
+    recs = sample_records()
+    assert encode_batch(recs, compression=codec, partition_leader_epoch=0) == kafka_python_builder(recs, codec)
+
+
+records_strategy = st.lists(
+    st.builds(Record,
+              value=st.one_of(st.none(), st.binary(max_size=300)),
+              key=st.one_of(st.none(), st.binary(max_size=50)),
+              timestamp=st.integers(min_value=0, max_value=2**41),
+              headers=st.lists(st.tuples(st.text(max_size=10), st.one_of(st.none(), st.binary(max_size=20))),
+                               max_size=4).map(tuple)),
+    min_size=1, max_size=40)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records=records_strategy, codec=st.sampled_from(CODECS), base=st.integers(0, 2**40))
+def test_encode_decode_round_trips_arbitrary_records(records, codec, base):
+    batch = next(decode_batches(encode_batch(records, compression=codec, base_offset=base)))
+    got = batch.records()
+    assert [(r.offset, r.timestamp, r.key, r.value, tuple(r.headers)) for r in got] == \
+        [(base + i, r.timestamp, r.key, r.value, tuple(r.headers)) for i, r in enumerate(records)]
+    assert batch.max_timestamp == max(r.timestamp for r in records)
+
+
+@pytest.mark.parametrize("n", [1, 10_000])
+def test_one_and_ten_thousand_records_per_batch(n):
+    raw = encode_batch([b"%d" % i for i in range(n)], timestamp=5)
+    batch = next(decode_batches(raw))
+    assert batch.record_count == n and [r.value for r in batch][-1] == b"%d" % (n - 1)
+
+
+def test_negative_timestamp_deltas_and_large_values():
+    recs = [Record(b"a", timestamp=10_000), Record(b"b" * 1_000_000, timestamp=5), Record(b"", timestamp=9_999)]
+    got = next(decode_batches(encode_batch(recs))).records()
+    assert [r.timestamp for r in got] == [10_000, 5, 9_999] and len(got[1].value) == 1_000_000
+
+
+def test_varints_match_kafkas_encoding():
+    assert encode_varint(-1) == b"\x01" and encode_varint(0) == b"\x00" and encode_varint(1) == b"\x02"
+    for n in (63, -64, 64, 300, -2**31, 2**31 - 1, 2**63 - 1, -2**63):
+        assert decode_varint(encode_varint(n), 0, 10) == (n, len(encode_varint(n)))
+
+
+def test_control_batches_decode_with_their_marker():
+    raw = encode_control_batch(0, producer_id=7, producer_epoch=2, coordinator_epoch=9, base_offset=3)
+    b = next(decode_batches(raw))
+    assert b.is_control and b.is_transactional
+    (marker,) = b.records()
+    assert (marker.control_type, marker.coordinator_epoch, marker.offset) == ("ABORT", 9, 3)
+
+
+def test_unknown_control_type_still_decodes():
+    raw = encode_batch([Record(b"\x00\x00", key=struct.pack(">hh", 0, 42), timestamp=1)], is_control=True)
+    (r,) = next(decode_batches(raw)).records()
+    assert r.control_type == "UNKNOWN" and r.control_type_id == 42
+
+
+def test_rewrites_keep_the_crc_valid_or_recompute_it():
+    raw = bytearray(encode_batch([b"a", b"b"], timestamp=5))
+    set_base_offset(raw, 0, 1234)
+    set_partition_leader_epoch(raw, 0, 17)
+    b = next(decode_batches(bytes(raw)))
+    assert b.is_valid() and b.base_offset == 1234 and b.partition_leader_epoch == 17
+    set_log_append_time(raw, 0, len(raw), 999)
+    b = next(decode_batches(bytes(raw)))
+    assert b.is_valid() and b.timestamp_type == "LogAppendTime" and [r.timestamp for r in b] == [999, 999]
+
+
+# -- bad bytes: one small test per case -------------------------------------------------------------
+
+def good() -> bytearray:
+    return bytearray(encode_batch([(b"k", b"value"), (None, b"v2")], timestamp=1000))
+
+
+def recrc(buf: bytearray) -> bytes:
+    import crc32c
+    buf[17:21] = struct.pack(">I", crc32c.crc32c(bytes(buf[21:])))
+    return bytes(buf)
+
+
+def test_crc_mismatch_is_reported_with_position():
+    buf = good()
+    buf[-1] ^= 1
+    data = encode_batch([b"x"]) + bytes(buf)
+    batches = list(decode_batches(data))
+    assert batches[0].is_valid() and not batches[1].is_valid()
+    with pytest.raises(CorruptRecordError, match="crc") as e:
+        batches[1].records()
+    assert e.value.position == len(encode_batch([b"x"]))
+
+
+def test_record_count_too_large():
+    buf = good()
+    buf[57:61] = struct.pack(">i", 3)
+    with pytest.raises(InvalidRecordError, match="premature|count"):
+        next(decode_batches(recrc(buf))).records()
+
+
+def test_record_count_too_small():
+    buf = good()
+    buf[57:61] = struct.pack(">i", 1)
+    with pytest.raises(InvalidRecordError, match="remaining"):
+        next(decode_batches(recrc(buf))).records()
+
+
+def test_record_count_absurd_is_refused_before_allocating():
+    buf = good()
+    buf[57:61] = struct.pack(">i", 2**31 - 1)
+    with pytest.raises(InvalidRecordError, match="count"):
+        next(decode_batches(recrc(buf))).records()
+
+
+def test_varint_overflow():
+    buf = good()
+    buf[61:66] = b"\xff\xff\xff\xff\xff"
+    with pytest.raises(InvalidRecordError):
+        next(decode_batches(recrc(buf))).records()
+
+
+def test_negative_key_length():
+    buf = good()
+    i = 61 + 1 + 1 + 1 + 1  # length, attributes, ts delta, offset delta
+    buf[i] = 0x05  # zigzag -3
+    with pytest.raises(InvalidRecordError):
+        next(decode_batches(recrc(buf))).records()
+
+
+def test_oversized_value_length():
+    buf = good()
+    i = 61 + 4 + 1 + 1  # ... key length, key "k"
+    buf[i] = 0x7E  # 63 bytes: past the record
+    with pytest.raises(InvalidRecordError):
+        next(decode_batches(recrc(buf))).records()
+
+
+def test_truncated_batch_is_incomplete_not_corrupt():
+    data = encode_batch([b"a"]) + bytes(good())[:-5]
+    with pytest.raises(IncompleteBatchError) as e:
+        list(decode_batches(data))
+    assert e.value.valid_bytes == len(encode_batch([b"a"]))
+    assert not isinstance(e.value, CorruptRecordError)
+    assert len(list(decode_batches(data, allow_incomplete=True))) == 1
+
+
+def test_size_below_minimum_is_corrupt():
+    with pytest.raises(CorruptRecordError, match="minimum"):
+        list(decode_batches(b"\0" * 40))
+
+
+def test_unknown_magic_is_corrupt():
+    buf = good()
+    buf[16] = 7
+    with pytest.raises(CorruptRecordError, match="magic"):
+        list(decode_batches(bytes(buf)))
+
+
+def test_unknown_codec_id():
+    buf = good()
+    buf[22] = 6
+    with pytest.raises(InvalidRecordError, match="compression"):
+        next(decode_batches(recrc(buf))).records()
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_truncated_compressed_payload(codec):
+    buf = bytearray(encode_batch([b"value-%d" % i * 20 for i in range(50)], compression=codec))
+    cut = buf[:len(buf) - 20]
+    cut[8:12] = struct.pack(">i", len(cut) - 12)
+    with pytest.raises(InvalidRecordError):
+        next(decode_batches(recrc(cut))).records()
+
+
+def test_decompression_bomb_is_bounded():
+    import zlib
+    from pylog.record.compression import decompress
+    bomb = zlib.compress(b"\0" * (50 << 20), 9)
+    c = zlib.compressobj(9, zlib.DEFLATED, 31)
+    gz = c.compress(b"\0" * (50 << 20)) + c.flush()
+    with pytest.raises(InvalidRecordError, match="past"):
+        decompress(1, gz, max_output_bytes=1 << 20)
+    assert len(bomb) < 100_000
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=400))
+def test_random_bytes_raise_only_pylog_errors(data):
+    try:
+        for b in decode_batches(data):
+            b.records()
+    except PylogError:
+        pass
+
+
+@settings(max_examples=300, deadline=None)
+@given(flips=st.lists(st.tuples(st.integers(0, 10_000), st.integers(1, 255)), min_size=1, max_size=8),
+       codec=st.sampled_from(CODECS))
+def test_mutated_batches_raise_only_pylog_errors(flips, codec):
+    buf = bytearray(encode_batch([(b"k%d" % i, b"v" * i) for i in range(30)], compression=codec))
+    for pos, x in flips:
+        buf[pos % len(buf)] ^= x
+    try:
+        for b in decode_batches(bytes(buf)):
+            b.records(verify=False)
+    except PylogError:
+        pass
