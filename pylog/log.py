@@ -35,7 +35,7 @@ from pylog.loader import (
 from pylog.partition_dir import PartitionDir
 from pylog.record.batch import RecordBatch, decode_batches
 from pylog.record.encode import (
-    encode_batch, now_ms, set_base_offset, set_log_append_time, set_partition_leader_epoch,
+    encode_batch, encode_batch_buffer, now_ms, set_base_offset, set_log_append_time, set_partition_leader_epoch,
 )
 from pylog.record.record import as_record
 from pylog.segment.fetch import FetchData
@@ -414,7 +414,7 @@ class Log:
         seq = base_sequence
         while pending:
             group = pending.pop(0)
-            raw = encode_batch(group, base_offset=base, compression=codec, timestamp_type=ts_type,
+            raw = encode_batch_buffer(group, base_offset=base, compression=codec, timestamp_type=ts_type,
                                timestamp=now if timestamp is None else timestamp, log_append_time=now,
                                producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=seq,
                                partition_leader_epoch=self.leader_epoch, is_transactional=is_transactional)

@@ -59,7 +59,8 @@ static int bytes_or_none(PyObject *o, const char **data, Py_ssize_t *len) {
 
 static PyObject *encode_records(PyObject *self, PyObject *args) {
     PyObject *values, *keys, *deltas;
-    if (!PyArg_ParseTuple(args, "O!OO", &PyList_Type, &values, &keys, &deltas)) return NULL;
+    Py_ssize_t reserve = -1;   /* >= 0: return a bytearray with this many bytes free in front */
+    if (!PyArg_ParseTuple(args, "O!OO|n", &PyList_Type, &values, &keys, &deltas, &reserve)) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(values);
     if (keys != Py_None && (!PyList_Check(keys) || PyList_GET_SIZE(keys) != n)) {
         PyErr_SetString(PyExc_TypeError, "keys must be None or a list as long as values");
@@ -94,9 +95,19 @@ static PyObject *encode_records(PyObject *self, PyObject *args) {
                         + varint_size(zz64(vl)) + (vl > 0 ? vl : 0) + 1;
         total += varint_size(zz64(body)) + body;
     }
-    PyObject *out = PyBytes_FromStringAndSize(NULL, total);
-    if (!out) { PyMem_Free(tsd); return NULL; }
-    char *p = PyBytes_AS_STRING(out);
+    PyObject *out;
+    char *p;
+    if (reserve >= 0) {
+        out = PyByteArray_FromStringAndSize(NULL, reserve + total);
+        if (!out) { PyMem_Free(tsd); return NULL; }
+        p = PyByteArray_AS_STRING(out);
+        memset(p, 0, reserve);
+        p += reserve;
+    } else {
+        out = PyBytes_FromStringAndSize(NULL, total);
+        if (!out) { PyMem_Free(tsd); return NULL; }
+        p = PyBytes_AS_STRING(out);
+    }
     /* pass 2: write */
     for (Py_ssize_t i = 0; i < n; i++) {
         const char *kd = NULL, *vd; Py_ssize_t kl = -1, vl;

@@ -15,6 +15,8 @@ import numpy as np
 from pylog.errors import CorruptIndexError, InvalidOffsetError, ReadOnlyError
 
 INT32_MAX = 2**31 - 1
+#: Appends written in place before the index maps its (preallocated) file.
+MAP_AFTER_APPENDS = 4
 _EMPTY = np.empty(0, np.int64)
 _EMPTY.flags.writeable = False
 
@@ -40,6 +42,7 @@ class EntryFile:
         self._mm = None
         self._file_bytes = 0
         self._ragged = False
+        self._unmapped_appends = 0
 
     # -- loading -----------------------------------------------------------------------
     def _load(self) -> None:
@@ -124,9 +127,20 @@ class EntryFile:
         self._load()
         if self._n >= self.max_entries:
             raise InvalidOffsetError(f"index {self.path} is full ({self.max_entries} entries)")
-        mm = self._map()
         self._ensure_capacity(self._n + 1)
-        mm[self._n] = (key, value)
+        if self._mm is None and self._unmapped_appends < MAP_AFTER_APPENDS:
+            # a few entries (a final time-index entry, a small segment's recovery) are cheaper
+            # written in place than mapped with a preallocated file
+            self._unmapped_appends += 1
+            entry = np.array([(key, value)], dtype=self.dtype).tobytes()
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                os.pwrite(fd, entry, self._n * self.entry_bytes)
+            finally:
+                os.close(fd)
+            self._file_bytes = max(self._file_bytes, (self._n + 1) * self.entry_bytes)
+        else:
+            self._map()[self._n] = (key, value)
         self._keys[self._n] = key
         self._vals[self._n] = value
         self._n += 1
@@ -155,6 +169,7 @@ class EntryFile:
     def reset(self) -> None:
         """Drop every entry (and, if writable, empty the file)."""
         self._release_map()
+        self._unmapped_appends = 0
         self._loaded = True
         self._ragged = False
         self._n = 0
@@ -171,10 +186,10 @@ class EntryFile:
             return
         self._load()
         self._release_map()
-        if os.path.exists(self.path) or self._n:
+        if (os.path.exists(self.path) or self._n) and self._file_bytes != self._n * self.entry_bytes:
             with open(self.path, "ab") as f:
                 f.truncate(self._n * self.entry_bytes)
-            self._file_bytes = self._n * self.entry_bytes
+        self._file_bytes = self._n * self.entry_bytes
 
     def resize(self, max_bytes: int) -> None:
         """Change the capacity; the file grows to it on the next append."""
@@ -182,9 +197,12 @@ class EntryFile:
         self.max_entries = max(max_bytes // self.entry_bytes, 1)
 
     def flush(self) -> None:
-        """msync the mapped entries to disk."""
-        if self._mm is not None:
-            self._mm.flush()
+        """msync the mapped entries (and fsync entries written in place) to disk."""
+        if self._mm is not None or (self._unmapped_appends and self.writable):
+            if self._mm is not None:
+                self._mm.flush()
+            if not os.path.exists(self.path):
+                return
             fd = os.open(self.path, os.O_RDONLY)
             try:
                 os.fsync(fd)

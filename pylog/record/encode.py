@@ -131,8 +131,37 @@ def encode_batch(records, *, base_offset: int = 0, compression: str | int = "non
     >>> [(r.offset, r.key, r.value) for r in b]
     [(10, None, b'x'), (11, b'k', b'y')]
     """
+    out = encode_batch_buffer(records, base_offset=base_offset, compression=compression,
+                              compression_level=compression_level, timestamp_type=timestamp_type,
+                              timestamp=timestamp, producer_id=producer_id, producer_epoch=producer_epoch,
+                              base_sequence=base_sequence, partition_leader_epoch=partition_leader_epoch,
+                              is_transactional=is_transactional, is_control=is_control,
+                              log_append_time=log_append_time, delete_horizon_ms=delete_horizon_ms)
+    return out if type(out) is bytes else bytes(out)
+
+
+def encode_batch_buffer(records, *, base_offset: int = 0, compression: str | int = "none",
+                        compression_level: int | None = None, timestamp_type: str = "CreateTime",
+                        timestamp: int | None = None, producer_id: int = -1, producer_epoch: int = -1,
+                        base_sequence: int = -1, partition_leader_epoch: int = -1,
+                        is_transactional: bool = False, is_control: bool = False,
+                        log_append_time: int | None = None, delete_horizon_ms: int | None = None):
+    """``encode_batch`` returning ``bytes`` or a ``bytearray`` (the log's append path: an
+    uncompressed batch of plain values is encoded in place behind its header, no copy)."""
     codec = _codec.codec_id(compression)
     default_ts = now_ms() if timestamp is None else timestamp
+    options = dict(base_offset=base_offset, producer_id=producer_id, producer_epoch=producer_epoch,
+                   base_sequence=base_sequence, partition_leader_epoch=partition_leader_epoch,
+                   is_transactional=is_transactional, is_control=is_control, timestamp_type=timestamp_type,
+                   log_append_time=log_append_time, delete_horizon_ms=delete_horizon_ms)
+    if codec == 0 and _speedups is not None and type(records) is list and records:
+        try:
+            buf = _speedups.encode_records(records, None, None, BATCH_HEADER_BYTES)
+        except TypeError:
+            buf = None
+        if buf is not None:
+            _finish_in_place(buf, len(records), default_ts, default_ts, **options)
+            return buf
     payload = _native_values(records)
     if payload is None:
         fast = _fast_values(records)
@@ -150,13 +179,32 @@ def encode_batch(records, *, base_offset: int = 0, compression: str | int = "non
                 raise InvalidRecordError(f"record timestamp must be an int (ms), not {type(r.timestamp).__name__}")
         base_ts = recs[0].timestamp if recs else -1
         payload, count, max_ts = _encode_native(recs, base_ts) or encode_records(recs, base_ts)
-    return build_batch(payload, count, base_offset=base_offset, codec=codec,
-                       compression_level=compression_level, base_timestamp=base_ts,
-                       max_timestamp=max_ts, timestamp_type=timestamp_type,
-                       producer_id=producer_id, producer_epoch=producer_epoch,
-                       base_sequence=base_sequence, partition_leader_epoch=partition_leader_epoch,
-                       is_transactional=is_transactional, is_control=is_control,
-                       log_append_time=log_append_time, delete_horizon_ms=delete_horizon_ms)
+    return build_batch(payload, count, codec=codec, compression_level=compression_level, base_timestamp=base_ts,
+                       max_timestamp=max_ts, **options)
+
+
+def _attributes(codec: int, timestamp_type, is_transactional: bool, is_control: bool,
+                delete_horizon_ms: int | None) -> int:
+    ts_type = _TIMESTAMP_TYPES.get(timestamp_type)
+    if ts_type is None:
+        raise InvalidRecordError(f"unknown timestamp type {timestamp_type!r}")
+    return (codec | (ATTR_TIMESTAMP_TYPE if ts_type else 0) | (ATTR_TRANSACTIONAL if is_transactional else 0)
+            | (ATTR_CONTROL if is_control else 0) | (ATTR_DELETE_HORIZON if delete_horizon_ms is not None else 0))
+
+
+def _finish_in_place(buf: bytearray, count: int, base_ts: int, max_ts: int, *, base_offset, producer_id,
+                     producer_epoch, base_sequence, partition_leader_epoch, is_transactional, is_control,
+                     timestamp_type, log_append_time, delete_horizon_ms) -> None:
+    """Write the header of an uncompressed batch whose records already sit at byte 61, and its CRC."""
+    attributes = _attributes(0, timestamp_type, is_transactional, is_control, delete_horizon_ms)
+    if attributes & ATTR_TIMESTAMP_TYPE:
+        max_ts = now_ms() if log_append_time is None else log_append_time
+    if delete_horizon_ms is not None:
+        base_ts = delete_horizon_ms
+    BATCH_HEADER.pack_into(buf, 0, base_offset, len(buf) - LOG_OVERHEAD_BYTES, partition_leader_epoch, 2, 0,
+                           attributes, count - 1 if count else 0, base_ts, max_ts, producer_id, producer_epoch,
+                           base_sequence, count)
+    UINT32.pack_into(buf, CRC_AT, _crc(memoryview(buf)[ATTRIBUTES_AT:]))
 
 
 def _encode_native(recs: list[Record], base_ts: int):
@@ -197,19 +245,10 @@ def build_batch(payload: bytes, count: int, *, base_offset: int = 0, codec: int 
                 log_append_time: int | None = None, delete_horizon_ms: int | None = None,
                 last_offset_delta: int | None = None) -> bytes:
     """Wrap encoded records (offset deltas 0..count-1) in a batch header: compress, CRC."""
-    ts_type = _TIMESTAMP_TYPES.get(timestamp_type)
-    if ts_type is None:
-        raise InvalidRecordError(f"unknown timestamp type {timestamp_type!r}")
-    attributes = codec
-    if ts_type:
-        attributes |= ATTR_TIMESTAMP_TYPE
+    attributes = _attributes(codec, timestamp_type, is_transactional, is_control, delete_horizon_ms)
+    if attributes & ATTR_TIMESTAMP_TYPE:
         max_timestamp = now_ms() if log_append_time is None else log_append_time
-    if is_transactional:
-        attributes |= ATTR_TRANSACTIONAL
-    if is_control:
-        attributes |= ATTR_CONTROL
     if delete_horizon_ms is not None:
-        attributes |= ATTR_DELETE_HORIZON
         base_timestamp = delete_horizon_ms
     if codec:
         payload = _codec.compress(codec, payload, compression_level)
