@@ -675,7 +675,8 @@ class Log:
     def _stamp(self, fetch: FetchData, isolation: str) -> FetchData:
         fetch.high_watermark = self._high_watermark
         fetch.log_start_offset = self.log_start_offset
-        fetch.last_stable_offset = self.last_stable_offset
+        if isolation == "committed" or not self.read_only:  # a read-only log learns it by a replay
+            fetch.last_stable_offset = self.last_stable_offset
         if isolation == "committed" and fetch.aborted_transactions is None:
             fetch.aborted_transactions = []
         return fetch
