@@ -28,7 +28,7 @@ from pylog.layout import (
     ATTR_COMPRESSION_MASK, ATTR_CONTROL, ATTR_TIMESTAMP_TYPE, BATCH_HEADER_BYTES, INT64_MAX,
 )
 from pylog.record.batch import MIN_RECORD_BYTES, decode_batches
-from pylog.record.varint import decode_varint
+from pylog.record.scan import Fields, Malformed, parse_all_headers, scan_numpy
 
 try:
     from pylog import _speedups
@@ -37,10 +37,7 @@ except ImportError:  # pragma: no cover - no compiler at install time
 
 _I32 = np.dtype(np.int32)
 _I64 = np.dtype(np.int64)
-_U64 = np.dtype(np.uint64)
 _INT32_MAX = 2**31 - 1
-#: Zero bytes after the joined records, so a vectorised varint read never leaves the array.
-_PAD_BYTES = 16
 #: Records averaging more bytes than this are gathered by ``bytes.join`` (cost per record),
 #: smaller ones by a numpy mask (cost per byte, ~0.4 ns); measured on 1,000-record batches.
 _JOIN_GATHER_MIN_RECORD_BYTES = 512
@@ -250,22 +247,18 @@ def _decode_run(batches: list, include_headers: bool, path) -> Columns:
     with the object decoder so the error names the exact batch."""
     try:
         return _run_columns(batches, include_headers, path)
-    except _Malformed:
+    except Malformed:
         for b in batches:
             b.records(verify=False, path=path)  # raises InvalidRecordError with the position
         raise InvalidRecordError("record batch structure does not decode", position=batches[0].position,
                                  path=path) from None
 
 
-class _Malformed(Exception):
-    """Internal: the vectorised decode found bytes that break the format."""
-
-
 def _run_columns(batches: list, include_headers: bool, path) -> Columns:
     payloads = []
     for b in batches:
         if b.record_count < 0:
-            raise _Malformed
+            raise Malformed
         if b.attributes & ATTR_COMPRESSION_MASK:
             payloads.append(b.payload(path))  # decompression errors name the batch themselves
         else:
@@ -275,26 +268,19 @@ def _run_columns(batches: list, include_headers: bool, path) -> Columns:
     total = int(counts.sum())
     joined = b"".join(payloads)
     if total > len(joined) // MIN_RECORD_BYTES or np.any(counts > sizes // MIN_RECORD_BYTES):
-        raise _Malformed
+        raise Malformed
     if total == 0:
         if len(joined):
-            raise _Malformed
+            raise Malformed
         return Columns.empty(include_headers)
     if _speedups is not None:
         f = _scan_native(joined, counts, sizes)
     else:
-        f = _scan_numpy(joined, counts, sizes)
+        f = scan_numpy(joined, counts, sizes)
     return _assemble(batches, counts, joined, f, include_headers)
 
 
-class _Fields:
-    """Per-record field positions (int64 arrays) of the joined record bytes."""
-
-    __slots__ = ("ts_delta", "off_delta", "key_pos", "key_len", "value_pos", "value_len",
-                 "header_pos", "header_count", "record_end", "array")
-
-
-def _scan_native(joined: bytes, counts, sizes) -> _Fields:
+def _scan_native(joined: bytes, counts, sizes) -> Fields:
     """One C walk per batch (``scan_records`` checks every bound), positions made global."""
     mv = memoryview(joined)
     cols = [[] for _ in range(8)]
@@ -304,14 +290,14 @@ def _scan_native(joined: bytes, counts, sizes) -> _Fields:
             try:
                 arrays = _speedups.scan_records(mv[start:start + size], count)
             except ValueError:
-                raise _Malformed from None
+                raise Malformed from None
             for k, (raw, dtype) in enumerate(zip(arrays, (_I64, _I64) + (_I32,) * 6)):
                 a = np.frombuffer(raw, dtype).astype(_I64)
                 cols[k].append(a + start if k in (2, 4, 6) else a)
         elif size:
-            raise _Malformed
+            raise Malformed
         start += size
-    f = _Fields()
+    f = Fields()
     (f.ts_delta, f.off_delta, f.key_pos, f.key_len, f.value_pos, f.value_len, f.header_pos,
      f.header_count) = [np.concatenate(c) for c in cols]
     f.record_end = None  # the C walk already checked headers and record ends
@@ -319,149 +305,7 @@ def _scan_native(joined: bytes, counts, sizes) -> _Fields:
     return f
 
 
-_HOP_TABLE: list | None = None
-
-
-def _hop_table() -> list:
-    """For every two bytes ``b0 | b1 << 8`` at a record start: bytes to the next record
-    (length varint size + length) when the length varint has one or two bytes, else None.
-    Built once (65,536 entries, a few ms); turns each hop into one lookup."""
-    global _HOP_TABLE
-    if _HOP_TABLE is None:
-        both = np.arange(65536, dtype=_I64)
-        b0, b1 = both & 0xFF, both >> 8
-        one = (b0 >> 1) ^ -(b0 & 1)
-        v = (b0 & 0x7F) | (b1 << 7)
-        two = (v >> 1) ^ -(v & 1)
-        hop = np.where(b0 < 0x80, 1 + one, 2 + two).tolist()
-        for i in np.flatnonzero((b0 >= 0x80) & (b1 >= 0x80)).tolist():
-            hop[i] = None
-        _HOP_TABLE = hop
-    return _HOP_TABLE
-
-
-def _record_starts(padded: bytes, total: int) -> list:
-    """Where each of ``total`` consecutive records starts in ``padded`` (records plus zero
-    padding): hop from length varint to length varint. O(records), one lookup each;
-    garbage gives garbage positions, which the caller's checks refuse."""
-    hop = _hop_table()
-    starts = []
-    append = starts.append
-    pos = 0
-    try:
-        for _ in range(total):
-            append(pos)
-            pos += hop[padded[pos] | padded[pos + 1] << 8]
-    except TypeError:  # a length varint of three or more bytes: records over 8 KiB
-        return _record_starts_slow(padded, total)
-    except IndexError:
-        raise _Malformed from None
-    return starts
-
-
-def _record_starts_slow(buf: bytes, total: int) -> list:
-    starts = []
-    pos = 0
-    try:
-        for _ in range(total):
-            if pos < 0:
-                raise _Malformed
-            starts.append(pos)
-            length, nxt = decode_varint(buf, pos)
-            pos = nxt + length
-    except (IndexError, InvalidRecordError):
-        raise _Malformed from None
-    return starts
-
-
-def _varints_at(a: np.ndarray, pos: np.ndarray, max_bytes: int):
-    """Decode the zigzag varint at every position of ``pos`` in uint8 array ``a`` at once.
-
-    Returns ``(values int64, sizes)`` (``sizes`` is the int 1 when every varint has one
-    byte). ``a`` must have ``max_bytes`` readable bytes after every position (the caller
-    pads it). Over-long varints raise :class:`_Malformed`. Cost: O(n) per byte of the
-    longest varint (usually one or two passes).
-    """
-    b = a[pos]
-    more = b >= 0x80
-    if not more.any():
-        v = b.astype(_I64)
-        return (v >> 1) ^ -(v & 1), 1
-    value = (b & 0x7F).astype(_U64)
-    sizes = np.ones(len(pos), _I64)
-    k = 1
-    while True:
-        if k == max_bytes:
-            raise _Malformed
-        b = a[pos + k]
-        value |= ((b & 0x7F).astype(_U64) << np.uint64(7 * k)) * more
-        sizes += more
-        more &= b >= 0x80
-        k += 1
-        if not more.any():
-            break
-    signed = (value >> np.uint64(1)) ^ (np.uint64(0) - (value & np.uint64(1)))
-    return signed.view(_I64), sizes
-
-
-def _scan_numpy(joined: bytes, counts, sizes) -> _Fields:
-    """Field positions of every record, vectorised; every bound checked (raises _Malformed)."""
-    total = int(counts.sum())
-    padded = joined + bytes(_PAD_BYTES)
-    a = np.frombuffer(padded, np.uint8)
-    end = len(joined)
-    starts = np.array(_record_starts(padded, total), _I64)
-    if starts.min() < 0 or starts.max() >= end:
-        raise _Malformed
-    length, size = _varints_at(a, starts, 5)
-    body = starts + size
-    rec_end = body + length
-    if np.any(length < 6) or np.any(rec_end[:-1] != starts[1:]) or rec_end[-1] != end:
-        raise _Malformed
-    # each batch's records end exactly where its bytes do (empty batches have no bytes)
-    last = np.cumsum(counts) - 1
-    has = counts > 0
-    if np.any(rec_end[last[has]] != np.cumsum(sizes)[has]) or np.any(sizes[~has]):
-        raise _Malformed
-    f = _Fields()
-    p = body + 1  # record attributes: unused, as in Kafka
-    f.ts_delta, size = _varints_at(a, p, 10)
-    p = _within(p + size, rec_end)
-    f.off_delta, size = _varints_at(a, p, 5)
-    p = _within(p + size, rec_end)
-    f.key_len, f.key_pos, p = _length_prefixed(a, p, rec_end)
-    f.value_len, f.value_pos, p = _length_prefixed(a, p, rec_end)
-    f.header_count, size = _varints_at(a, p, 5)
-    p = p + size
-    if np.any(f.header_count < 0) or np.any(p > rec_end):
-        raise _Malformed
-    no_headers = f.header_count == 0
-    if np.any(p[no_headers] != rec_end[no_headers]):
-        raise _Malformed
-    f.header_pos = p
-    f.record_end = rec_end
-    f.array = a
-    return f
-
-
-def _within(p, rec_end):
-    """``p`` unchanged if no record has read past its end (so the next read stays in the padding)."""
-    if np.any(p > rec_end):
-        raise _Malformed
-    return p
-
-
-def _length_prefixed(a, p, rec_end):
-    """Read a length varint then skip that many bytes (-1 = null) for every record."""
-    n, size = _varints_at(a, p, 5)
-    pos = p + size
-    after = pos + np.maximum(n, 0)
-    if np.any(n < -1) or np.any(after > rec_end):
-        raise _Malformed
-    return n, pos, after
-
-
-def _assemble(batches, counts, joined: bytes, f: _Fields, include_headers: bool) -> Columns:
+def _assemble(batches, counts, joined: bytes, f: Fields, include_headers: bool) -> Columns:
     n = int(counts.sum())
     base_offsets = np.repeat(np.array([b.base_offset for b in batches], _I64), counts)
     append_time = np.array([bool(b.attributes & ATTR_TIMESTAMP_TYPE) for b in batches])
@@ -473,53 +317,12 @@ def _assemble(batches, counts, joined: bytes, f: _Fields, include_headers: bool)
     else:
         bases = np.array([b.base_timestamp for b in batches], _I64)
         timestamps = (np.repeat(bases, counts) if len(batches) > 1 else bases[0]) + f.ts_delta
-    headers = _headers(joined, f, include_headers)
+    headers = parse_all_headers(joined, f, include_headers)
     a = f.array if f.array is not None else (np.frombuffer(joined, np.uint8) if len(joined) else None)
     kd, ko = _gather(joined, f.key_pos, f.key_len, a)
     vd, vo = _gather(joined, f.value_pos, f.value_len, a)
     return Columns(base_offsets + f.off_delta, timestamps, np.repeat(append_time.astype(np.int8), counts),
                    kd, ko, f.key_len >= 0, vd, vo, f.value_len >= 0, headers)
-
-
-def _headers(joined: bytes, f: _Fields, include_headers: bool):
-    """Parse the headers of the records that have any (checking them when the C walk did not)."""
-    with_headers = np.flatnonzero(f.header_count)
-    if not include_headers and (f.record_end is None or not len(with_headers)):
-        return None
-    out = [()] * len(f.header_count) if include_headers else None
-    counts = f.header_count[with_headers].tolist()
-    positions = f.header_pos[with_headers].tolist()
-    ends = (f.record_end[with_headers] if f.record_end is not None else
-            np.full(len(with_headers), len(joined), _I64)).tolist()
-    for i, count, pos, end in zip(with_headers.tolist(), counts, positions, ends):
-        hdrs, pos = _parse_headers(joined, pos, count, end)
-        if f.record_end is not None and pos != end:
-            raise _Malformed
-        if include_headers:
-            out[i] = hdrs
-    return out
-
-
-def _parse_headers(buf: bytes, pos: int, count: int, end: int):
-    """``count`` headers from ``pos`` (after the count varint), bounded by ``end``."""
-    if count > end - pos:
-        raise _Malformed
-    headers = []
-    try:
-        for _ in range(count):
-            n, pos = decode_varint(buf, pos)
-            if n < 0 or pos + n > end:
-                raise _Malformed
-            key = buf[pos:pos + n].decode("utf-8", "surrogateescape")
-            pos += n
-            n, pos = decode_varint(buf, pos)
-            if n < -1 or pos + n > end:
-                raise _Malformed
-            headers.append((key, None if n == -1 else buf[pos:pos + n]))
-            pos += max(n, 0)
-    except InvalidRecordError:
-        raise _Malformed from None
-    return tuple(headers), pos
 
 
 def _gather(data: bytes, positions: np.ndarray, lengths: np.ndarray, array) -> tuple[bytes, np.ndarray]:

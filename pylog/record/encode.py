@@ -208,26 +208,47 @@ def _finish_in_place(buf: bytearray, count: int, base_ts: int, max_ts: int, *, b
 
 
 def _encode_native(recs: list[Record], base_ts: int):
-    """The C encoder for records without headers; None when it cannot take them."""
-    if _speedups is None or any(r.headers for r in recs):
+    """Records without headers through the C or numpy encoder; None when neither applies."""
+    if any(r.headers for r in recs):
         return None
     deltas = [r.timestamp - base_ts for r in recs]
-    try:
-        payload = _speedups.encode_records([r.value for r in recs], [r.key for r in recs],
-                                           deltas if any(deltas) else None)
-    except (TypeError, OverflowError):
-        return None  # the Python encoder names the offending field
+    payload = _encode_columns([r.value for r in recs], [r.key for r in recs], deltas if any(deltas) else None)
+    if payload is None:
+        return None
     return payload, len(recs), max((r.timestamp for r in recs), default=-1)
 
 
+def _encode_columns(values: list, keys: list | None, deltas: list | None) -> bytes | None:
+    """Headerless records with offset deltas 0..n-1: the C encoder, else numpy for batches
+    large enough to pay for it; None when the inputs are not all bytes/None (the Python
+    encoder then names the offending field) or too small."""
+    if _speedups is not None:
+        try:
+            return _speedups.encode_records(values, keys, deltas)
+        except (TypeError, OverflowError):
+            return None
+    if len(values) < _VECTOR_MIN_RECORDS:
+        return None
+    from pylog.record.vector_encode import encode_records_vectorised
+    return encode_records_vectorised(values, keys, deltas)
+
+
+#: Below this many records the per-record Python encoder beats numpy's fixed costs.
+_VECTOR_MIN_RECORDS = 64
+
+
 def _native_values(records) -> bytes | None:
-    """A list of plain ``bytes`` values encoded by the C encoder (None if it does not apply)."""
-    if _speedups is None or type(records) is not list:
+    """A list of plain ``bytes`` values or ``(key, value)`` pairs through the C or numpy
+    encoder (None if it does not apply)."""
+    if type(records) is not list or not records:
         return None
-    try:
-        return _speedups.encode_records(records, None, None)
-    except TypeError:
-        return None
+    first = records[0]
+    if type(first) is bytes:  # without C, encode_values' loop beats numpy here
+        return None if _speedups is None else _encode_columns(records, None, None)
+    if type(first) is tuple and set(map(type, records)) == {tuple} and set(map(len, records)) == {2}:
+        keys, values = zip(*records)
+        return _encode_columns(list(values), list(keys), None)
+    return None
 
 
 def _fast_values(records):
