@@ -11,6 +11,16 @@ import pytest
 _HERE = Path(__file__).resolve().parent
 
 
+def pytest_addoption(parser):
+    parser.addoption("--soak", action="store_true", default=False,
+                     help="run the long crash/fault soak (hundreds of trials) instead of the quick CI count")
+
+
+@pytest.fixture
+def soak(request) -> bool:
+    return request.config.getoption("--soak")
+
+
 def samples_root() -> Path | None:
     """``$PYLOG_KAFKA_SAMPLES``, else ``../shared/kafka-samples`` beside the checkout."""
     env = os.environ.get("PYLOG_KAFKA_SAMPLES")
