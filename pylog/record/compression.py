@@ -89,7 +89,7 @@ def decompress(codec: int, data, *, magic: int = 2, max_output_bytes: int | None
         elif codec == SNAPPY:
             out = _snappy_decompress(data, limit)
         elif codec == LZ4:
-            out = _lz4_decompress(data, magic)
+            out = _lz4_decompress(data, magic, limit)
         elif codec == ZSTD:
             out = _zstd_decompress(data, limit)
         elif codec == NONE:
@@ -169,11 +169,22 @@ def _uvarint_prefix(mv) -> int:
     raise InvalidRecordError("snappy block length prefix is malformed")
 
 
-def _lz4_decompress(data, magic: int) -> bytes:
+def _lz4_decompress(data, magic: int, limit: int) -> bytes:
     buf = bytes(data)
     if magic == 0 and buf[:4] == _LZ4_MAGIC:
         buf = _repair_lz4_header_checksum(buf)
-    return _lz4f.decompress(buf)
+    parts, total = [], 0
+    while buf:  # one or more concatenated frames
+        d = _lz4f.LZ4FrameDecompressor()
+        chunk = d.decompress(buf, max_length=limit - total + 1)
+        total += len(chunk)
+        if total > limit:
+            raise InvalidRecordError(f"lz4 payload decompresses past {limit} bytes")
+        if not d.eof:
+            raise InvalidRecordError("lz4 payload is truncated")
+        parts.append(chunk)
+        buf = d.unused_data
+    return b"".join(parts)
 
 
 def _lz4_descriptor_end(buf: bytes) -> int:
@@ -197,20 +208,32 @@ def _break_lz4_header_checksum(buf: bytes) -> bytes:
     return buf[:end] + bytes([hc]) + buf[end + 1:]
 
 
+#: The most a zstd input byte can expand to (an RLE block: 4 bytes for 128 KiB), used to
+#: feed the decoder slices small enough that its output cannot overshoot the bound by much.
+_ZSTD_MAX_RATIO = 32768
+
+
 def _zstd_decompress(data, limit: int) -> bytes:
+    """Decode one or more frames, feeding input in slices sized so the output stays within
+    ``limit`` plus ~2 MiB even for a crafted input. O(len(output))."""
     dctx = zstandard.ZstdDecompressor()
-    rest = bytes(data)
+    rest = memoryview(bytes(data))
     parts, total = [], 0
-    while rest:  # one or more concatenated frames
+    while len(rest):
         d = dctx.decompressobj()
-        chunk = d.decompress(rest)
-        total += len(chunk)
-        if total > limit:
-            raise InvalidRecordError(f"zstd payload decompresses past {limit} bytes")
+        pos = 0
+        while pos < len(rest) and not d.eof:
+            step = max(64, (limit - total) // _ZSTD_MAX_RATIO)
+            chunk = d.decompress(rest[pos:pos + step])
+            pos += step
+            total += len(chunk)
+            if total > limit:
+                raise InvalidRecordError(f"zstd payload decompresses past {limit} bytes")
+            parts.append(chunk)
         if not d.eof:
             raise InvalidRecordError("zstd payload is truncated")
-        parts.append(chunk)
-        rest = d.unused_data
+        unused = d.unused_data
+        rest = rest[pos:] if not unused else memoryview(unused + bytes(rest[pos:]))
     return b"".join(parts)
 
 
