@@ -1,0 +1,91 @@
+"""Write docs/PERFORMANCE.md and its plots from benches/results.json.
+
+    pytest benches/ --benchmark-only && python benches/report.py
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DOCS = HERE.parent / "docs"
+
+
+def main() -> None:
+    data = json.loads((HERE / "results.json").read_text())
+    plots = _plots(data["figures"])
+    m = data["machine"]
+    lines = ["# Performance", "",
+             f"Machine: {m['cpus']} vCPU, {m['memory_gb']} GiB RAM, {m['platform']}, Python {m['python']}, "
+             f"numpy {m['numpy']}. Every ratio compares pylog with its peer or with the machine's limit "
+             "in the same run (`pytest benches/ --benchmark-only`), so drifting absolute speeds cancel out.", "",
+             "## Ratios against the goals", "", "| measurement | ratio | goal | |", "|---|---|---|---|"]
+    for r in data["ratios"]:
+        goal = "" if r["goal"] is None else ("≥ " if r["higher_is_better"] else "≤ ") + str(r["goal"])
+        verdict = "" if r["met"] is None else ("met" if r["met"] else "**missed**")
+        lines.append(f"| {r['name']} {('(' + r['detail'] + ')') if r['detail'] else ''} | {r['ratio']:.2f}x | {goal} | {verdict} |")
+    lines += ["", "## Figures", "", "| measurement | values |", "|---|---|"]
+    for name, values in data["figures"].items():
+        lines.append(f"| {name} | " + ", ".join(f"{k} = {v}" for k, v in values.items()) + " |")
+    lines += ["", "## Plots", ""] + [f"![{title}](perf/{name})" for title, name in plots]
+    lines += ["", "## Reproducing", "",
+              "| figure | command |", "|---|---|",
+              "| everything above | `pytest benches/ --benchmark-only && python benches/report.py` |",
+              "| codec ratios | `pytest benches/bench_codec.py --benchmark-only` |",
+              "| append vs limit, kafka-python, SQLite | `pytest benches/bench_append.py --benchmark-only` |",
+              "| sendfile and sequential reads | `pytest benches/bench_read.py --benchmark-only` |",
+              "| lookup latency curve (add 10M records) | `PYLOG_BENCH_LARGE=1 pytest benches/bench_lookup.py --benchmark-only` |",
+              "| open and recovery vs segments | `pytest benches/bench_open.py --benchmark-only` |",
+              "| compaction and retention (1 GB / 1M keys) | `PYLOG_BENCH_LARGE=1 pytest benches/bench_retention.py --benchmark-only` |",
+              "| Spark scan | `pytest benches/bench_spark.py --benchmark-only` |",
+              "| producer/consumer perf test | `pylog perf` |"]
+    (DOCS / "PERFORMANCE.md").write_text("\n".join(lines) + "\n")
+
+
+def _plots(figures: dict) -> list[tuple[str, str]]:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    out_dir = DOCS / "perf"
+    out_dir.mkdir(exist_ok=True)
+    made = []
+    lookup = sorted((int(re.sub(r"\D", "", k.split("=")[1])), v) for k, v in figures.items() if k.startswith("lookup n="))
+    if lookup:
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        xs = [n for n, _ in lookup]
+        ax.plot(xs, [v["read_offset_us"] for _, v in lookup], "o-", label="read(offset)")
+        ax.plot(xs, [v["offset_for_timestamp_us"] for _, v in lookup], "s-", label="offset_for_timestamp")
+        ax.set_xscale("log")
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("records in the log")
+        ax.set_ylabel("latency (µs)")
+        ax.set_title("Random lookup latency vs log size")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out_dir / "lookup_latency.png", dpi=110)
+        made.append(("Lookup latency vs log size", "lookup_latency.png"))
+    appends = sorted((int(k.split("batch=")[1].split()[0]), v) for k, v in figures.items()
+                     if k.startswith("append batch=") and k.endswith("value=100B"))
+    if appends:
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        xs = [b for b, _ in appends]
+        ax.plot(xs, [v["mb_per_s"] for _, v in appends], "o-", label="pylog append")
+        ax.plot(xs, [v["plain_mb_per_s"] for _, v in appends], "s--", label="plain buffered write (limit)")
+        ax.set_xscale("log")
+        ax.set_xlabel("records per append (100-byte values)")
+        ax.set_ylabel("MB/s")
+        ax.set_title("Append throughput vs batch size")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out_dir / "append_throughput.png", dpi=110)
+        made.append(("Append throughput vs batch size", "append_throughput.png"))
+    return made
+
+
+if __name__ == "__main__":
+    main()
