@@ -32,8 +32,14 @@ def sample_records(n=50):
                    headers=(("h", b"x"), ("n", None)) if i % 4 == 0 else ()) for i in range(n)]
 
 
+def fixture_ok(max_examples: int):
+    """Hypothesis settings for tests that also take the (per-test) ``impl`` fixture."""
+    return settings(max_examples=max_examples, deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
 @pytest.mark.parametrize("codec", CODECS)
-def test_kafka_python_decodes_what_pylog_encodes(codec):
+def test_kafka_python_decodes_what_pylog_encodes(codec, impl):
     from kafka.record.default_records import DefaultRecordBatch
     recs = sample_records()
     raw = encode_batch(recs, compression=codec, base_offset=40)
@@ -44,7 +50,7 @@ def test_kafka_python_decodes_what_pylog_encodes(codec):
 
 
 @pytest.mark.parametrize("codec", CODECS)
-def test_pylog_decodes_what_kafka_python_encodes(codec):
+def test_pylog_decodes_what_kafka_python_encodes(codec, impl):
     recs = sample_records()
     batch = next(decode_batches(kafka_python_builder(recs, codec)))
     assert batch.is_valid() and batch.compression == codec
@@ -53,7 +59,7 @@ def test_pylog_decodes_what_kafka_python_encodes(codec):
 
 
 @pytest.mark.parametrize("codec", ["none", "snappy"])
-def test_bytes_identical_to_kafka_python_builder(codec):
+def test_bytes_identical_to_kafka_python_builder(codec, impl):
     recs = sample_records()
     assert encode_batch(recs, compression=codec, partition_leader_epoch=0) == kafka_python_builder(recs, codec)
 
@@ -68,9 +74,9 @@ records_strategy = st.lists(
     min_size=1, max_size=40)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@fixture_ok(100)
 @given(records=records_strategy, codec=st.sampled_from(CODECS), base=st.integers(0, 2**40))
-def test_encode_decode_round_trips_arbitrary_records(records, codec, base):
+def test_encode_decode_round_trips_arbitrary_records(impl, records, codec, base):
     batch = next(decode_batches(encode_batch(records, compression=codec, base_offset=base)))
     got = batch.records()
     assert [(r.offset, r.timestamp, r.key, r.value, tuple(r.headers)) for r in got] == \
@@ -79,13 +85,13 @@ def test_encode_decode_round_trips_arbitrary_records(records, codec, base):
 
 
 @pytest.mark.parametrize("n", [1, 10_000])
-def test_one_and_ten_thousand_records_per_batch(n):
+def test_one_and_ten_thousand_records_per_batch(n, impl):
     raw = encode_batch([b"%d" % i for i in range(n)], timestamp=5)
     batch = next(decode_batches(raw))
     assert batch.record_count == n and [r.value for r in batch][-1] == b"%d" % (n - 1)
 
 
-def test_negative_timestamp_deltas_and_large_values():
+def test_negative_timestamp_deltas_and_large_values(impl):
     recs = [Record(b"a", timestamp=10_000), Record(b"b" * 1_000_000, timestamp=5), Record(b"", timestamp=9_999)]
     got = next(decode_batches(encode_batch(recs))).records()
     assert [r.timestamp for r in got] == [10_000, 5, 9_999] and len(got[1].value) == 1_000_000
@@ -237,9 +243,9 @@ def test_decompression_bomb_is_bounded():
     assert len(bomb) < 100_000
 
 
-@settings(max_examples=300, deadline=None)
+@fixture_ok(200)
 @given(data=st.binary(max_size=400))
-def test_random_bytes_raise_only_pylog_errors(data):
+def test_random_bytes_raise_only_pylog_errors(impl, data):
     try:
         for b in decode_batches(data):
             b.records()
@@ -247,11 +253,12 @@ def test_random_bytes_raise_only_pylog_errors(data):
         pass
 
 
-@settings(max_examples=300, deadline=None)
+@fixture_ok(200)
 @given(flips=st.lists(st.tuples(st.integers(0, 10_000), st.integers(1, 255)), min_size=1, max_size=8),
        codec=st.sampled_from(CODECS))
-def test_mutated_batches_raise_only_pylog_errors(flips, codec):
-    buf = bytearray(encode_batch([(b"k%d" % i, b"v" * i) for i in range(30)], compression=codec))
+def test_mutated_batches_raise_only_pylog_errors(impl, flips, codec):
+    buf = bytearray(encode_batch([Record(b"v" * i, b"k%d" % i, 5, (("h", b"x"),) * (i % 3)) for i in range(40)],
+                                 compression=codec))
     for pos, x in flips:
         buf[pos % len(buf)] ^= x
     try:
@@ -259,3 +266,157 @@ def test_mutated_batches_raise_only_pylog_errors(flips, codec):
             b.records(verify=False)
     except PylogError:
         pass
+
+
+# -- more: fast paths, byte identity as a property, headers, bombs --------------------------------
+
+key_value = st.tuples(st.one_of(st.none(), st.binary(max_size=60)), st.one_of(st.none(), st.binary(max_size=400)))
+
+
+def assert_same_bytes_as_kafka_python(ours: bytes, theirs: bytes, codec: str):
+    """Byte identity, except where kafka-python alone keeps a batch uncompressed because
+    compressing did not shrink it (Kafka's Java builder always compresses, as pylog does):
+    then the records must still be the same."""
+    if codec != "none" and theirs[22] & 0x07 == 0:
+        mine = next(decode_batches(ours))
+        assert mine.compression == codec
+        assert [(r.offset, r.timestamp, r.key, r.value) for r in mine] == \
+            [(r.offset, r.timestamp, r.key, r.value) for r in next(decode_batches(theirs))]
+    else:
+        assert ours == theirs
+
+
+@fixture_ok(80)
+@given(pairs=st.lists(key_value, min_size=1, max_size=150), codec=st.sampled_from(["none", "snappy"]))
+def test_fast_paths_are_byte_identical_to_kafka_python(impl, pairs, codec):
+    ts = 1_700_000_000_000
+    records = [Record(v, k, ts) for k, v in pairs]
+    expected = kafka_python_builder(records, codec)
+    ours = encode_batch(pairs, compression=codec, partition_leader_epoch=0, timestamp=ts)
+    assert_same_bytes_as_kafka_python(ours, expected, codec)
+    assert encode_batch(records, compression=codec, partition_leader_epoch=0) == ours
+    values = [v for _, v in pairs]
+    assert_same_bytes_as_kafka_python(encode_batch(values, compression=codec, partition_leader_epoch=0, timestamp=ts),
+                                      kafka_python_builder([Record(v, None, ts) for v in values], codec), codec)
+
+
+def test_snappy_batch_is_byte_identical_to_kafka_python_when_compression_pays(impl):
+    pairs = [(b"key-%d" % (i % 10), b"compressible value %d " % i * 5) for i in range(500)]
+    expected = kafka_python_builder([Record(v, k, 5) for k, v in pairs], "snappy")
+    assert expected[22] & 0x07 == 2
+    assert encode_batch(pairs, compression="snappy", partition_leader_epoch=0, timestamp=5) == expected
+
+
+def test_fast_path_refuses_what_it_cannot_encode(impl):
+    with pytest.raises(InvalidRecordError, match="value"):
+        encode_batch([(b"k", "text")] * 100)
+    with pytest.raises(InvalidRecordError):
+        encode_batch([(b"k", b"v", b"extra")] * 100)
+    mixed = [(b"k", b"v")] * 70 + [b"plain"]
+    assert [(r.key, r.value) for r in next(decode_batches(encode_batch(mixed)))][-2:] == \
+        [(b"k", b"v"), (None, b"plain")]
+
+
+def test_commit_marker_carries_its_coordinator_epoch():
+    raw = encode_control_batch(1, producer_id=11, producer_epoch=4, coordinator_epoch=123, base_offset=9,
+                               timestamp=77)
+    b = next(decode_batches(raw))
+    (marker,) = b.records()
+    assert (marker.control_type, marker.control_type_id, marker.coordinator_epoch) == ("COMMIT", 1, 123)
+    assert (b.producer_id, b.producer_epoch, marker.offset, marker.timestamp) == (11, 4, 9, 77)
+
+
+def test_control_key_too_short_is_invalid():
+    raw = encode_batch([Record(b"\x00\x00\x00\x00\x00\x00", key=b"\x00", timestamp=1)], is_control=True)
+    with pytest.raises(InvalidRecordError, match="control"):
+        next(decode_batches(raw)).records()
+
+
+def test_set_log_append_time_on_a_batch_inside_a_larger_buffer():
+    first = encode_batch([b"a"], timestamp=1)
+    buf = bytearray(first + encode_batch([b"b", b"c"], base_offset=1, timestamp=2))
+    set_log_append_time(buf, len(first), len(buf) - len(first), 555)
+    a, b = decode_batches(bytes(buf))
+    assert a.is_valid() and b.is_valid() and b.max_timestamp == 555 and [r.timestamp for r in b] == [555, 555]
+
+
+def with_headers() -> bytearray:
+    return bytearray(encode_batch([Record(b"v", None, 1000, (("hk", b"hv"),))]))
+
+
+def header_at() -> int:
+    # length, attributes, ts delta, offset delta, key length (null), value length, "v", header count
+    return 61 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1
+
+
+def test_negative_header_key_length():
+    buf = with_headers()
+    buf[header_at()] = 0x03  # zigzag -2
+    with pytest.raises(InvalidRecordError, match="header key length"):
+        next(decode_batches(recrc(buf))).records()
+
+
+def test_oversized_header_value_length():
+    buf = with_headers()
+    buf[header_at() + 1 + 2] = 0x7E  # header value length 63: past the record
+    with pytest.raises(InvalidRecordError, match="header value length"):
+        next(decode_batches(recrc(buf))).records()
+
+
+def test_negative_header_count():
+    buf = with_headers()
+    buf[header_at() - 1] = 0x03
+    with pytest.raises(InvalidRecordError, match="header count"):
+        next(decode_batches(recrc(buf))).records()
+
+
+def test_oversized_key_length():
+    buf = good()
+    buf[61 + 4] = 0x7E  # key length 63 in a 12-byte record
+    with pytest.raises(InvalidRecordError):
+        next(decode_batches(recrc(buf))).records()
+
+
+def test_negative_record_count():
+    buf = good()
+    buf[57:61] = struct.pack(">i", -1)
+    with pytest.raises(InvalidRecordError, match="negative"):
+        next(decode_batches(recrc(buf))).records()
+
+
+def test_negative_batch_length_is_corrupt():
+    buf = good()
+    buf[8:12] = struct.pack(">i", -5)
+    with pytest.raises(CorruptRecordError, match="minimum"):
+        list(decode_batches(bytes(buf)))
+
+
+def test_buffer_ending_inside_a_header_is_incomplete():
+    data = encode_batch([b"a"]) + bytes(good())[:10]
+    with pytest.raises(IncompleteBatchError) as e:
+        list(decode_batches(data))
+    assert e.value.valid_bytes == len(encode_batch([b"a"]))
+
+
+def test_v2_batch_below_its_61_byte_header_is_corrupt():
+    buf = good()
+    buf[8:12] = struct.pack(">i", 30)
+    with pytest.raises(CorruptRecordError, match="61"):
+        list(decode_batches(bytes(buf)))
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_decompression_bomb_is_bounded_for(codec):
+    from pylog.record.compression import CODEC_IDS as IDS, compress, decompress
+    bomb = compress(IDS[codec], b"\0" * (8 << 20))
+    assert len(bomb) < 1 << 20
+    with pytest.raises(InvalidRecordError, match="past"):
+        decompress(IDS[codec], bomb, max_output_bytes=1 << 20)
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_garbage_compressed_payload(codec):
+    buf = bytearray(encode_batch([b"value"] * 20, compression=codec))
+    buf[61:] = bytes(range(len(buf) - 61))
+    with pytest.raises(InvalidRecordError):
+        next(decode_batches(recrc(buf))).records()
