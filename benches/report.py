@@ -26,6 +26,7 @@ def main() -> None:
         goal = "" if r["goal"] is None else ("≥ " if r["higher_is_better"] else "≤ ") + str(r["goal"])
         verdict = "" if r["met"] is None else ("met" if r["met"] else "**missed**")
         lines.append(f"| {r['name']} {('(' + r['detail'] + ')') if r['detail'] else ''} | {r['ratio']:.2f}x | {goal} | {verdict} |")
+    lines += ["", "## Where goals are missed, and why", ""] + NOTES
     lines += ["", "## Figures", "", "| measurement | values |", "|---|---|"]
     for name, values in data["figures"].items():
         lines.append(f"| {name} | " + ", ".join(f"{k} = {v}" for k, v in values.items()) + " |")
@@ -42,6 +43,22 @@ def main() -> None:
               "| Spark scan | `pytest benches/bench_spark.py --benchmark-only` |",
               "| producer/consumer perf test | `pylog perf` |"]
     (DOCS / "PERFORMANCE.md").write_text("\n".join(lines) + "\n")
+
+
+NOTES = [
+    "- **Opening 10,000 segments (about 4x a listing, goal 3x).** One `listdir`, set operations on the",
+    "  names and lazily built segment objects leave ~50 ms of Python for 10,000 segments (30,000 files)",
+    "  against a ~15 ms listing; the remaining cost is creating the 10,000 segment objects and the",
+    "  sorted map. Kafka builds its segment objects eagerly too; a lazier map is the next step.",
+    "- **Spark scan vs parquet (goal 50%).** `count()` on parquet reads footers only and",
+    "  `sum(length(value))` one vectorised column, while a Python data source has no column pruning",
+    "  in PySpark 4.3 and ships every column through Arrow, plus a few hundred ms of Python-worker",
+    "  planning per query. pylog's own decode of the 2M records takes ~0.3 s of the ~0.8 s per query.",
+    "- **Spark local[2] vs local[1] (goal 1.6x).** Measured 2.1x on an idle machine and ~1.0x while other",
+    "  work ran on the second core: this ratio needs the machine to itself; treat a low figure with care.",
+    "- Random `read(offset)` latency (~0.3 ms) is dominated by decoding the whole 1,000-record batch that",
+    "  holds the offset (reads are batch-granular, as in Kafka); the index part is flat in the log size.",
+]
 
 
 def _plots(figures: dict) -> list[tuple[str, str]]:
