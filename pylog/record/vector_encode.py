@@ -1,5 +1,5 @@
 """Encoding many headerless v2 records at once with numpy, when the C speedups are absent
-(docs/format/batch.md#record).
+(docs/format/batch.md#encoding).
 
 The bytes are exactly those of the per-record encoder in :mod:`pylog.record.encode`:
 every record's varints (length, timestamp delta, offset delta, key and value lengths)
