@@ -281,7 +281,8 @@ def _run_columns(batches: list, include_headers: bool, path) -> Columns:
 
 
 def _scan_native(joined: bytes, counts, sizes) -> Fields:
-    """One C walk per batch (``scan_records`` checks every bound), positions made global."""
+    """One C walk per batch (``scan_records`` checks every bound), positions made global.
+    Positions and lengths stay int32, as the C walk returns them."""
     mv = memoryview(joined)
     cols = [[] for _ in range(8)]
     start = 0
@@ -291,18 +292,23 @@ def _scan_native(joined: bytes, counts, sizes) -> Fields:
                 arrays = _speedups.scan_records(mv[start:start + size], count)
             except ValueError:
                 raise Malformed from None
-            for k, (raw, dtype) in enumerate(zip(arrays, (_I64, _I64) + (_I32,) * 6)):
-                a = np.frombuffer(raw, dtype).astype(_I64)
-                cols[k].append(a + start if k in (2, 4, 6) else a)
+            for k, (raw, dtype) in enumerate(zip(arrays, _NATIVE_DTYPES)):
+                a = np.frombuffer(raw, dtype)
+                cols[k].append(a + start if start and k in (2, 4, 6) else a)
         elif size:
             raise Malformed
         start += size
     f = Fields()
     (f.ts_delta, f.off_delta, f.key_pos, f.key_len, f.value_pos, f.value_len, f.header_pos,
-     f.header_count) = [np.concatenate(c) for c in cols]
+     f.header_count) = [c[0] if len(c) == 1 else np.concatenate(c) for c in cols]
     f.record_end = None  # the C walk already checked headers and record ends
     f.array = None
     return f
+
+
+#: What ``scan_records`` returns: ts and offset deltas int64, then key/value/header
+#: positions and lengths (counts) int32.
+_NATIVE_DTYPES = (_I64, _I64) + (_I32,) * 6
 
 
 def _assemble(batches, counts, joined: bytes, f: Fields, include_headers: bool) -> Columns:
@@ -328,17 +334,21 @@ def _assemble(batches, counts, joined: bytes, f: Fields, include_headers: bool) 
 def _gather(data: bytes, positions: np.ndarray, lengths: np.ndarray, array) -> tuple[bytes, np.ndarray]:
     """Copy the byte ranges (negative length = null, no bytes) into one buffer with int32
     offsets [n+1]. O(n + gathered bytes)."""
+    if _speedups is not None:
+        if len(data) > _INT32_MAX:
+            raise OverflowError("more than 2 GiB of records in one run; split the read")
+        out, offsets = _speedups.gather(data, positions.astype(_I32, copy=False).tobytes(),
+                                        lengths.astype(_I32, copy=False).tobytes())
+        return out, np.frombuffer(offsets, _I32)
     n = len(positions)
-    clipped = np.maximum(lengths, 0)
+    clipped = np.maximum(lengths, 0).astype(_I64)
     offsets = np.zeros(n + 1, _I64)
     np.cumsum(clipped, out=offsets[1:])
     gathered = int(offsets[-1])
     if gathered > _INT32_MAX:
         raise OverflowError("more than 2 GiB of keys or values in one Columns; split the read")
     if gathered == 0:
-        return b"", offsets.astype(_I32)
-    if _speedups is not None:
-        out, _ = _speedups.gather(data, positions.astype(_I32).tobytes(), lengths.astype(_I32).tobytes())
+        out = b""
     elif len(data) > _JOIN_GATHER_MIN_RECORD_BYTES * n or array is None:
         stops = (positions + clipped).tolist()
         out = b"".join([data[s:e] for s, e in zip(positions.tolist(), stops)])
