@@ -145,6 +145,7 @@ class Log:
             clean_temp_files(self._dir.path, self.io, report)
             names = os.listdir(self._dir.path)
         bases, missing_indexes = remove_orphan_indexes(self._dir.path, self.io, report, names)
+        self._names_at_open = None if report.removed_files else names
         jitter = roll_jitter_ms(self.config.segment_jitter_ms, self.config.segment_ms)
         self._segments.update((base, Segment(self._dir.path, base, index_bytes=self.config.segment_index_bytes,
                                              index_interval_bytes=self.config.index_interval_bytes,
@@ -262,7 +263,9 @@ class Log:
 
         self._producers.load(self.log_start_offset, self.log_end_offset, list(self._segments.keys()),
                              self._batches_between, now_ms(),
-                             replay_from=min(recovered) if recovered else None, on_aborted=index_aborted)
+                             replay_from=min(recovered) if recovered else None, on_aborted=index_aborted,
+                             names=None if recovered else getattr(self, "_names_at_open", None))
+        self._names_at_open = None
         self._update_first_unstable_offset()
 
     def _lso_after(self, marker_offset: int) -> int:

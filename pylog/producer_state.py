@@ -117,12 +117,11 @@ class ProducerStateManager:
         self.map_end_offset = 0
 
     # -- snapshots -------------------------------------------------------------------------
-    def snapshot_offsets(self) -> list[int]:
-        out = []
-        for name in os.listdir(self.log_dir):
-            if name.endswith(SNAPSHOT_SUFFIX) and len(name) == 20 + len(SNAPSHOT_SUFFIX) and name[:20].isdigit():
-                out.append(int(name[:20]))
-        return sorted(out)
+    def snapshot_offsets(self, names: list[str] | None = None) -> list[int]:
+        """Offsets of the ``.snapshot`` files (``names``: a listing of the directory, if at hand)."""
+        names = os.listdir(self.log_dir) if names is None else names
+        return sorted(int(n[:20]) for n in names
+                      if n[20:] == SNAPSHOT_SUFFIX and len(n) == 29 and n[:20].isdigit())
 
     def snapshot_path(self, offset: int) -> str:
         return os.path.join(self.log_dir, f"{offset:020d}{SNAPSHOT_SUFFIX}")
@@ -152,7 +151,7 @@ class ProducerStateManager:
     # -- loading -----------------------------------------------------------------------------
     def load(self, log_start_offset: int, log_end_offset: int, segment_base_offsets: list[int],
              read_batches: Callable[[int, int], Iterable], now_ms: int, *, replay_from: int | None = None,
-             on_aborted: Callable[[AbortedTxn], None] | None = None) -> None:
+             on_aborted: Callable[[AbortedTxn], None] | None = None, names: list[str] | None = None) -> None:
         """Newest valid snapshot <= ``log_end_offset`` (and <= ``replay_from`` if given),
         then replay the batches after it. Corrupt or out-of-range snapshots are skipped
         (and deleted unless read-only). Cost: O(bytes after the snapshot)."""
@@ -160,7 +159,7 @@ class ProducerStateManager:
         self._unreplicated = []
         limit = log_end_offset if replay_from is None else min(replay_from, log_end_offset)
         start = log_start_offset
-        for off in reversed(self.snapshot_offsets()):
+        for off in reversed(self.snapshot_offsets(names)):
             if off > log_end_offset:
                 self.delete_snapshots_above(log_end_offset)
                 continue
