@@ -80,3 +80,33 @@ def test_eio_on_write_is_reported_and_log_stays_usable(tmp_path):
         assert e.value.errno == errno.EIO
         io.fail_after_bytes = None
         assert [r.value for r in log.records()] == [b"a"]
+
+
+def test_file_size_limit_mid_append_is_a_clear_error_and_recovers(tmp_path):
+    import subprocess
+    import sys
+    import textwrap
+    code = textwrap.dedent("""
+        import resource, signal, sys
+        from pylog import Log, StorageError
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # EFBIG instead of a killed process
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))
+        log = Log.open(sys.argv[1])
+        n = 0
+        try:
+            while True:
+                log.append([b"%06d" % n + b"-" * 200])
+                n += 1
+        except StorageError as e:
+            assert log.log_end_offset == n
+            assert [r.offset for r in log.records()] == list(range(n))  # still readable
+            print(n, e.errno)
+    """)
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "t-0")], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert out.returncode == 0, out.stderr
+    n, err = map(int, out.stdout.split())
+    assert n > 10 and err == 27  # EFBIG
+    with Log.open(tmp_path / "t-0") as log:
+        assert [r.offset for r in log.records()] == list(range(n))
+        assert log.append([b"after"]).first_offset == n
