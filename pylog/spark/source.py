@@ -88,12 +88,20 @@ class PylogDataSource(DataSource):
 
 
 def _pushdown_enabled() -> bool:
-    """Spark refuses a reader that implements pushFilters while
-    spark.sql.python.filterPushdown.enabled is false, and does not tell the data source the
-    setting. The planner worker holds it in a local variable of its caller; without it (the
-    pushdown worker itself) pushdown is on."""
-    frame = sys._getframe(2)
-    return frame.f_locals.get("enable_pushdown", True) is not False
+    """Whether Spark will push filters to this reader.
+
+    Spark refuses a reader that implements ``pushFilters`` while
+    ``spark.sql.python.filterPushdown.enabled`` is false, and does not tell the data source
+    the setting. Its pushdown worker only runs when the setting is on, and its planning
+    worker holds the setting in a local ``enable_pushdown``; anything else (a future Spark)
+    gets the plain reader, which is always accepted."""
+    try:
+        caller = sys._getframe(2)
+    except ValueError:
+        return False
+    if caller.f_globals.get("__name__", "").endswith("data_source_pushdown_filters"):
+        return True
+    return caller.f_locals.get("enable_pushdown") is True
 
 
 class PylogReader(DataSourceReader):
