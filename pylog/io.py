@@ -99,5 +99,17 @@ class FileIO:
             self.fsync_dir(os.path.dirname(path) or ".")
 
 
+def fsync_path(path: str) -> None:
+    """fsync a file by name (for files written through a map or plain appends); no-op if absent."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 #: The seam used when a caller passes none.
 DEFAULT_IO = FileIO()

@@ -465,12 +465,7 @@ class Log:
         ``max_message_bytes``. Cost: O(bytes)."""
         self._check_writable()
         data = bytes(raw)
-        try:
-            batches = list(decode_batches(data))
-        except IncompleteBatchError as e:
-            raise CorruptRecordError(f"appended bytes end inside a batch: {e.reason}", position=e.position) from None
-        if not batches:
-            raise InvalidRecordError("nothing to append: no batch in the given bytes")
+        batches = _whole_batches(data)
         with self._lock:
             expected = self.log_end_offset
             for b in batches:
@@ -960,13 +955,19 @@ def _check_offset(value, name: str, *, allow_negative: bool = False) -> None:
         raise InvalidOffsetError(f"{name} {value} is out of range")
 
 
-def _parse_client_batches(data: bytearray, max_message_bytes: int) -> list[RecordBatch]:
+def _whole_batches(data) -> list:
+    """The batches of appended bytes; bytes that end inside a batch, or hold none, are refused."""
     try:
         batches = list(decode_batches(data))
     except IncompleteBatchError as e:
         raise CorruptRecordError(f"appended bytes end inside a batch: {e.reason}", position=e.position) from None
     if not batches:
         raise InvalidRecordError("nothing to append: no batch in the given bytes")
+    return batches
+
+
+def _parse_client_batches(data: bytearray, max_message_bytes: int) -> list[RecordBatch]:
+    batches = _whole_batches(data)
     for b in batches:
         if b.magic != 2:
             raise InvalidRecordError(f"pylog appends magic-2 batches only; found magic {b.magic}",

@@ -106,13 +106,8 @@ def _consume(log, first_offset: int, count: int) -> dict:
     elapsed = time.perf_counter() - start
     if n != count:
         raise RuntimeError(f"consumed {n} records, expected {count}")
-    out = {"seconds": elapsed, "records": n, "bytes": nbytes}
-    try:
-        from pylog.record.columnar import decode_columns  # noqa: F401
-    except ImportError:
-        return out
-    out["columnar_seconds"] = _consume_columnar(log, first_offset, count)
-    return out
+    return {"seconds": elapsed, "records": n, "bytes": nbytes,
+            "columnar_seconds": _consume_columnar(log, first_offset, count)}
 
 
 def _consume_columnar(log, first_offset: int, count: int) -> float:

@@ -13,6 +13,7 @@ import os
 import numpy as np
 
 from pylog.errors import CorruptIndexError, InvalidOffsetError, ReadOnlyError
+from pylog.io import fsync_path
 
 INT32_MAX = 2**31 - 1
 #: Appends written in place before the index maps its (preallocated) file.
@@ -201,13 +202,7 @@ class EntryFile:
         if self._mm is not None or (self._unmapped_appends and self.writable):
             if self._mm is not None:
                 self._mm.flush()
-            if not os.path.exists(self.path):
-                return
-            fd = os.open(self.path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_path(self.path)
 
     def close(self) -> None:
         """Give back the map and the cached columns; the index reloads on next use."""

@@ -12,6 +12,7 @@ import os
 from typing import NamedTuple
 
 from pylog.errors import CorruptIndexError, InvalidOffsetError, ReadOnlyError
+from pylog.io import fsync_path
 from pylog.layout import TXN_INDEX_ENTRY, TXN_INDEX_ENTRY_BYTES, TXN_INDEX_VERSION
 
 
@@ -99,12 +100,8 @@ class TxnIndex:
                                         f"offset {self.base_offset}", path=self.path)
 
     def flush(self) -> None:
-        if self.writable and os.path.exists(self.path):
-            fd = os.open(self.path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        if self.writable:
+            fsync_path(self.path)
 
     def close(self) -> None:
         self._entries = None

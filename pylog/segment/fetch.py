@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from pylog.record.batch import decode_batches
-from pylog.segment.file import _Handle
+from pylog.segment.file import _Handle, pread_fully
 
 
 class FetchData:
@@ -53,16 +53,7 @@ class FetchData:
     def raw(self) -> bytes:
         """The fetched bytes (read once, then cached). O(size_bytes)."""
         if self._raw is None:
-            fd = self._handle.fd
-            parts, pos, left = [], self._position, self.size_bytes
-            while left > 0:
-                chunk = os.pread(fd, left, pos)
-                if not chunk:
-                    break
-                parts.append(chunk)
-                pos += len(chunk)
-                left -= len(chunk)
-            self._raw = b"".join(parts)
+            self._raw = pread_fully(self._handle.fd, self._position, self.size_bytes)
         return self._raw
 
     def batches(self) -> list:

@@ -39,6 +39,19 @@ class BatchHeader(NamedTuple):
     max_timestamp: int
 
 
+def pread_fully(fd: int, position: int, size: int) -> bytes:
+    """Up to ``size`` bytes of ``fd`` at ``position``, looping over short reads (fewer only at EOF)."""
+    parts = []
+    while size > 0:
+        chunk = os.pread(fd, size, position)
+        if not chunk:
+            break
+        parts.append(chunk)
+        position += len(chunk)
+        size -= len(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
 class _Handle:
     """An open fd, closed when the last reference goes (a fetch may outlive its segment)."""
 
@@ -154,16 +167,7 @@ class LogFile:
     # -- reads ---------------------------------------------------------------------------
     def read(self, position: int, size: int) -> bytes:
         """Up to ``size`` bytes at ``position`` (fewer at the end). O(size), one syscall or more."""
-        fd = self._open().fd
-        parts = []
-        while size > 0:
-            chunk = os.pread(fd, size, position)
-            if not chunk:
-                break
-            parts.append(chunk)
-            position += len(chunk)
-            size -= len(chunk)
-        return parts[0] if len(parts) == 1 else b"".join(parts)
+        return pread_fully(self._open().fd, position, size)
 
     def headers(self, start: int = 0, end: int | None = None) -> Iterator[BatchHeader]:
         """Walk the batch headers in ``[start, end)``; a torn final batch ends the walk.
