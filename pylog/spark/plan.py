@@ -186,7 +186,7 @@ def read_range(r: OffsetRange, *, include_headers: bool = False, isolation: str 
 
 def _committed_columns(fetch, offset: int, bound: int, include_headers: bool):
     """Columns of a committed read: batches of aborted transactions and control batches left out."""
-    from pylog.record.columnar import decode_columns
+    from pylog.record.columnar import Columns, decode_columns
     from pylog.segment.fetch import _AbortFilter
     aborted = _AbortFilter(fetch.aborted_transactions)
     parts = []

@@ -155,3 +155,20 @@ def test_reader_and_partitions_pickle_for_shipping_to_workers(root):
 def test_auto_discovery_module_names_the_format():
     import pyspark_pylog
     assert pyspark_pylog.DefaultSource.name() == "pylog"
+
+
+def test_read_committed_leaves_out_aborted_transactions(spark, tmp_path):
+    from pylog import Log
+    root = tmp_path / "txn"
+    with Log.open(root / "t-0") as log:
+        log.append([b"plain"])
+        log.append([b"aborted-1", b"aborted-2"], producer_id=9, producer_epoch=0, base_sequence=0,
+                   is_transactional=True)
+        log.append_txn_marker(9, 0, commit=False)
+        log.append([b"kept"], producer_id=9, producer_epoch=0, base_sequence=2, is_transactional=True)
+        log.append_txn_marker(9, 0, commit=True)
+        log.append([b"open"], producer_id=10, producer_epoch=0, base_sequence=0, is_transactional=True)
+    df = spark.read.format("pylog").option("isolationLevel", "read_committed").load(str(root))
+    assert sorted(r.value for r in df.collect()) == [b"kept", b"plain"]
+    df = spark.read.format("pylog").load(str(root))
+    assert len(df.collect()) == 5
