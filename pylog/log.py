@@ -576,7 +576,7 @@ class Log:
         self._open_inactive[seg.base_offset] = seg
         while len(self._open_inactive) > OPEN_SEGMENTS_MAX:
             base = next(iter(self._open_inactive))
-            self._open_inactive.pop(base).release()
+            self._open_inactive.pop(base).close()
 
     def _maybe_flush(self, now: int) -> None:
         unflushed = self.log_end_offset - self.recovery_point

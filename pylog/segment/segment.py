@@ -328,16 +328,13 @@ class Segment:
         self.txn_index.flush()
 
     def close(self) -> None:
-        """Release maps and fds (the final time-index entry and trims happen on roll/close)."""
+        """Release maps and fds; they reopen on next use (the final time-index entry and
+        trims happen on roll and on the log's close)."""
         for part in (self._offset_index, self._time_index, self._txn_index):
             if part is not None:
                 part.close()
         if self._log is not None:
             self._log.release()
-
-    def release(self) -> None:
-        """Give back maps and fds of an inactive segment; they reopen on next use."""
-        self.close()
 
     # -- recovery -------------------------------------------------------------------------------
     def recover(self, on_batch=None) -> int:
@@ -412,18 +409,6 @@ class Segment:
         if len(head) < 12:
             return None
         return int.from_bytes(head[8:12], "big", signed=True) + 12
-
-    def check_index_consistency(self) -> list[str]:
-        """Problems found comparing index entries with the log (empty list when clean)."""
-        problems = []
-        positions = {h.position: h for h in self.log.headers(0)}
-        for off, pos in self.offset_index.entries():
-            h = positions.get(pos)
-            if h is None:
-                problems.append(f"{self.offset_index.path}: entry ({off}, {pos}) does not point at a batch start")
-            elif not h.last_offset >= off:
-                problems.append(f"{self.offset_index.path}: entry offset {off} is past the batch at {pos}")
-        return problems
 
     # -- reads ----------------------------------------------------------------------------------
     def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None:
