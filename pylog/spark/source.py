@@ -9,10 +9,13 @@ live in ``plan.py``; these classes only adapt them to Spark's API. Everything ke
 from __future__ import annotations
 
 
+import datetime
+import math
 import os
 import shutil
 import sys
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from pyspark.sql.datasource import (
@@ -122,8 +125,9 @@ class PylogReader(DataSourceReader):
 
 
 class PylogPushdownReader(PylogReader):
-    """Prunes partitions and offset ranges with pushed filters on topic, partition and
-    offset. Every filter is handed back to Spark, which applies it exactly."""
+    """Prunes partitions and offset ranges with pushed filters on topic, partition,
+    offset and timestamp (a lower bound on the timestamp seeks with the time index).
+    Every filter is handed back to Spark, which applies it exactly."""
 
     def pushFilters(self, filters):
         for f in filters:
@@ -139,10 +143,26 @@ class PylogPushdownReader(PylogReader):
             elif col == "offset" and name in ("LessThan", "LessThanOrEqual"):
                 hi = f.value + (1 if name == "LessThanOrEqual" else 0)
                 self.pruned["offset_max"] = min(self.pruned.get("offset_max", hi), hi)
+            elif col == "timestamp" and name in ("GreaterThan", "GreaterThanOrEqual", "EqualTo"):
+                lo = _timestamp_ms(f.value)
+                if lo is not None:
+                    self.pruned["timestamp_min_ms"] = max(self.pruned.get("timestamp_min_ms", lo), lo)
             yield f  # Spark still evaluates it: pruning here only saves reading
 
 
+def _timestamp_ms(value) -> int | None:
+    """A pushed timestamp literal in ms, rounded down; None when it is not a datetime.
+    A naive datetime (no zone) is moved a day earlier, so the bound stays a lower bound."""
+    if not isinstance(value, datetime.datetime):
+        return None
+    if value.tzinfo is None:
+        return int(value.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000) - 86_400_000
+    return math.floor(value.timestamp() * 1000)
+
+
 def _prune(ranges, pruned):
+    if "timestamp_min_ms" in pruned:
+        ranges = _seek_timestamps(ranges, pruned["timestamp_min_ms"])
     out = []
     for r in ranges:
         if "topic" in pruned and r.topic not in pruned["topic"]:
@@ -153,6 +173,23 @@ def _prune(ranges, pruned):
         end = min(r.end, pruned.get("offset_max", r.end))
         if end > start:
             out.append(plan.OffsetRange(r.root, r.topic, r.partition, start, end))
+    return out
+
+
+def _seek_timestamps(ranges, timestamp_ms: int):
+    """Ranges moved past every record older than ``timestamp_ms``. The seek looks for
+    ``timestamp_ms - 1`` so that no record at exactly the bound is skipped, whatever the
+    time index holds; partitions with no record that late drop out."""
+    firsts = {}
+    out = []
+    with plan.open_manager(ranges[0].root) if ranges else nullcontext() as manager:
+        for r in ranges:
+            key = (r.topic, r.partition)
+            if key not in firsts:
+                firsts[key] = manager.log(*key).offset_for_timestamp(max(timestamp_ms - 1, 0))
+            first = firsts[key]
+            if first is not None and first < r.end:
+                out.append(plan.OffsetRange(r.root, r.topic, r.partition, max(r.start, first), r.end))
     return out
 
 

@@ -140,6 +140,56 @@ def test_filter_pushdown_prunes_and_results_stay_exact(spark, root):
         spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
 
 
+@pytest.fixture(scope="module")
+def unordered_times(tmp_path_factory):
+    """One partition, 20 batches of 10 records; timestamps rise by batch, but batch 12 holds
+    records from long ago and batch 3 one far in the future (real logs are like that)."""
+    path = tmp_path_factory.mktemp("spark-times")
+    with LogManager(path, segment_bytes=2_000) as m:
+        log = m.create_topic("t", 1).log(0)
+        for b in range(20):
+            stamps = [10_000 * b + i for i in range(10)]
+            if b == 12:
+                stamps = [5 + i for i in range(10)]
+            if b == 3:
+                stamps[4] = 10_000 * 15
+            log.append([Record(b"v%d" % (10 * b + i), timestamp=ts) for i, ts in enumerate(stamps)])
+    return path
+
+
+def _expected_at_or_after(timestamp_ms):
+    out = []
+    for b in range(20):
+        stamps = [10_000 * b + i for i in range(10)] if b != 12 else [5 + i for i in range(10)]
+        if b == 3:
+            stamps[4] = 150_000
+        out += [10 * b + i for i, ts in enumerate(stamps) if ts >= timestamp_ms]
+    return out
+
+
+def test_timestamp_pushdown_seeks_without_losing_late_or_early_records(spark, unordered_times):
+    from pylog.spark.options import parse_read_options
+    from pylog.spark.source import PylogPushdownReader, _timestamp_ms
+    import datetime
+    bound = datetime.datetime.fromtimestamp(140, tz=datetime.timezone.utc)  # 140,000 ms
+    assert _timestamp_ms(bound) == 140_000
+    reader = PylogPushdownReader(parse_read_options({"path": str(unordered_times)}))
+    reader.pruned["timestamp_min_ms"] = 140_000
+    (part,) = reader.partitions()
+    assert 0 < part.range.start <= min(_expected_at_or_after(140_000))  # seeked, nothing matching skipped
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    try:
+        df = spark.read.format("pylog").load(str(unordered_times))
+        for where, ms in (("timestamp >= timestamp'1970-01-01 00:02:20'", 140_000),
+                          ("timestamp > timestamp'1970-01-01 00:00:00.009'", 10),
+                          ("timestamp >= timestamp'1970-01-01 00:03:10.009'", 190_009),
+                          ("timestamp >= timestamp'1971-01-01 00:00:00'", 10 ** 12)):
+            got = sorted(r.offset for r in df.where(where).select("offset").collect())
+            assert got == _expected_at_or_after(ms), where
+    finally:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
+
+
 def test_reader_and_partitions_pickle_for_shipping_to_workers(root):
     import pickle
     from pylog.spark.options import parse_read_options
