@@ -636,8 +636,8 @@ class Log:
         with self._lock:
             leo = self.log_end_offset
             start = self.log_start_offset
-            bound = {"uncommitted": leo, "high_watermark": self._high_watermark,
-                     "committed": self.last_stable_offset}[isolation]
+            bound = (leo if isolation == "uncommitted" else self._high_watermark if isolation == "high_watermark"
+                     else self.last_stable_offset)
             if max_offset is not None:
                 _check_offset(max_offset, "max_offset")
                 bound = min(bound, max_offset)

@@ -178,3 +178,23 @@ def test_kafka_transactional_sample_reads_committed(tmp_path, read_only):
     with Log.open(d, read_only=read_only) as log:
         assert [r.offset for r in log.records(isolation="committed")] == [0, 1, 2, 7, 8]
         assert [r.offset for r in log.records()] == [0, 1, 2, 4, 5, 7, 8]
+
+
+def test_uncommitted_reads_of_a_read_only_log_skip_the_transaction_replay(tmp_path, monkeypatch):
+    """Only committed reads need open transactions; a plain read of a read-only log stays
+    O(fetch) instead of replaying every producer batch of the log first."""
+    path = tmp_path / "t-0"
+    with Log.open(path, segment_bytes=2_000) as w:
+        for i in range(30):
+            w.append([b"v%d" % i] * 5)
+    import pylog.producer_state
+
+    def no_replay(*args, **kwargs):
+        raise AssertionError("an uncommitted read replayed the log's transactions")
+
+    with Log.open(path, read_only=True) as log:
+        with monkeypatch.context() as m:
+            m.setattr(pylog.producer_state, "ProducerStateManager", no_replay)
+            assert log.read(0, 1 << 20).records()[0].value == b"v0"
+            assert [r.offset for r in log.records(140)] == list(range(140, 150))
+        assert len(log.read(0, isolation="committed").records()) > 0
