@@ -312,7 +312,6 @@ _NATIVE_DTYPES = (_I64, _I64) + (_I32,) * 6
 
 
 def _assemble(batches, counts, joined: bytes, f: Fields, include_headers: bool) -> Columns:
-    n = int(counts.sum())
     base_offsets = np.repeat(np.array([b.base_offset for b in batches], _I64), counts)
     append_time = np.array([bool(b.attributes & ATTR_TIMESTAMP_TYPE) for b in batches])
     if append_time.any():
