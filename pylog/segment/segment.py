@@ -40,9 +40,22 @@ class Segment:
     timestamp seen (-1 if none).
     """
 
+    # State a segment starts with; set per instance on first change. Class-level, so that
+    # opening a log of 10,000 segments makes 10,000 small objects quickly.
+    _log: LogFile | None = None
+    _offset_index: OffsetIndex | None = None
+    _time_index: TimeIndex | None = None
+    _txn_index: TxnIndex | None = None
+    _indexes_checked = False
+    _bytes_since_last_index_entry = 0
+    _max_ts_and_offset: tuple[int, int] | None = None
+    _next_offset: int | None = None
+    rolling_based_timestamp: int | None = None
+    _created_ms: int | None = None
+
     def __init__(self, directory: str, base_offset: int, *, index_bytes: int, index_interval_bytes: int,
                  writable: bool, io: FileIO = DEFAULT_IO, suffix: str = "", roll_jitter_ms: int = 0):
-        self.directory = str(directory)
+        self.directory = directory if type(directory) is str else str(directory)
         self.base_offset = base_offset
         self.writable = writable
         self.io = io
@@ -50,16 +63,6 @@ class Segment:
         self.index_bytes = index_bytes
         self.index_interval_bytes = index_interval_bytes
         self.roll_jitter_ms = roll_jitter_ms
-        self._log: LogFile | None = None
-        self._offset_index: OffsetIndex | None = None
-        self._time_index: TimeIndex | None = None
-        self._txn_index: TxnIndex | None = None
-        self._indexes_checked = False
-        self._bytes_since_last_index_entry = 0
-        self._max_ts_and_offset: tuple[int, int] | None = None
-        self._next_offset: int | None = None
-        self.rolling_based_timestamp: int | None = None
-        self._created_ms: int | None = None
 
     @property
     def created_ms(self) -> int:
@@ -164,8 +167,8 @@ class Segment:
         return (off, pos) if 0 <= pos <= self.log.size_bytes else (self.base_offset, 0)
 
     def ensure_indexes(self) -> None:
-        """On first use, check both indexes (sanity check, positions inside the file) and
-        rebuild them from the log if they are missing or damaged: an index is never
+        """On first use, check both indexes (sanity check, positions inside the file,
+        offsets inside the segment) and rebuild them from the log if they are missing or damaged: an index is never
         trusted blindly. O(index entries) once; O(segment batches) if it rebuilds."""
         if self._indexes_checked:
             return
@@ -177,6 +180,8 @@ class Segment:
             last = oi.last_entry
             bad = last is not None and last[1] >= max(self.log.size_bytes, 1)
             missing = not os.path.exists(oi.path) or not os.path.exists(ti.path)
+            if not bad and ti.last_entry is not None:  # no entry may name an offset past the log
+                bad = ti.last_entry[1] >= self.next_offset
         except CorruptIndexError:
             bad, missing = True, False
         if bad or (missing and self.log.size_bytes > self.index_interval_bytes):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import struct
 
 import pytest
 
@@ -49,6 +50,24 @@ def test_damaged_side_files_never_change_what_is_read(tmp_path, suffix, damage):
             assert log.offset_for_timestamp(1_800_000_000_000 + mid) == mid
     with Log.open(d, segment_bytes=3000, index_interval_bytes=200) as log:
         assert log.append([b"more"], producer_id=1, producer_epoch=0, base_sequence=300).first_offset == 300
+
+
+@pytest.mark.parametrize("which", ["active", "closed"])
+def test_a_plausible_time_index_naming_offsets_past_the_log_is_rebuilt(tmp_path, which):
+    """Garbage can pass Kafka's time-index sanity check (last timestamp >= first, offset >=
+    base); an entry past the segment's last offset must still not be trusted."""
+    d = tmp_path / "t-0"
+    before = _make(d)
+    victims = sorted(p for p in d.iterdir() if p.name.endswith(".timeindex"))
+    victim = victims[-1] if which == "active" else victims[0]
+    victim.write_bytes(struct.pack(">qi", 1_800_000_000_000, 1_000_000))
+    with Log.open(d, segment_bytes=3000, index_interval_bytes=200) as log:
+        assert [(r.offset, r.value) for r in log.records()] == before
+        assert log.offset_for_timestamp(1_800_000_000_000 + 7) == 7
+        assert log.append([b"more"], producer_id=1, producer_epoch=0, base_sequence=300).first_offset == 300
+    with Log.open(d, read_only=True) as log:
+        assert log.check() == []
+        assert [r.offset for r in log.records()][-1] == 300
 
 
 @pytest.mark.parametrize("name", ["recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
