@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass, field
 
 from pylog.io import FileIO
+from pylog.listing import Listing
 from pylog.layout import (
     CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX,
@@ -107,31 +108,23 @@ def clean_temp_files(directory: str, io: FileIO, report: LoadReport) -> None:
         io.fsync_dir(directory)
 
 
-def remove_orphan_indexes(directory: str, io: FileIO, report: LoadReport, names: list[str]) -> tuple[list[int], set[int]]:
+def remove_orphan_indexes(directory: str, io: FileIO, report: LoadReport,
+                          names: list[str] | Listing) -> tuple[list[int], set[int]]:
     """Step 2: index files whose ``.log`` is gone are deleted, as Kafka does. Returns the
     sorted base offsets of the ``.log`` files and those of the ones lacking an ``.index``
     or ``.timeindex``. Set operations over the names only: this runs over every file of
     every segment on each open."""
-    logs, indexed, timed, index_files = set(), set(), set(), []
-    for name in names:
-        ext = name[20:]
-        if ext == LOG_SUFFIX:
-            logs.add(name[:20])
-        elif ext == INDEX_SUFFIX:
-            indexed.add(name[:20])
-            index_files.append(name)
-        elif ext == TIME_INDEX_SUFFIX:
-            timed.add(name[:20])
-            index_files.append(name)
-        elif ext == TXN_INDEX_SUFFIX:
-            index_files.append(name)
-    logs = {p for p in logs if p.isdigit()}
-    for name in index_files:
-        if name[:20] not in logs and name[:20].isdigit():
+    listing = names if isinstance(names, Listing) else Listing(names)
+    logs = set(listing.bases(LOG_SUFFIX))
+    indexed = set(listing.bases(INDEX_SUFFIX))
+    timed = set(listing.bases(TIME_INDEX_SUFFIX))
+    for suffix, have in ((INDEX_SUFFIX, indexed), (TIME_INDEX_SUFFIX, timed),
+                         (TXN_INDEX_SUFFIX, set(listing.bases(TXN_INDEX_SUFFIX)))):
+        for base in sorted(have - logs):
+            name = f"{base:020d}{suffix}"
             io.remove(os.path.join(directory, name))
             report.removed_files.append(name)
-    missing = {int(p) for p in logs - (indexed & timed)}
-    return sorted(map(int, logs)), missing
+    return sorted(logs), logs - (indexed & timed)
 
 
 def live_segment_bases(directory: str, *, read_only: bool, names: list[str] | None = None) -> list[tuple[int, str]]:

@@ -11,6 +11,7 @@ recovery.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 
@@ -28,6 +29,7 @@ from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
     INT64_MAX, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 )
+from pylog.listing import Listing
 from pylog.loader import (
     LoadReport, clean_temp_files, has_temp_files, index_needs_rebuild, live_segment_bases,
     remove_orphan_indexes,
@@ -144,13 +146,14 @@ class Log:
         if has_temp_files(names):
             clean_temp_files(self._dir.path, self.io, report)
             names = os.listdir(self._dir.path)
-        bases, missing_indexes = remove_orphan_indexes(self._dir.path, self.io, report, names)
-        self._names_at_open = None if report.removed_files else names
+        listing = Listing(names)
+        bases, missing_indexes = remove_orphan_indexes(self._dir.path, self.io, report, listing)
+        self._names_at_open = None if report.removed_files else listing
         jitter = roll_jitter_ms(self.config.segment_jitter_ms, self.config.segment_ms)
-        self._segments.update((base, Segment(self._dir.path, base, index_bytes=self.config.segment_index_bytes,
-                                             index_interval_bytes=self.config.index_interval_bytes,
-                                             writable=True, io=self.io, roll_jitter_ms=jitter))
-                              for base in bases)
+        segment_at = functools.partial(Segment, self._dir.path, index_bytes=self.config.segment_index_bytes,
+                                       index_interval_bytes=self.config.index_interval_bytes, writable=True,
+                                       io=self.io, roll_jitter_ms=jitter)
+        self._segments.update(zip(bases, map(segment_at, bases)))
         offsets = self._dir.read_offsets()
         checkpoint_rp = offsets[RECOVERY_POINT_CHECKPOINT] or 0
         checkpoint_lso = offsets[LOG_START_OFFSET_CHECKPOINT]

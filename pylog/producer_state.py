@@ -22,6 +22,7 @@ from pylog.errors import (
 )
 from pylog.index.txn_index import AbortedTxn
 from pylog.io import DEFAULT_IO, FileIO
+from pylog.listing import Listing
 from pylog.layout import (
     CONTROL_ABORT, CONTROL_COMMIT, SNAPSHOT_CRC_FROM, SNAPSHOT_ENTRY, SNAPSHOT_ENTRY_BYTES,
     SNAPSHOT_HEADER, SNAPSHOT_SUFFIX, SNAPSHOT_VERSION,
@@ -117,11 +118,10 @@ class ProducerStateManager:
         self.map_end_offset = 0
 
     # -- snapshots -------------------------------------------------------------------------
-    def snapshot_offsets(self, names: list[str] | None = None) -> list[int]:
+    def snapshot_offsets(self, names: list[str] | Listing | None = None) -> list[int]:
         """Offsets of the ``.snapshot`` files (``names``: a listing of the directory, if at hand)."""
         names = os.listdir(self.log_dir) if names is None else names
-        return sorted(int(n[:20]) for n in names
-                      if n[20:] == SNAPSHOT_SUFFIX and len(n) == 29 and n[:20].isdigit())
+        return (names if isinstance(names, Listing) else Listing(names)).offsets(SNAPSHOT_SUFFIX)
 
     def snapshot_path(self, offset: int) -> str:
         return os.path.join(self.log_dir, f"{offset:020d}{SNAPSHOT_SUFFIX}")

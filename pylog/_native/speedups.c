@@ -7,6 +7,8 @@
  *       Positions and lengths of every record's fields, for a columnar decode.
  *   decode_records(buf, count, base_offset, base_timestamp, append_time, record_type) -> list
  *       Record objects (with headers), for the object decode.
+ *   segment_names(names, suffixes) -> list of lists of int
+ *       For each suffix, the base offsets of the names "<20 digits><suffix>", in listing order.
  *
  * Layout reference: docs/format/batch.md. Every read is bounds-checked; a malformed
  * input raises ValueError with a message the caller turns into InvalidRecordError.
@@ -350,11 +352,78 @@ done:
     return Py_BuildValue("(NN)", data, offs);
 }
 
+/* segment_names(names list[str], suffixes tuple[str]) -> [[base offset, ...] per suffix]
+ * A name counts when it is exactly 20 ASCII digits followed by one of the suffixes. */
+#define MAX_SUFFIXES 8
+#define BASE_DIGITS 20
+static PyObject *segment_names(PyObject *self, PyObject *args) {
+    PyObject *names, *suffixes;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &names, &PyTuple_Type, &suffixes)) return NULL;
+    Py_ssize_t k = PyTuple_GET_SIZE(suffixes);
+    if (k > MAX_SUFFIXES) { PyErr_SetString(PyExc_ValueError, "too many suffixes"); return NULL; }
+    const char *sfx[MAX_SUFFIXES];
+    Py_ssize_t sfx_len[MAX_SUFFIXES];
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *item = PyTuple_GET_ITEM(suffixes, i);
+        if (!PyUnicode_Check(item)) { PyErr_SetString(PyExc_TypeError, "suffixes must be str"); return NULL; }
+        sfx[i] = PyUnicode_AsUTF8AndSize(item, &sfx_len[i]);
+        if (!sfx[i]) return NULL;
+    }
+    PyObject *out = PyList_New(k);
+    if (!out) return NULL;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *lst = PyList_New(0);
+        if (!lst) { Py_DECREF(out); return NULL; }
+        PyList_SET_ITEM(out, i, lst);
+    }
+    for (Py_ssize_t n = 0; n < PyList_GET_SIZE(names); n++) {
+        PyObject *name = PyList_GET_ITEM(names, n);
+        if (!PyUnicode_Check(name) || !PyUnicode_IS_ASCII(name)) continue;
+        Py_ssize_t len = PyUnicode_GET_LENGTH(name);
+        if (len <= BASE_DIGITS) continue;
+        const char *s = (const char *)PyUnicode_1BYTE_DATA(name);
+        Py_ssize_t which = -1;
+        for (Py_ssize_t i = 0; i < k; i++) {
+            if (len - BASE_DIGITS == sfx_len[i] && memcmp(s + BASE_DIGITS, sfx[i], (size_t)sfx_len[i]) == 0) {
+                which = i;
+                break;
+            }
+        }
+        if (which < 0) continue;
+        uint64_t v = 0;
+        int digits = 1, overflow = 0;
+        for (int j = 0; j < BASE_DIGITS; j++) {
+            unsigned d = (unsigned char)s[j] - '0';
+            if (d > 9) { digits = 0; break; }
+            if (v > (UINT64_MAX - d) / 10) overflow = 1;
+            v = v * 10 + d;
+        }
+        if (!digits) continue;
+        PyObject *num;
+        if (overflow) {
+            char text[BASE_DIGITS + 1];
+            memcpy(text, s, BASE_DIGITS);
+            text[BASE_DIGITS] = 0;
+            num = PyLong_FromString(text, NULL, 10);
+        } else {
+            num = PyLong_FromUnsignedLongLong(v);
+        }
+        if (!num || PyList_Append(PyList_GET_ITEM(out, which), num) < 0) {
+            Py_XDECREF(num);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(num);
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"gather", gather, METH_VARARGS, "Copy byte ranges into one buffer with int32 offsets."},
     {"encode_records", encode_records, METH_VARARGS, "Encode v2 records (no headers): values, keys, ts deltas."},
     {"scan_records", scan_records, METH_VARARGS, "Field positions of every v2 record, as native arrays."},
     {"decode_records", decode_records, METH_VARARGS, "Decode v2 records into Record objects."},
+    {"segment_names", segment_names, METH_VARARGS, "Base offsets of <20 digits><suffix> names, per suffix."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,0 +1,43 @@
+"""Reading a directory listing: segment files are "<20 digits><suffix>" and nothing else."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pylog import listing
+from pylog.listing import KINDS, Listing, _bases_python
+
+STRAY = ["leader-epoch-checkpoint", "partition.metadata", ".kafka_cleanshutdown", "x.log", "",
+         "0000000000000000000a.log", "000000000000000000001.log", "0000000000000000001.log",
+         "00000000000000000001.log.deleted", "00000000000000000001.logx", "00000000000000000001.log\n",
+         "٠٠٠٠٠٠٠٠٠٠٠٠٠٠٠٠٠٠٠٠.log", "99999999999999999999.index", "00000000000000000001.index.swap"]
+
+
+def reference(names, suffix):
+    return [int(n[:20]) for n in names
+            if n[20:] == suffix and len(n[:20]) == 20 and n[:20].isascii() and n[:20].isdigit()]
+
+
+names_lists = st.lists(st.one_of(
+    st.builds(lambda b, k: f"{b:020d}{k}", st.integers(0, 2**63 - 1), st.sampled_from(KINDS)),
+    st.sampled_from(STRAY), st.text(max_size=30)), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(names_lists)
+def test_every_path_finds_exactly_the_segment_files(names):
+    for suffix in KINDS:
+        want = reference(names, suffix)
+        assert _bases_python(names, suffix) == want
+        assert Listing(names).bases(suffix) == want
+        assert Listing(names).offsets(suffix) == sorted(want)
+
+
+@pytest.mark.skipif(listing._speedups is None, reason="the C extension is not built")
+def test_the_c_extension_and_python_agree_on_a_large_kafka_listing():
+    names = [f"{b:020d}{k}" for b in range(0, 3_000_000, 300) for k in KINDS[:3]] + STRAY
+    for suffix in KINDS:
+        assert listing._speedups.segment_names(names, KINDS)[KINDS.index(suffix)] == _bases_python(names, suffix)
+    assert Listing(names).offsets(".log")[-1] == 2_999_700
