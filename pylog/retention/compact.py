@@ -8,7 +8,8 @@ stopping early if the map is full (the next pass goes on from there); (3) rewrit
 segments below the map's end in groups of at most ``segment_bytes``, keeping a record
 only if no later record of its key exists; tombstones stay until ``delete_retention_ms``
 after the pass that first kept them (the batch's delete horizon); records of aborted
-transactions go; batches keep their base and last offsets and producer fields; (4) swap
+transactions go, and transaction markers go as Kafka's cleaner lets them
+(``txn_markers.py``); batches keep their base and last offsets and producer fields; (4) swap
 the cleaned segments in with the ``.cleaned`` -> ``.swap`` protocol, crash-safe at each step.
 """
 
@@ -21,6 +22,7 @@ from pylog.layout import CLEANER_OFFSET_CHECKPOINT, INT32_MAX
 from pylog.record.batch import decode_batches
 from pylog.record.encode import build_batch, now_ms as _now_ms
 from pylog.retention.offset_map import DEFAULT_BUDGET_BYTES, OffsetMap
+from pylog.retention.txn_markers import TxnMarkers
 
 
 @dataclass
@@ -110,14 +112,14 @@ def _one_pass(log, now: int, budget_bytes: int, force: bool) -> CleanResult:
         return result
     log._min_delete_horizon = None
     to_clean = [s for s in segments if s.base_offset < map_end]
-    aborted = _aborted_ranges(log)
+    markers = TxnMarkers(txn for seg in log.segments for txn in seg.txn_index.entries())
     last_batch_of_producer = {pid: e.last_offset for pid, e in (log._producers.entries() if log._producers else {}).items()}
     horizon = now + log.config.delete_retention_ms
     for group in _groups(to_clean, log.config.segment_bytes):
         cleaned = log.new_cleaned_segment(group[0].base_offset)
         for seg in group:
             result.bytes_read += seg.size_bytes
-            _clean_segment_into(seg, cleaned, offset_map, map_end, now, horizon, aborted,
+            _clean_segment_into(seg, cleaned, offset_map, map_end, now, horizon, markers,
                                 last_batch_of_producer, result)
         cleaned.on_become_inactive()
         cleaned.flush()
@@ -161,20 +163,6 @@ def _batches(seg):
     return decode_batches(data, allow_incomplete=True, path=seg.log_path)
 
 
-def _aborted_ranges(log) -> dict[int, list[tuple[int, int]]]:
-    out: dict[int, list[tuple[int, int]]] = {}
-    for seg in log.segments:
-        for txn in seg.txn_index.entries():
-            out.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
-    return out
-
-
-def _is_aborted(batch, aborted) -> bool:
-    if not batch.is_transactional or batch.is_control:
-        return False
-    return any(first <= batch.base_offset <= last for first, last in aborted.get(batch.producer_id, ()))
-
-
 def _groups(segments, segment_bytes: int):
     """Consecutive segments whose sizes add up to at most ``segment_bytes`` (at least one each)."""
     group, size = [], 0
@@ -188,14 +176,18 @@ def _groups(segments, segment_bytes: int):
         yield group
 
 
-def _clean_segment_into(seg, cleaned, offset_map, map_end, now, horizon, aborted, last_of_producer, result):
+def _clean_segment_into(seg, cleaned, offset_map, map_end, now, horizon, markers, last_of_producer, result):
     for batch in _batches(seg):
         if batch.magic != 2:
             data = _legacy_retained(batch, offset_map, map_end, result)
         elif batch.is_control:
-            data = _control_retained(batch, now)
+            may_go, txn = markers.on_marker(batch)
+            data = _control_retained(batch, may_go, now, horizon, last_of_producer, result)
+            if data and txn is not None:
+                cleaned.txn_index.append(txn)
         else:
-            data = _v2_retained(batch, offset_map, map_end, now, horizon, aborted, last_of_producer, result)
+            aborted = markers.on_data(batch)
+            data = _v2_retained(batch, aborted, offset_map, map_end, now, horizon, last_of_producer, result)
         if data:
             cleaned.append(batch.last_offset, batch.max_timestamp, batch.last_offset, data)
 
@@ -208,16 +200,27 @@ def _keep(record, offset_map, map_end) -> bool:
     return offset_map.get(record.key) <= record.offset
 
 
-def _control_retained(batch, now: int):
-    horizon = batch.delete_horizon_ms
-    if horizon is not None and now >= horizon:
-        return None
-    return bytes(batch.raw())
+def _control_retained(batch, may_go: bool, now: int, horizon: int, last_of_producer, result):
+    """A marker that may go is stamped with a delete horizon, then removed after it (an
+    empty batch stays if it is its producer's last, as for data batches)."""
+    stamped = batch.delete_horizon_ms
+    if not may_go:
+        return bytes(batch.raw())
+    if stamped is None:
+        result.min_delete_horizon = min(result.min_delete_horizon or horizon, horizon)
+        return _rebuild(batch, batch.records(), horizon)
+    if now < stamped:
+        result.min_delete_horizon = min(result.min_delete_horizon or stamped, stamped)
+        return bytes(batch.raw())
+    result.records_removed += len(batch.records())
+    if last_of_producer.get(batch.producer_id) == batch.last_offset:
+        return _rebuild(batch, [], None)
+    return None
 
 
-def _v2_retained(batch, offset_map, map_end, now, horizon, aborted, last_of_producer, result):
+def _v2_retained(batch, aborted: bool, offset_map, map_end, now, horizon, last_of_producer, result):
     records = batch.records()
-    if _is_aborted(batch, aborted):
+    if aborted:
         kept = []
     else:
         batch_horizon = batch.delete_horizon_ms
@@ -252,7 +255,8 @@ def _rebuild(batch, kept, delete_horizon):
                       timestamp_type=batch.timestamp_type, producer_id=batch.producer_id,
                       producer_epoch=batch.producer_epoch, base_sequence=batch.base_sequence,
                       partition_leader_epoch=batch.partition_leader_epoch,
-                      is_transactional=batch.is_transactional, delete_horizon_ms=delete_horizon,
+                      is_transactional=batch.is_transactional, is_control=batch.is_control,
+                      delete_horizon_ms=delete_horizon,
                       log_append_time=batch.max_timestamp, last_offset_delta=batch.last_offset_delta)
     return raw
 

@@ -133,3 +133,62 @@ def test_crash_at_each_step_of_a_swap_loses_nothing(tmp_path, failpoint):
         assert offsets == sorted(set(offsets))
         assert {k: v for k, v in got.items() if k != b"tail"} == latest
         assert log.check() == []
+
+
+def _markers(log):
+    """(offset, type, delete horizon) of every transaction marker on disk."""
+    out = []
+    for seg in log.segments:
+        with open(seg.log_path, "rb") as f:
+            for b in decode_batches(f.read()):
+                if b.is_control and b.records():
+                    out.append((b.base_offset, b.records()[0].control_type, b.delete_horizon_ms))
+    return out
+
+
+def test_transaction_markers_go_as_kafkas_cleaner_lets_them(tmp_path):
+    """Aborted records go in the first pass; a marker stays while the pass met batches of
+    its transaction, is then stamped with a delete horizon, and goes after it."""
+    now = int(time.time() * 1000)
+    with Log.open(tmp_path / "t-0", **CFG) as log:
+        def txn(pid, seq, keys, commit):
+            log.append([Record(b"%s-txn" % k, key=k, timestamp=now) for k in keys], producer_id=pid,
+                       producer_epoch=0, base_sequence=seq, is_transactional=True)
+            return log.append_txn_marker(pid, 0, commit=commit).first_offset
+
+        abort_at = txn(7, 0, [b"k1", b"k2", b"k3"], commit=False)
+        commit_at = txn(8, 0, [b"c1", b"c2"], commit=True)
+        for k in (b"c1", b"c2"):  # the committed transaction's records are superseded
+            log.append([Record(k + b"-new", key=k, timestamp=now)])
+        txn(7, 3, [b"k9"], commit=True)  # both producers go on, so neither marker is a last batch
+        txn(8, 2, [b"d1"], commit=True)
+        log.append([Record(b"tail", key=b"tail", timestamp=now)])
+        log.roll()
+        expected = {b"c1": b"c1-new", b"c2": b"c2-new", b"k9": b"k9-txn", b"d1": b"d1-txn", b"tail": b"tail"}
+
+        def visible(isolation):
+            return {r.key: r.value for r in log.records(isolation=isolation)}
+
+        assert visible("committed") == expected
+        log.compact(now_ms=now, force=True)
+        assert visible("uncommitted") == visible("committed") == expected  # aborted records are gone
+        first = {off: horizon for off, _, horizon in _markers(log)}
+        assert first[abort_at] is None and first[commit_at] is None  # their batches were met this pass
+        indexed = [t.last_offset for seg in log.segments for t in seg.txn_index.entries()]
+        assert indexed == [abort_at]  # a kept ABORT marker keeps its .txnindex entry
+
+        log.compact(now_ms=now, force=True)
+        second = {off: horizon for off, _, horizon in _markers(log)}
+        assert second[abort_at] == second[commit_at] == now + CFG["delete_retention_ms"]
+        assert visible("committed") == expected
+        assert [t for seg in log.segments for t in seg.txn_index.entries()] == []
+
+        log.compact(now_ms=now + 5000, force=True)
+        third = {off for off, _, _ in _markers(log)}
+        assert abort_at not in third and commit_at not in third
+        assert len(third) == 2  # the markers of the transactions whose records remain
+        assert visible("committed") == expected
+        assert log.check() == []
+    with Log.open(tmp_path / "t-0", **CFG) as log:  # and the producers' state survives it
+        assert log.append([Record(b"again", key=b"k9")], producer_id=7, producer_epoch=0,
+                          base_sequence=4).first_offset > 0
