@@ -893,6 +893,17 @@ class Log:
                               index_interval_bytes=self.config.index_interval_bytes, io=self.io,
                               suffix=CLEANED_SUFFIX)
 
+    def expire_producers(self, now_ms: int | None = None) -> list[int]:
+        """Forget producers idle for ``producer_id_expiration_ms`` (judged by their last
+        batch's timestamp) that have no open transaction, as Kafka's periodic check does;
+        returns their ids. A later batch from one of them starts afresh (sequence 0 is
+        accepted, a duplicate is no longer recognised). In memory until the next snapshot."""
+        self._check_writable()
+        with self._lock:
+            if self._producers is None:
+                return []
+            return self._producers.remove_expired(now_ms)
+
     def enforce_retention(self, now_ms: int | None = None) -> list[int]:
         """Apply the delete policy (``retention_ms``, ``retention_bytes``, log start
         offset breach); returns the base offsets of the segments removed. Idempotent."""

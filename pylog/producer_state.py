@@ -11,6 +11,7 @@ valid snapshot and replays the log after it.
 from __future__ import annotations
 
 import os
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, NamedTuple
@@ -277,8 +278,10 @@ class ProducerStateManager:
         firsts += [t[0] for t in self._unreplicated]
         return min(firsts) if firsts else None
 
-    def remove_expired(self, now_ms: int) -> list[int]:
+    def remove_expired(self, now_ms: int | None = None) -> list[int]:
         """Forget producers idle for ``producer_id_expiration_ms`` with no open transaction."""
+        if now_ms is None:
+            now_ms = int(time.time() * 1000)
         gone = [pid for pid, e in self.producers.items()
                 if e.current_txn_first_offset is None and now_ms - e.last_timestamp >= self.producer_id_expiration_ms]
         for pid in gone:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 
 import pytest
 
-from pylog import Log, OutOfOrderSequenceError, ProducerFencedError
+from pylog import Log, OutOfOrderSequenceError, ProducerFencedError, Record
 from pylog.errors import CorruptSnapshotError, InvalidRecordError, InvalidTxnStateError
 from pylog.producer_state import encode_snapshot, read_snapshot
 from tests.conftest import SAMPLES, needs_samples
@@ -198,3 +199,33 @@ def test_uncommitted_reads_of_a_read_only_log_skip_the_transaction_replay(tmp_pa
             assert log.read(0, 1 << 20).records()[0].value == b"v0"
             assert [r.offset for r in log.records(140)] == list(range(140, 150))
         assert len(log.read(0, isolation="committed").records()) > 0
+
+
+def test_idle_producers_expire_unless_a_transaction_is_open(tmp_path):
+    now = 1_800_000_000_000
+    with Log.open(tmp_path / "t-0", producer_id_expiration_ms=60_000) as log:
+        def send_at(pid, ts, seq, txn=False):
+            return log.append([Record(b"v", timestamp=ts)], producer_id=pid, producer_epoch=0, base_sequence=seq,
+                              is_transactional=txn)
+
+        first = send_at(1, now, 0)
+        send_at(2, now, 0, txn=True)  # left open
+        send_at(3, now + 50_000, 0)
+        assert log.expire_producers(now + 59_999) == []
+        assert log.expire_producers(now + 60_000) == [1]
+        assert sorted(log._producers.entries()) == [2, 3]
+        retry = send_at(1, now, 0)  # no longer recognised as a duplicate: written again
+        assert retry.first_offset > first.first_offset
+        assert sorted(log.expire_producers(now + 10**9)) == [1, 3]  # the open transaction keeps producer 2
+
+
+def test_the_cleaner_round_expires_idle_producers(tmp_path):
+    from pylog import LogManager
+    with LogManager(tmp_path, producer_id_expiration_ms=1000) as m:
+        log = m.create_topic("t", 1).log(0)
+        log.append([Record(b"v", timestamp=1000)], producer_id=5, producer_epoch=0, base_sequence=0)
+        m.start_cleaner(interval_ms=3_600_000)  # one round now, the next in an hour
+        deadline = time.time() + 10
+        while log._producers.entries() and time.time() < deadline:
+            time.sleep(0.01)
+        assert log._producers.entries() == {}

@@ -1,6 +1,7 @@
 """``Cleaner``: the background thread that applies both policies to every log of a
 ``LogManager`` every ``retention_check_interval_ms`` (Kafka's log.retention.check.interval.ms,
-5 minutes by default). A failure in one log is recorded and does not stop the others."""
+5 minutes by default), and expires idle producer ids on the same round. A failure in one
+log is recorded and does not stop the others."""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ class Cleaner:
             if log.read_only or log._closed:
                 continue
             try:
+                log.expire_producers(now_ms)
                 deleted = enforce_retention(log, now_ms)
                 cleaned = compact(log, now_ms) if log.config.compact else None
                 out[(log.topic, log.partition)] = (deleted, cleaned)
