@@ -1,5 +1,5 @@
-"""SIGKILL at random moments, under each flush policy and during rolls, retention and
-checkpoint writes: every acknowledged record survives, none appears twice, offsets stay
+"""SIGKILL at random moments, under each flush policy and during rolls, retention,
+compaction and checkpoint writes: every acknowledged record survives, none appears twice, offsets stay
 contiguous, appends continue. ``pytest --soak`` runs 200 trials per case instead of a few."""
 
 from __future__ import annotations
@@ -19,28 +19,33 @@ from pylog import Log
 
 WRITER = textwrap.dedent("""
     import sys, time
-    from pylog import Log
-    path, flush, segment_bytes, retention = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
-    log = Log.open(path, segment_bytes=segment_bytes, flush_messages=flush, retention_bytes=20000 if retention else -1,
-                   file_delete_delay_ms=0)
+    from pylog import Log, Record
+    path, flush, segment_bytes, policy = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    log = Log.open(path, segment_bytes=segment_bytes, flush_messages=flush,
+                   retention_bytes=20000 if policy == "delete" else -1, file_delete_delay_ms=0,
+                   cleanup_policy="compact" if policy == "compact" else "delete", min_cleanable_dirty_ratio=0.0)
     i = log.log_end_offset
     acked = -1
     while True:
-        info = log.append([b"%010d" % i + b"." * (i % 97)])
+        log.append([Record(b"%010d" % i + b"." * (i % 97), key=b"k%d" % (i % KEYS))])
         i += 1
-        if retention and i % 50 == 0:
+        if policy == "delete" and i % 50 == 0:
             log.enforce_retention()
+        if policy == "compact" and i % 200 == 0:
+            log.compact()
         if log.recovery_point - 1 > acked:
             acked = log.recovery_point - 1
             print(acked, flush=True)
-""")
+""").replace("KEYS", "50")
+KEYS = 50
 
-CASES = {
-    "flush-every-append": (1, 1 << 20, False),
-    "flush-every-10": (10, 1 << 20, False),
-    "no-flush-rolls-flush": (2**62, 4096, False),
-    "constant-rolls": (3, 600, False),
-    "retention-deleting": (5, 2000, True),
+CASES = {  # flush_messages, segment_bytes, cleanup while writing
+    "flush-every-append": (1, 1 << 20, "none"),
+    "flush-every-10": (10, 1 << 20, "none"),
+    "no-flush-rolls-flush": (2**62, 4096, "none"),
+    "constant-rolls": (3, 600, "none"),
+    "retention-deleting": (5, 2000, "delete"),
+    "compacting": (5, 2000, "compact"),
 }
 
 
@@ -50,7 +55,7 @@ def _trials(soak: bool) -> int:
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_sigkill_loses_nothing_acknowledged(tmp_path, case, soak):
-    flush, segment_bytes, retention = CASES[case]
+    flush, segment_bytes, policy = CASES[case]
     rng = random.Random(case)
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
@@ -59,8 +64,8 @@ def test_sigkill_loses_nothing_acknowledged(tmp_path, case, soak):
     acked = -1
     stats = {"trials": 0, "lost": 0}
     for trial in range(_trials(soak)):
-        proc = subprocess.Popen([sys.executable, str(script), str(d), str(flush), str(segment_bytes),
-                                 "1" if retention else "0"], stdout=subprocess.PIPE, env=env)
+        proc = subprocess.Popen([sys.executable, str(script), str(d), str(flush), str(segment_bytes), policy],
+                                stdout=subprocess.PIPE, env=env)
         time.sleep(0.25 + rng.random() * 0.5)
         proc.send_signal(signal.SIGKILL)
         out, _ = proc.communicate()
@@ -68,11 +73,15 @@ def test_sigkill_loses_nothing_acknowledged(tmp_path, case, soak):
         if lines:
             acked = max(acked, int(lines[-1]))
         with Log.open(d, segment_bytes=segment_bytes) as log:
-            offsets = [r.offset for r in log.records()]
-            start = log.log_start_offset
-            assert offsets == list(range(start, start + len(offsets))), f"{case} trial {trial}: gap or repeat"
-            for r in log.read(start).records()[:3]:
-                assert r.value.startswith(b"%010d" % r.offset)
+            records = list(log.records())
+            offsets = [r.offset for r in records]
+            for r in records:
+                assert r.value.startswith(b"%010d" % r.offset), f"{case} trial {trial}: record {r.offset} damaged"
+            if policy == "compact":
+                _assert_latest_per_key_survives(records, acked, f"{case} trial {trial}")
+            else:
+                start = log.log_start_offset
+                assert offsets == list(range(start, start + len(offsets))), f"{case} trial {trial}: gap or repeat"
             assert log.log_end_offset >= acked + 1, f"{case} trial {trial}: acknowledged offset {acked} lost"
             assert log.check(deep=False) == []
         stats["trials"] += 1
@@ -80,3 +89,16 @@ def test_sigkill_loses_nothing_acknowledged(tmp_path, case, soak):
     if report:
         with open(report, "a") as f:
             f.write(json.dumps({"case": case, **stats, "acked_through": acked}) + "\n")
+
+
+def _assert_latest_per_key_survives(records, acked: int, where: str) -> None:
+    """Compaction may drop a record only for a later one of its key: for every key, the
+    newest acknowledged offset (or a newer one) is still there; offsets only increase."""
+    offsets = [r.offset for r in records]
+    assert offsets == sorted(set(offsets)), f"{where}: offsets repeat or go back"
+    newest = {}
+    for r in records:
+        newest[r.key] = r.offset
+    for k in range(min(KEYS, acked + 1)):
+        latest_acked = acked - (acked - k) % KEYS
+        assert newest.get(b"k%d" % k, -1) >= latest_acked, f"{where}: key k{k} lost offset {latest_acked}"
