@@ -14,6 +14,7 @@ import tempfile
 import time
 
 import numpy as np
+from tqdm import tqdm
 
 from pylog.errors import InvalidConfigError
 
@@ -80,18 +81,17 @@ def _produce(log, args, progress: bool) -> dict:
     batches, rest = divmod(args.records, args.batch_size)
     latencies = np.empty(batches + (1 if rest else 0))
     first = log.log_end_offset
-    bar = _Progress(args.records, "produce") if progress else None
+    bar = tqdm(total=args.records, desc="produce", unit="rec", unit_scale=True, disable=not progress,
+               file=sys.stderr, leave=False)
     start = time.perf_counter()
     for i in range(len(latencies)):
         chunk = values if i < batches else values[:rest]
         t0 = time.perf_counter()
         log.append(chunk, compression=args.compression)
         latencies[i] = time.perf_counter() - t0
-        if bar is not None:
-            bar.update(len(chunk))
+        bar.update(len(chunk))
     elapsed = time.perf_counter() - start
-    if bar is not None:
-        bar.close()
+    bar.close()
     return {"seconds": elapsed, "latencies": latencies, "first_offset": first,
             "bytes": args.records * args.record_size}
 
@@ -138,27 +138,6 @@ def _report(args, produced: dict, consumed: dict) -> None:
     if "columnar_seconds" in consumed:
         s = consumed["columnar_seconds"]
         print(f"consume (columnar): {args.records / s:,.0f} records/s, {mb / s:,.1f} MB/s, {s:.2f} s")
-
-
-class _Progress:
-    """A one-line progress bar on stderr (terminals only)."""
-
-    def __init__(self, total: int, label: str):
-        self.total, self.label, self.done, self._last = total, label, 0, 0.0
-
-    def update(self, n: int) -> None:
-        self.done += n
-        now = time.monotonic()
-        if now - self._last > 0.1 or self.done >= self.total:
-            self._last = now
-            width = 30
-            filled = int(width * self.done / self.total)
-            sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
-                             f"{self.done:,}/{self.total:,}")
-            sys.stderr.flush()
-
-    def close(self) -> None:
-        sys.stderr.write("\n")
 
 
 def main(argv=None) -> int:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import sys
 
+from tqdm import tqdm
+
 from pylog.checkpoint import OffsetCheckpoint
 from pylog.cli.common import is_partition_dir
 from pylog.errors import PylogError
@@ -32,10 +34,8 @@ def run(args) -> int:
     from pylog.log import Log
     dirs = [d for p in args.paths for d in _partition_dirs(p)]
     problems = []
-    progress = sys.stderr.isatty()
-    for i, d in enumerate(dirs, 1):
-        if progress:
-            sys.stderr.write(f"\rverifying {i}/{len(dirs)} {os.path.basename(d)[:40]:40}")
+    for d in tqdm(dirs, desc="verify", unit="partition", disable=not sys.stderr.isatty(), file=sys.stderr,
+                  leave=False):
         try:
             with Log.open(d, read_only=True) as log:
                 problems += log.check(deep=not args.shallow)
@@ -43,8 +43,6 @@ def run(args) -> int:
             problems.append(f"{d}: {e}")
     for root in {os.path.dirname(os.path.abspath(d)) for d in dirs}:
         problems += _check_checkpoints(root)
-    if progress:
-        sys.stderr.write("\n")
     for p in problems:
         print(p)
     print(f"{len(dirs)} partition(s) checked, {len(problems)} problem(s)")
