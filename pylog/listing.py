@@ -1,11 +1,8 @@
 """Reading a partition directory's listing: which base offsets have a file of a kind.
 
 Every open goes over every file name of every segment (30,000 names for 10,000
-segments), so this is done once per open, for all kinds together, by the C extension
-when it is built. Without it, the names are joined once and split on ``<suffix>\\n``,
-and the 20-digit prefixes are checked in bulk; names of any other shape (a stray file,
-a non-digit prefix) make that check fail, and the names are then checked one by one.
-The result is the same either way.
+segments), so this is done once per open, for all kinds together, in one pass: by the
+C extension when it is built, else in Python. The result is the same either way.
 """
 
 from __future__ import annotations
@@ -44,24 +41,17 @@ class Listing:
 def _group(names: list[str]) -> dict[str, list[int]]:
     if _speedups is not None:
         return dict(zip(KINDS, _speedups.segment_names(names, KINDS)))
-    return {suffix: _bases_python(names, suffix) for suffix in KINDS}
+    out: dict[str, list[int]] = {suffix: [] for suffix in KINDS}
+    for name in names:
+        group = out.get(name[BASE_DIGITS:])
+        if group is not None and _digits(name[:BASE_DIGITS]):
+            group.append(int(name[:BASE_DIGITS]))
+    return out
 
 
 def _bases_python(names: list[str], suffix: str) -> list[int]:
-    # Names are separated by two newlines so that after a split on "<suffix>\n" every
-    # chunk still begins its last name with a newline.
-    text = "\n" + "\n\n".join(names) + "\n"
-    if not names or text.count("\n") == 2 * len(names):  # no name holds a newline
-        heads = [chunk[-BASE_DIGITS - 1:] for chunk in text.split(suffix + "\n")[:-1]]
-        joined = "".join(heads)
-        count = len(heads)
-        if (len(joined) == (BASE_DIGITS + 1) * count and joined[::BASE_DIGITS + 1] == "\n" * count
-                and joined.count("\n") == count and _digits(joined.replace("\n", ""))):
-            return [int(h) for h in heads]
-    width = BASE_DIGITS + len(suffix)
-    return [int(n[:BASE_DIGITS]) for n in names
-            if len(n) == width and n.endswith(suffix) and _digits(n[:BASE_DIGITS])]
+    return [int(n[:BASE_DIGITS]) for n in names if n[BASE_DIGITS:] == suffix and _digits(n[:BASE_DIGITS])]
 
 
 def _digits(text: str) -> bool:
-    return text.isascii() and text.isdigit() if text else True
+    return len(text) == BASE_DIGITS and text.isascii() and text.isdigit()

@@ -15,7 +15,6 @@ import os
 import shutil
 import sys
 import uuid
-from contextlib import nullcontext
 from dataclasses import dataclass
 
 from pyspark.sql.datasource import (
@@ -180,9 +179,11 @@ def _seek_timestamps(ranges, timestamp_ms: int):
     """Ranges moved past every record older than ``timestamp_ms``. The seek looks for
     ``timestamp_ms - 1`` so that no record at exactly the bound is skipped, whatever the
     time index holds; partitions with no record that late drop out."""
+    if not ranges:
+        return ranges
     firsts = {}
     out = []
-    with plan.open_manager(ranges[0].root) if ranges else nullcontext() as manager:
+    with plan.open_manager(ranges[0].root) as manager:
         for r in ranges:
             key = (r.topic, r.partition)
             if key not in firsts:
