@@ -3,7 +3,10 @@
 Every field maps to the Kafka name with dots (``segment_bytes`` <-> ``segment.bytes``);
 ``LogConfig.from_kafka({"segment.bytes": "1048576"})`` reads a Kafka properties map.
 Values are checked on construction: a bad one raises :class:`InvalidConfigError`
-naming the setting.
+naming the setting. Python values must have the field's type (an int where an int
+belongs, a number for ``min_cleanable_dirty_ratio``, a bool for ``preallocate``);
+Kafka's string values are parsed by ``from_kafka`` only, so ``"0.5"`` and ``"x"``
+given in Python are both refused.
 """
 
 from __future__ import annotations
@@ -12,8 +15,7 @@ import dataclasses
 from dataclasses import dataclass, fields
 
 from pylog.errors import InvalidConfigError
-
-LONG_MAX = 2**63 - 1
+from pylog.layout import INT64_MAX as LONG_MAX
 
 CLEANUP_POLICIES = ("delete", "compact", "compact,delete")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
@@ -55,9 +57,7 @@ class LogConfig:
 
     def __post_init__(self):
         for f in fields(self):
-            value = getattr(self, f.name)
-            if f.type in ("int",) and (not isinstance(value, int) or isinstance(value, bool)):
-                raise InvalidConfigError(f"{f.name} must be an int, got {value!r}")
+            _check_type(self, f)
         _at_least(self, "segment_bytes", 14)
         _at_least(self, "segment_ms", 1)
         _at_least(self, "segment_jitter_ms", 0)
@@ -76,7 +76,7 @@ class LogConfig:
         if self.segment_bytes > 2**31 - 1:
             raise InvalidConfigError(f"segment_bytes must be at most {2**31 - 1} (a segment file's limit), "
                                      f"got {self.segment_bytes}")
-        if not 0.0 <= float(self.min_cleanable_dirty_ratio) <= 1.0:
+        if not 0.0 <= self.min_cleanable_dirty_ratio <= 1.0:
             raise InvalidConfigError(
                 f"min_cleanable_dirty_ratio must be in [0, 1], got {self.min_cleanable_dirty_ratio!r}")
         policy = ",".join(sorted(p.strip() for p in str(self.cleanup_policy).split(",")))
@@ -148,10 +148,25 @@ def build_config(base: LogConfig | dict | None, overrides: dict) -> LogConfig:
     elif not isinstance(base, LogConfig):
         raise InvalidConfigError(f"config must be a LogConfig or dict, not {type(base).__name__}")
     known = {f.name for f in fields(LogConfig)}
-    unknown = sorted(set(overrides) - known)
+    unknown = sorted(map(str, set(overrides) - known))
     if unknown:
         raise InvalidConfigError(f"unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     return dataclasses.replace(base, **overrides) if overrides else base
+
+
+#: The Python types each field type accepts (a bool is never taken for a number).
+_FIELD_TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,)}
+
+
+def _check_type(cfg: LogConfig, f) -> None:
+    value = getattr(cfg, f.name)
+    if isinstance(value, bool) and f.type != "bool" or not isinstance(value, _FIELD_TYPES[f.type]):
+        hint = " (LogConfig.from_kafka parses Kafka's string values)" if isinstance(value, str) else ""
+        raise InvalidConfigError(f"{f.name} must be of type {f.type}, got {value!r}{hint}")
+    if f.type == "int" and value > LONG_MAX:
+        raise InvalidConfigError(f"{f.name} must be at most {LONG_MAX} (a Kafka long), got {value}")
+    if f.type == "float":
+        object.__setattr__(cfg, f.name, float(value))
 
 
 def _at_least(cfg: LogConfig, name: str, minimum: int) -> None:

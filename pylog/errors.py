@@ -105,6 +105,17 @@ class StorageError(PylogError, OSError):
     failed append is visible; the log stays readable."""
 
 
+class InvalidArgumentError(PylogError, ValueError):
+    """Raised when a call's argument is outside what it accepts: an epoch, sequence or
+    timestamp wider than its field, a producer id with no meaning, an unknown isolation
+    level, a path with a NUL byte or a name too long, a file where a directory belongs.
+    Raised before anything is written, so the refused call changed nothing."""
+
+
+class LogDirNotFoundError(PylogError, FileNotFoundError):
+    """Raised when a read-only log or log dir is opened on a directory that does not exist."""
+
+
 class InvalidConfigError(PylogError, ValueError):
     """Raised for an unknown setting or a value outside its allowed range."""
 

@@ -57,6 +57,27 @@ INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
 
+# --- Value ranges, inclusive (pylog/arguments.py checks arguments against them) ---
+INT16_RANGE = (-(2**15), 2**15 - 1)
+INT32_RANGE = (-(2**31), INT32_MAX)
+INT64_RANGE = (INT64_MIN, INT64_MAX)
+#: An offset a caller names (read, truncate, delete, high watermark).
+OFFSET_RANGE = (0, INT64_MAX)
+#: A record timestamp: ms since the epoch, or NO_TIMESTAMP. Keeps every delta within a varlong.
+TIMESTAMP_RANGE = (NO_TIMESTAMP, INT64_MAX)
+#: An append's producer fields: -1 for none, else a non-negative int64 id, int16 epoch, int32 sequence.
+PRODUCER_ID_RANGE = (NO_PRODUCER_ID, INT64_MAX)
+PRODUCER_EPOCH_RANGE = (NO_PRODUCER_EPOCH, INT16_RANGE[1])
+SEQUENCE_RANGE = (NO_SEQUENCE, INT32_MAX)
+#: A transaction marker's coordinator epoch (int32, never negative).
+COORDINATOR_EPOCH_RANGE = (0, INT32_MAX)
+#: What each caller-set field of a batch header holds on disk (``encode_batch``'s arguments).
+BATCH_FIELD_RANGES = {
+    "base_offset": INT64_RANGE, "partition_leader_epoch": INT32_RANGE, "producer_id": INT64_RANGE,
+    "producer_epoch": INT16_RANGE, "base_sequence": INT32_RANGE, "timestamp": TIMESTAMP_RANGE,
+    "log_append_time": TIMESTAMP_RANGE, "delete_horizon_ms": TIMESTAMP_RANGE,
+}
+
 # --- Control records (docs/format/batch.md#control-batches) ----------------
 CONTROL_KEY = struct.Struct(">hh")  # version, type
 END_TXN_MARKER = struct.Struct(">hi")  # version, coordinatorEpoch

@@ -20,14 +20,18 @@ from dataclasses import dataclass
 from sortedcontainers import SortedDict
 
 from pylog import failpoints
+from pylog.arguments import (
+    check_append_options, check_choice, check_int, check_records_iterable, check_txn_marker,
+)
 from pylog.config import LogConfig, build_config
 from pylog.errors import (
-    CorruptRecordError, IncompleteBatchError, InvalidOffsetError, InvalidRecordError, LogClosedError,
-    OffsetOutOfRangeError, ReadOnlyError, RecordTooLargeError,
+    CorruptRecordError, IncompleteBatchError, InvalidArgumentError, InvalidOffsetError, InvalidRecordError,
+    LogClosedError, OffsetOutOfRangeError, ReadOnlyError, RecordTooLargeError,
 )
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
-    INT64_MAX, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
+    INT64_MAX, LOG_START_OFFSET_CHECKPOINT, OFFSET_RANGE, RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
 )
 from pylog.listing import Listing
 from pylog.loader import (
@@ -112,12 +116,7 @@ class Log:
         """
         cfg = build_config(config, overrides)
         io = io or DEFAULT_IO
-        path = os.fspath(path)
-        if not read_only:
-            os.makedirs(path, exist_ok=True)
-        elif not os.path.isdir(path):
-            raise FileNotFoundError(f"no partition directory at {path}")
-        pdir = PartitionDir(path, io=io)
+        pdir = PartitionDir.open(path, io=io, create=not read_only)
         log = cls(pdir, cfg, read_only=read_only, io=io, auto_high_watermark=auto_high_watermark)
         if read_only:
             log._load_read_only()
@@ -388,17 +387,12 @@ class Log:
         Cost: O(bytes) to encode, one write.
         """
         self._check_writable()
-        if isinstance(records, (bytes, bytearray, memoryview)) or not hasattr(records, "__iter__"):
-            raise InvalidRecordError(
-                f"append takes an iterable of records, not {type(records).__name__}; "
-                f"wrap a single value in a list")
+        check_records_iterable(records)
+        check_append_options(compression=compression, producer_id=producer_id, producer_epoch=producer_epoch,
+                             base_sequence=base_sequence, is_transactional=is_transactional, timestamp=timestamp)
         records = list(records)
         if not records:
-            raise InvalidRecordError("cannot append an empty list of records")
-        if producer_id >= 0 and (base_sequence < 0 or producer_epoch < 0):
-            raise InvalidRecordError(f"producer {producer_id} appends need base_sequence >= 0 and producer_epoch >= 0")
-        if is_transactional and producer_id < 0:
-            raise InvalidRecordError("transactional appends need a producer_id")
+            raise InvalidArgumentError("cannot append an empty list of records")
         codec = self.config.target_compression or compression or "none"
         with self._lock:
             now = now_ms()
@@ -628,10 +622,8 @@ class Log:
         """
         self._check_open()
         _check_offset(offset, "offset")
-        if not isinstance(max_bytes, int) or max_bytes < 0:
-            raise InvalidOffsetError(f"max_bytes must be a non-negative int, got {max_bytes!r}")
-        if isolation not in ISOLATIONS:
-            raise InvalidRecordError(f"isolation must be one of {', '.join(ISOLATIONS)}, got {isolation!r}")
+        check_int(max_bytes, "max_bytes", OFFSET_RANGE)
+        check_choice(isolation, "isolation", ISOLATIONS)
         if self.read_only and offset >= self.log_end_offset:
             self.refresh()
         if isolation == "committed" and self.read_only:
@@ -743,7 +735,7 @@ class Log:
         ListOffsets): -2 means the log start, -1 the log end, -3 the record with the
         largest timestamp. None when no record is that late. O(segments + index_interval)."""
         self._check_open()
-        _check_offset(timestamp, "timestamp", allow_negative=True)
+        check_int(timestamp, "timestamp", (MAX_TIMESTAMP, INT64_MAX))
         if timestamp == EARLIEST_TIMESTAMP:
             return self.log_start_offset
         if timestamp == LATEST_TIMESTAMP:
@@ -755,8 +747,6 @@ class Log:
                 return None
             found = best.find_offset_by_timestamp(best.max_timestamp, self.log_start_offset)
             return None if found is None else found[0]
-        if timestamp < 0:
-            raise InvalidOffsetError(f"timestamp {timestamp} is negative (only -1, -2, -3 have a meaning)")
         for seg in segs:
             if seg.next_offset <= self.log_start_offset or seg.largest_timestamp() < timestamp:
                 continue
@@ -922,6 +912,7 @@ class Log:
         """Write a COMMIT or ABORT control batch ending the producer's open transaction."""
         from pylog.record.encode import encode_control_batch
         self._check_writable()
+        check_txn_marker(producer_id, producer_epoch, commit, coordinator_epoch)
         with self._lock:
             raw = encode_control_batch(1 if commit else 0, producer_id=producer_id, producer_epoch=producer_epoch,
                                        coordinator_epoch=coordinator_epoch, base_offset=self.log_end_offset,
@@ -962,11 +953,8 @@ class Log:
         self._open_inactive.clear()
 
 
-def _check_offset(value, name: str, *, allow_negative: bool = False) -> None:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidOffsetError(f"{name} must be an int, not {type(value).__name__}")
-    if (value < 0 and not allow_negative) or value > INT64_MAX or value < -INT64_MAX:
-        raise InvalidOffsetError(f"{name} {value} is out of range")
+def _check_offset(value, name: str) -> None:
+    check_int(value, name, OFFSET_RANGE, error=InvalidOffsetError)
 
 
 def _whole_batches(data) -> list:

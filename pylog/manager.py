@@ -14,13 +14,15 @@ import json
 import os
 import threading
 
+from pylog.arguments import check_append_options, check_int, check_records_iterable
 from pylog.config import LogConfig, build_config
-from pylog.errors import InvalidConfigError, UnknownTopicError
+from pylog.errors import InvalidConfigError, InvalidRecordError, UnknownTopicError
 from pylog.io import DEFAULT_IO, FileIO
-from pylog.layout import CLEAN_SHUTDOWN_FILE
+from pylog.layout import CLEAN_SHUTDOWN_FILE, INT32_RANGE
 from pylog.log import AppendInfo, Log
-from pylog.partition_dir import parse_partition_dir, validate_topic
+from pylog.partition_dir import directory_path, ensure_directory, parse_partition_dir, validate_topic
 from pylog.partitioner import partition_for_key
+from pylog.record.encode import check_record
 from pylog.record.record import as_record
 
 TOPIC_CONFIGS_FILE = "topic-configs.json"
@@ -40,18 +42,14 @@ class LogManager:
 
     def __init__(self, root, config: LogConfig | dict | None = None, *, read_only: bool = False,
                  io: FileIO | None = None, **overrides):
-        self.root = os.path.abspath(os.fspath(root))
+        self.root = directory_path(root)
         self.config = build_config(config, overrides)
         self.read_only = read_only
         self.io = io or DEFAULT_IO
         self._lock = threading.RLock()
         self._logs: dict[tuple[str, int], Log] = {}
         self._topic_overrides: dict[str, dict] = {}
-        if read_only:
-            if not os.path.isdir(self.root):
-                raise FileNotFoundError(f"no log dir at {self.root}")
-        else:
-            os.makedirs(self.root, exist_ok=True)
+        ensure_directory(self.root, create=not read_only, what="log dir")
         self._clean = self._take_root_clean_marker()
         self._load_topic_overrides()
         self._cleaner = None
@@ -112,7 +110,7 @@ class LogManager:
     def log(self, topic: str, partition: int, *, create: bool = False) -> Log:
         """The open :class:`Log` of ``topic``-``partition`` (opened on first use)."""
         validate_topic(topic)
-        if not isinstance(partition, int) or partition < 0:
+        if not isinstance(partition, int) or isinstance(partition, bool) or partition < 0:
             raise UnknownTopicError(f"partition must be a non-negative int, got {partition!r}")
         key = (topic, partition)
         with self._lock:
@@ -219,17 +217,26 @@ class Topic:
     def append(self, records, partition: int | None = None, **options) -> dict[int, AppendInfo]:
         """Append records: to ``partition`` if given, else each keyed record to murmur2(key)
         mod partitions and the null-keyed ones, as one batch, to the next partition in
-        turn. One batch per partition touched. Returns ``{partition: AppendInfo}``."""
+        turn. One batch per partition touched. Returns ``{partition: AppendInfo}``.
+        Bad options and records are refused before any partition is written; a limit one
+        partition's log enforces (``max_message_bytes``) leaves the partitions before it
+        appended, as separate Kafka produce requests would."""
+        check_append_options(**options)
         parts = self.partitions
         if partition is not None:
+            check_int(partition, "partition", INT32_RANGE)
             if partition not in parts:
                 raise UnknownTopicError(f"topic {self.name!r} has no partition {partition}")
             return {partition: self.log(partition).append(records, **options)}
         groups: dict[int, list] = {}
         null_target = None
+        check_records_iterable(records)
+        compacted = self.manager.topic_config(self.name).compact
         for item in records:
-            rec = as_record(item)
+            rec = check_record(as_record(item))
             if rec.key is None:
+                if compacted:
+                    raise InvalidRecordError("compacted topic cannot accept a record without a key")
                 if null_target is None:
                     null_target = next(self._round_robin) % len(parts)
                 p = null_target

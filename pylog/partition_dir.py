@@ -10,16 +10,21 @@ directory, so several partitions (and processes) can share one log dir.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
 import re
+import stat
 
 from pylog.checkpoint import OffsetCheckpoint
-from pylog.errors import CorruptCheckpointError, InvalidTopicError, LogLockedError, StorageError
+from pylog.errors import (
+    CorruptCheckpointError, InvalidArgumentError, InvalidTopicError, LogDirNotFoundError, LogLockedError,
+    StorageError,
+)
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
-    CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
+    CLEAN_SHUTDOWN_FILE, INT32_MAX, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
 )
 
@@ -47,22 +52,94 @@ def validate_topic(name) -> str:
 def parse_partition_dir(name: str) -> tuple[str, int]:
     """``"orders-3"`` -> ``("orders", 3)``: split at the last ``-`` as Kafka does."""
     topic, sep, part = name.rpartition("-")
-    if not sep or not topic or not part.isdigit():
+    if not sep or not topic or not (part.isascii() and part.isdigit()) or int(part) > INT32_MAX:
         raise InvalidTopicError(
             f"partition directory {name!r} is not named <topic>-<partition> (for example orders-0)")
     return validate_topic(topic), int(part)
+
+
+def directory_path(path) -> str:
+    """``path`` (str, bytes or path-like) as an absolute ``str``. Raises :class:`InvalidArgumentError`
+    for a NUL byte (no file system takes one), ``TypeError`` for anything not a path."""
+    text = os.fsdecode(os.fspath(path))
+    if "\0" in text:
+        raise InvalidArgumentError(f"path {text!r} contains a NUL byte")
+    return os.path.abspath(text)
+
+
+def ensure_directory(path: str, *, create: bool, what: str) -> None:
+    """Check that the absolute ``path`` is a directory, creating it (and its parents) when
+    ``create``. Every refusal comes before anything is created: :class:`InvalidArgumentError`
+    for a name the file system cannot hold or a file in the way, :class:`LogDirNotFoundError`
+    when it is missing and not to be created, :class:`StorageError` when the file system
+    refuses (permissions, a full or read-only disk). Cost: one stat, plus mkdirs."""
+    try:
+        if stat.S_ISDIR(os.stat(path).st_mode):
+            return
+        raise InvalidArgumentError(f"{what} {path} is a file, not a directory")
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise _path_error(e, path, what) from None
+    if not create:
+        raise LogDirNotFoundError(errno.ENOENT, f"no {what}", path)
+    _check_name_lengths(path, what)
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise _path_error(e, path, what) from None
+
+
+def _check_name_lengths(path: str, what: str) -> None:
+    """The file system's NAME_MAX and PATH_MAX, checked before any directory is made, so a
+    name too long never leaves its parents behind."""
+    name_max = _pathconf(path, "PC_NAME_MAX", 255)
+    path_max = _pathconf(path, "PC_PATH_MAX", 4096)
+    if len(os.fsencode(path)) >= path_max:
+        raise InvalidArgumentError(f"{what} path is {len(os.fsencode(path))} bytes, at least PATH_MAX {path_max}")
+    for part in path.split(os.sep):
+        if len(os.fsencode(part)) > name_max:
+            raise InvalidArgumentError(
+                f"{what} path component {part[:40]!r}... is {len(os.fsencode(part))} bytes, "
+                f"longer than NAME_MAX {name_max}")
+
+
+def _pathconf(path: str, name: str, default: int) -> int:
+    """A limit from the nearest existing ancestor of ``path``, or ``default``."""
+    parent = os.path.dirname(path)
+    while parent and not os.path.isdir(parent) and parent != os.path.dirname(parent):
+        parent = os.path.dirname(parent)
+    try:
+        return os.pathconf(parent or os.sep, name)
+    except (OSError, ValueError):
+        return default
+
+
+def _path_error(e: OSError, path: str, what: str) -> Exception:
+    """The pylog error for an OSError naming ``path``: a bad name, or the file system's refusal."""
+    if e.errno in (errno.ENAMETOOLONG, errno.ENOTDIR, errno.EEXIST, errno.ELOOP):
+        return InvalidArgumentError(f"{what} {path} cannot be a directory: {e.strerror}")
+    return StorageError(e.errno, f"cannot use {what} {path}: {e.strerror}")
 
 
 class PartitionDir:
     """A partition directory and its log dir. Holds the writer lock while open."""
 
     def __init__(self, path, *, io: FileIO = DEFAULT_IO):
-        self.path = os.path.abspath(str(path))
+        self.path = directory_path(path)
         self.log_dir = os.path.dirname(self.path)
         self.topic, self.partition = parse_partition_dir(os.path.basename(self.path))
         self.key = (self.topic, self.partition)
         self.io = io
         self._lock_fd: int | None = None
+
+    @classmethod
+    def open(cls, path, *, io: FileIO = DEFAULT_IO, create: bool) -> "PartitionDir":
+        """The partition directory ``path``, its name checked before the disk is touched;
+        created when missing and ``create`` (see :func:`ensure_directory` for the errors)."""
+        pdir = cls(path, io=io)
+        ensure_directory(pdir.path, create=create, what="partition directory")
+        return pdir
 
     # -- writer lock -------------------------------------------------------------------
     def lock(self) -> None:

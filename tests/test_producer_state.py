@@ -9,7 +9,7 @@ import time
 import pytest
 
 from pylog import Log, OutOfOrderSequenceError, ProducerFencedError, Record
-from pylog.errors import CorruptSnapshotError, InvalidRecordError, InvalidTxnStateError
+from pylog.errors import CorruptSnapshotError, InvalidArgumentError, InvalidTxnStateError
 from pylog.producer_state import encode_snapshot, read_snapshot
 from tests.conftest import SAMPLES, needs_samples
 
@@ -65,7 +65,7 @@ def test_sequences_wrap_after_int32_max(log):
 
 
 def test_producer_without_sequence_is_refused(log):
-    with pytest.raises(InvalidRecordError):
+    with pytest.raises(InvalidArgumentError):
         log.append([b"x"], producer_id=5, producer_epoch=0)
 
 

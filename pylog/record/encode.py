@@ -12,11 +12,13 @@ import time
 
 import crc32c as _crc32c
 
+from pylog.arguments import check_int
 from pylog.errors import InvalidRecordError
 from pylog.layout import (
     ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE, ATTR_TRANSACTIONAL, ATTRIBUTES_AT,
-    BATCH_HEADER, BATCH_HEADER_BYTES, CONTROL_KEY, CRC_AT, END_TXN_MARKER, INT32, INT64,
-    LEADER_EPOCH_AT, LOG_OVERHEAD_BYTES, MAX_TIMESTAMP_AT, UINT32,
+    BATCH_FIELD_RANGES, BATCH_HEADER, BATCH_HEADER_BYTES, CONTROL_KEY, COORDINATOR_EPOCH_RANGE, CRC_AT,
+    END_TXN_MARKER, INT16_RANGE, INT32, INT64, LEADER_EPOCH_AT, LOG_OVERHEAD_BYTES, MAX_TIMESTAMP_AT,
+    TIMESTAMP_RANGE, UINT32,
 )
 from pylog.record import compression as _codec
 from pylog.record.record import Record, as_record
@@ -40,8 +42,12 @@ def now_ms() -> int:
 def _header_bytes(headers) -> bytes:
     if not headers:
         return b"\x00"
-    parts = [varint_bytes(len(headers))]
-    for hkey, hval in headers:
+    try:
+        pairs = [(hkey, hval) for hkey, hval in headers]
+    except (TypeError, ValueError):
+        raise InvalidRecordError(f"record headers must be (str, bytes or None) pairs, not {headers!r:.80}") from None
+    parts = [varint_bytes(len(pairs))]
+    for hkey, hval in pairs:
         if not isinstance(hkey, str):
             raise InvalidRecordError(f"header key must be str, not {type(hkey).__name__}")
         kb = hkey.encode("utf-8", "surrogateescape")
@@ -54,6 +60,20 @@ def _header_bytes(headers) -> bytes:
             parts.append(varint_bytes(len(hval)))
             parts.append(hval)
     return b"".join(parts)
+
+
+def check_record(record: Record) -> Record:
+    """``record`` if it can be encoded: key and value bytes or None, timestamp None or in
+    ``layout.TIMESTAMP_RANGE``, headers (str, bytes or None) pairs; else
+    :class:`InvalidRecordError`. Lets a caller that writes several batches refuse bad input
+    before the first one. O(headers)."""
+    for value, what in ((record.key, "key"), (record.value, "value")):
+        if value is not None:
+            _check_bytes(value, what)
+    if record.timestamp is not None:
+        check_int(record.timestamp, "record timestamp (ms)", TIMESTAMP_RANGE, error=InvalidRecordError)
+    _header_bytes(record.headers)
+    return record
 
 
 def _check_bytes(value, what: str) -> None:
@@ -131,6 +151,10 @@ def encode_batch(records, *, base_offset: int = 0, compression: str | int = "non
     >>> [(r.offset, r.key, r.value) for r in b]
     [(10, None, b'x'), (11, b'k', b'y')]
     """
+    check_header_fields(base_offset=base_offset, timestamp=timestamp, producer_id=producer_id,
+                        producer_epoch=producer_epoch, base_sequence=base_sequence,
+                        partition_leader_epoch=partition_leader_epoch, log_append_time=log_append_time,
+                        delete_horizon_ms=delete_horizon_ms)
     out = encode_batch_buffer(records, base_offset=base_offset, compression=compression,
                               compression_level=compression_level, timestamp_type=timestamp_type,
                               timestamp=timestamp, producer_id=producer_id, producer_epoch=producer_epoch,
@@ -138,6 +162,14 @@ def encode_batch(records, *, base_offset: int = 0, compression: str | int = "non
                               is_transactional=is_transactional, is_control=is_control,
                               log_append_time=log_append_time, delete_horizon_ms=delete_horizon_ms)
     return out if type(out) is bytes else bytes(out)
+
+
+def check_header_fields(**fields) -> None:
+    """Raise :class:`InvalidArgumentError` unless each given batch header field (None: unset)
+    fits its width on disk (``layout.BATCH_FIELD_RANGES``). O(1)."""
+    for name, value in fields.items():
+        if value is not None:
+            check_int(value, name, BATCH_FIELD_RANGES[name])
 
 
 def encode_batch_buffer(records, *, base_offset: int = 0, compression: str | int = "none",
@@ -175,8 +207,8 @@ def encode_batch_buffer(records, *, base_offset: int = 0, compression: str | int
         for i, r in enumerate(recs):
             if r.timestamp is None:
                 recs[i] = r = Record(r.value, r.key, default_ts, r.headers)
-            elif not isinstance(r.timestamp, int):
-                raise InvalidRecordError(f"record timestamp must be an int (ms), not {type(r.timestamp).__name__}")
+            else:
+                check_int(r.timestamp, f"record {i}'s timestamp (ms)", TIMESTAMP_RANGE, error=InvalidRecordError)
         base_ts = recs[0].timestamp if recs else -1
         payload, count, max_ts = _encode_native(recs, base_ts) or encode_records(recs, base_ts)
     return build_batch(payload, count, codec=codec, compression_level=compression_level, base_timestamp=base_ts,
@@ -288,6 +320,8 @@ def encode_control_batch(control_type: int, *, producer_id: int, producer_epoch:
                          timestamp: int | None = None, partition_leader_epoch: int = -1) -> bytes:
     """A COMMIT (1) or ABORT (0) transaction marker batch, as Kafka's
     ``MemoryRecords.withEndTransactionMarker`` writes it."""
+    check_int(control_type, "control_type", INT16_RANGE)
+    check_int(coordinator_epoch, "coordinator_epoch", COORDINATOR_EPOCH_RANGE)
     key = CONTROL_KEY.pack(0, control_type)
     value = END_TXN_MARKER.pack(0, coordinator_epoch)
     ts = now_ms() if timestamp is None else timestamp

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from pylog import (
-    InvalidOffsetError, InvalidRecordError, Log, LogClosedError, OffsetOutOfRangeError, Record,
+    InvalidArgumentError, InvalidOffsetError, InvalidRecordError, Log, LogClosedError, OffsetOutOfRangeError, Record,
     RecordTooLargeError, encode_batch,
 )
 from pylog.record import decode_batches
@@ -107,9 +107,9 @@ def test_append_larger_than_max_message_bytes_splits_into_batches(tmp_path):
 
 
 def test_bad_input_is_refused_with_clear_errors(log):
-    with pytest.raises(InvalidRecordError):
+    with pytest.raises(InvalidArgumentError):
         log.append(b"not a list")
-    with pytest.raises(InvalidRecordError):
+    with pytest.raises(InvalidArgumentError):
         log.append([])
     with pytest.raises(InvalidRecordError):
         log.append([12345])
@@ -117,7 +117,7 @@ def test_bad_input_is_refused_with_clear_errors(log):
         log.read(-1)
     with pytest.raises(InvalidOffsetError):
         log.read("0")
-    with pytest.raises(InvalidRecordError):
+    with pytest.raises(InvalidArgumentError):
         log.read(0, isolation="dirty")
     assert log.log_end_offset == 0 and log.size_bytes == 0
 

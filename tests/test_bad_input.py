@@ -1,0 +1,293 @@
+"""Bad input: every refused call raises a PylogError subclass naming what is wrong, and
+leaves the directory tree byte-identical (same paths, same bytes in every file)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pylog import (
+    InvalidArgumentError, InvalidConfigError, InvalidOffsetError, InvalidRecordError, InvalidTopicError, Log,
+    LogConfig, LogDirNotFoundError, LogManager, PylogError, Record, encode_batch,
+)
+from pylog.record.encode import encode_control_batch
+
+SMALL = dict(segment_index_bytes=1024)  # small preallocated indexes keep snapshots cheap
+
+
+def snapshot(root) -> dict[str, bytes | None]:
+    """Every path under ``root``: a file's bytes, or None for a directory."""
+    out: dict[str, bytes | None] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for d in dirnames:
+            out[os.path.join(dirpath, d)] = None
+        for f in filenames:
+            with open(os.path.join(dirpath, f), "rb") as fh:
+                out[os.path.join(dirpath, f)] = fh.read()
+    return out
+
+
+@contextlib.contextmanager
+def refused(root, error):
+    """The block raises ``error`` (a PylogError) and changes nothing under ``root``."""
+    before = snapshot(root)
+    with pytest.raises(error) as caught:
+        yield caught
+    assert isinstance(caught.value, PylogError)
+    after = snapshot(root)
+    assert sorted(after) == sorted(before), "paths created or removed"
+    assert [p for p in before if before[p] != after[p]] == []
+
+
+@pytest.fixture
+def log(tmp_path):
+    with Log.open(tmp_path / "t-0", **SMALL) as log:
+        log.append([b"existing"])
+        log.flush()
+        yield log
+
+
+# -- append's keyword arguments ----------------------------------------------------------------
+
+@pytest.mark.parametrize("options", [
+    dict(timestamp=2**64),
+    dict(timestamp=2**70),
+    dict(timestamp=-5),
+    dict(timestamp="now"),
+    dict(timestamp=1.5),
+    dict(producer_id=2**64, producer_epoch=0, base_sequence=0),
+    dict(producer_id=-2),
+    dict(producer_id=1, producer_epoch=70000, base_sequence=0),
+    dict(producer_id=1, producer_epoch=0, base_sequence=2**40),
+    dict(producer_id=1, producer_epoch=0, base_sequence=0, is_transactional="yes"),
+    dict(producer_id=True, producer_epoch=0, base_sequence=0),
+    dict(producer_epoch=3),
+    dict(base_sequence=3),
+    dict(is_transactional=True),
+    dict(compression="bogus"),
+    dict(compression=1),
+], ids=repr)
+def test_append_refuses_out_of_range_options(tmp_path, log, options):
+    with refused(tmp_path, InvalidArgumentError):
+        log.append([b"v"], **options)
+    assert log.log_end_offset == 1
+
+
+@pytest.mark.parametrize("records, error", [
+    (b"not a list", InvalidArgumentError),
+    ("text", InvalidArgumentError),
+    ([], InvalidArgumentError),
+    ([Record(b"v", timestamp=2**64)], InvalidRecordError),
+    ([Record(b"v", timestamp=-7)], InvalidRecordError),
+    ([Record(b"v", timestamp=5), Record(b"w", timestamp=2**63)], InvalidRecordError),
+    ([Record(b"v", headers=[("k",)])], InvalidRecordError),
+    ([Record(b"v", headers=5)], InvalidRecordError),
+    ([Record(b"v", headers=[(b"k", b"v")])], InvalidRecordError),
+    ([(b"k", 12)], InvalidRecordError),
+], ids=repr)
+def test_append_refuses_bad_records(tmp_path, log, records, error):
+    with refused(tmp_path, error):
+        log.append(records)
+
+
+def test_append_accepts_the_edges_of_each_range(log):
+    info = log.append([b"v"], producer_id=2**63 - 1, producer_epoch=2**15 - 1, base_sequence=2**31 - 1,
+                      timestamp=2**63 - 1)
+    batch = log.read(info.first_offset).batches()[0]
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.max_timestamp) == \
+        (2**63 - 1, 2**15 - 1, 2**31 - 1, 2**63 - 1)
+    assert log.append([Record(b"w", timestamp=-1)]).num_records == 1
+
+
+# -- transaction markers ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, kwargs", [
+    ((-1, 0, True), {}),
+    ((5, -1, True), {}),
+    ((5, 2**20, True), {}),
+    ((5, 0, True), dict(coordinator_epoch=2**40)),
+    ((5, 0, True), dict(coordinator_epoch=-1)),
+    ((5, 0, "false"), {}),
+    ((2**64, 0, True), {}),
+], ids=repr)
+def test_txn_marker_refuses_out_of_range_arguments(tmp_path, log, args, kwargs):
+    with refused(tmp_path, InvalidArgumentError):
+        log.append_txn_marker(*args, **kwargs)
+    assert log.log_end_offset == 1
+
+
+def test_encoders_name_the_field_that_does_not_fit():
+    with pytest.raises(InvalidArgumentError, match="producer_epoch"):
+        encode_batch([b"v"], producer_id=1, producer_epoch=70000, base_sequence=0)
+    with pytest.raises(InvalidArgumentError, match="partition_leader_epoch"):
+        encode_batch([b"v"], partition_leader_epoch=2**31)
+    with pytest.raises(InvalidArgumentError, match="coordinator_epoch"):
+        encode_control_batch(1, producer_id=1, producer_epoch=0, coordinator_epoch=2**40)
+
+
+# -- reads, offsets, truncation --------------------------------------------------------------------
+
+@pytest.mark.parametrize("call, error", [
+    (lambda log: log.read(0, isolation="dirty"), InvalidArgumentError),
+    (lambda log: log.read(0, max_bytes=-1), InvalidArgumentError),
+    (lambda log: log.read(0, max_bytes=True), InvalidArgumentError),
+    (lambda log: log.read(2**64), InvalidOffsetError),
+    (lambda log: log.read(0, max_offset="1"), InvalidOffsetError),
+    (lambda log: log.offset_for_timestamp(2**64), InvalidArgumentError),
+    (lambda log: log.offset_for_timestamp(-4), InvalidArgumentError),
+    (lambda log: log.offset_for_timestamp("0"), InvalidArgumentError),
+    (lambda log: log.truncate_to(-1), InvalidOffsetError),
+    (lambda log: log.truncate_to(2**64), InvalidOffsetError),
+    (lambda log: log.truncate_to(True), InvalidOffsetError),
+    (lambda log: log.delete_records(-1), InvalidOffsetError),
+    (lambda log: log.delete_records("1"), InvalidOffsetError),
+    (lambda log: setattr(log, "high_watermark", 2**64), InvalidOffsetError),
+    (lambda log: setattr(log, "high_watermark", 5), InvalidOffsetError),
+    (lambda log: setattr(log, "high_watermark", "1"), InvalidOffsetError),
+], ids=range(16))
+def test_reads_and_offsets_refuse_bad_arguments(tmp_path, log, call, error):
+    with refused(tmp_path, error):
+        call(log)
+
+
+# -- paths -----------------------------------------------------------------------------------
+
+def test_open_refuses_a_nul_byte_in_the_path(tmp_path):
+    with refused(tmp_path, InvalidArgumentError):
+        Log.open(str(tmp_path / "a\0b-0"))
+
+
+def test_open_refuses_a_300_character_topic_before_creating_anything(tmp_path):
+    with refused(tmp_path, InvalidTopicError):
+        Log.open(tmp_path / ("x" * 300 + "-0"))
+
+
+@pytest.mark.parametrize("name", ["orders", "bad topic!-0", "orders-x", "orders-99999999999", "..-0"])
+def test_open_refuses_a_bad_directory_name_before_creating_it(tmp_path, name):
+    with refused(tmp_path, InvalidTopicError):
+        Log.open(tmp_path / name)
+
+
+def test_open_refuses_a_path_that_is_a_regular_file(tmp_path):
+    (tmp_path / "t-0").write_bytes(b"not a directory")
+    with refused(tmp_path, InvalidArgumentError):
+        Log.open(tmp_path / "t-0")
+    with refused(tmp_path, InvalidArgumentError):
+        Log.open(tmp_path / "t-0", read_only=True)
+    with refused(tmp_path, InvalidArgumentError):
+        Log.open(tmp_path / "t-0" / "u-0")
+
+
+def test_open_refuses_a_parent_name_too_long_without_creating_the_parents(tmp_path):
+    with refused(tmp_path, InvalidArgumentError):
+        Log.open(tmp_path / "parent" / ("y" * 300) / "t-0")
+
+
+def test_read_only_open_of_a_missing_directory_is_log_dir_not_found(tmp_path):
+    with refused(tmp_path, LogDirNotFoundError) as caught:
+        Log.open(tmp_path / "missing-0", read_only=True)
+    assert isinstance(caught.value, FileNotFoundError)
+    with refused(tmp_path, LogDirNotFoundError):
+        LogManager(tmp_path / "missing", read_only=True)
+
+
+def test_open_refuses_bad_config_before_creating_the_directory(tmp_path):
+    with refused(tmp_path, InvalidConfigError):
+        Log.open(tmp_path / "t-0", min_cleanable_dirty_ratio="x")
+
+
+# -- configuration --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("settings", [
+    dict(min_cleanable_dirty_ratio="x"),
+    dict(min_cleanable_dirty_ratio="0.5"),
+    dict(min_cleanable_dirty_ratio=True),
+    dict(preallocate="true"),
+    dict(cleanup_policy=5),
+    dict(retention_ms=2**70),
+    dict(segment_bytes="1048576"),
+], ids=repr)
+def test_config_refuses_values_of_the_wrong_type(settings):
+    with pytest.raises(InvalidConfigError):
+        LogConfig(**settings)
+
+
+def test_config_parses_strings_only_from_kafka_properties():
+    cfg = LogConfig.from_kafka({"min.cleanable.dirty.ratio": "0.25", "preallocate": "true"})
+    assert (cfg.min_cleanable_dirty_ratio, cfg.preallocate) == (0.25, True)
+    assert LogConfig(min_cleanable_dirty_ratio=1).min_cleanable_dirty_ratio == 1.0
+    with pytest.raises(InvalidConfigError):
+        LogConfig.from_kafka({"min.cleanable.dirty.ratio": "x"})
+
+
+# -- log dirs and topics -----------------------------------------------------------------------------
+
+@pytest.fixture
+def manager(tmp_path):
+    with LogManager(tmp_path / "root", **SMALL) as m:
+        m.create_topic("events", partitions=3)
+        m.create_topic("keyed", partitions=2, config={"cleanup_policy": "compact"})
+        yield m
+
+
+def test_manager_refuses_bad_roots(tmp_path):
+    (tmp_path / "file").write_bytes(b"x")
+    with refused(tmp_path, InvalidArgumentError):
+        LogManager(tmp_path / "file")
+    with refused(tmp_path, InvalidArgumentError):
+        LogManager(str(tmp_path / "r\0oot"))
+    with refused(tmp_path, InvalidArgumentError):
+        LogManager(tmp_path / ("z" * 300) / "root")
+    with refused(tmp_path, InvalidConfigError):
+        LogManager(tmp_path / "root", min_cleanable_dirty_ratio="x")
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda m: m.create_topic("x" * 300), InvalidTopicError),
+    (lambda m: m.create_topic("bad topic!"), InvalidTopicError),
+    (lambda m: m.create_topic("new", 1, config={"min_cleanable_dirty_ratio": "0.5"}), InvalidConfigError),
+    (lambda m: m.create_topic("new", 2**40), InvalidConfigError),
+    (lambda m: m.topic("events").append([b"v"], timestamp=2**64), InvalidArgumentError),
+    (lambda m: m.topic("events").append([b"v"], producer_id=1, producer_epoch=70000, base_sequence=0),
+     InvalidArgumentError),
+    (lambda m: m.topic("events").append([b"v"], partition=True), InvalidArgumentError),
+    (lambda m: m.topic("events").append(b"v"), InvalidArgumentError),
+    # a bad record in the last partition's group: the earlier partitions are not written either
+    (lambda m: m.topic("events").append([(b"k%d" % i, b"v") for i in range(20)] + [(b"k", 5)]), InvalidRecordError),
+    (lambda m: m.topic("events").append([(b"k%d" % i, b"v") for i in range(20)] +
+                                        [Record(b"v", b"k", timestamp=2**64)]), InvalidRecordError),
+    (lambda m: m.topic("keyed").append([(b"k%d" % i, b"v") for i in range(20)] + [b"no key"]), InvalidRecordError),
+], ids=range(11))
+def test_manager_and_topic_refuse_bad_input(tmp_path, manager, call, error):
+    manager.flush()
+    with refused(tmp_path, error):
+        call(manager)
+
+
+# -- anything at all --------------------------------------------------------------------------------
+
+_ODD_INTS = st.sampled_from([-2**80, -2**63 - 1, -2**63, -2**31 - 1, -2**15 - 1, -3, -2, -1, 0, 1, 2**15 - 1, 2**15,
+                             2**31 - 1, 2**31, 2**63 - 1, 2**63, 2**64, 2**80])
+_ANYTHING = st.one_of(_ODD_INTS, st.integers(), st.none(), st.booleans(), st.floats(), st.text(max_size=5),
+                      st.binary(max_size=5), st.lists(st.integers(), max_size=2))
+_OPTIONS = st.fixed_dictionaries({}, optional={
+    name: _ANYTHING for name in ("producer_id", "producer_epoch", "base_sequence", "is_transactional", "timestamp")
+} | {"compression": st.one_of(st.sampled_from(["none", "gzip", "lz4", "zstd", "snappy"]), _ANYTHING)})
+
+
+def test_append_with_random_options_raises_only_pylog_errors_and_changes_nothing_when_refused(tmp_path):
+    with Log.open(tmp_path / "t-0", **SMALL) as log:
+
+        @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @given(_OPTIONS, st.one_of(st.none(), _ANYTHING))
+        def attempt(options, record_timestamp):
+            before = snapshot(tmp_path)
+            try:
+                log.append([Record(b"v", b"k", timestamp=record_timestamp)], **options)
+            except (PylogError, TypeError):
+                assert snapshot(tmp_path) == before
+        attempt()
