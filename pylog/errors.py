@@ -39,7 +39,9 @@ class CorruptRecordError(RecordFormatError):
 class InvalidRecordError(RecordFormatError):
     """Raised when a batch's checksum holds but its content breaks the format:
     record count mismatch, varint overflow, negative or oversized lengths,
-    bytes left over, an unknown codec, or a client writing control batches."""
+    bytes left over, an unknown codec, or a client writing control batches; and when
+    a record given to an append cannot be encoded (a key or value that is not bytes,
+    a timestamp outside [-1, 2**63 - 1], malformed headers)."""
 
 
 class IncompleteBatchError(RecordFormatError):

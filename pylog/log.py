@@ -384,6 +384,8 @@ class Log:
         Offsets are assigned from the log end. With ``producer_id``/``producer_epoch``/
         ``base_sequence`` the append is idempotent: an exact retry returns the original
         offsets and writes nothing. Durable after the next flush (see ``flush_messages``).
+        Options outside their fields raise :class:`InvalidArgumentError`, records that cannot
+        be encoded :class:`InvalidRecordError`, both before anything is written.
         Cost: O(bytes) to encode, one write.
         """
         self._check_writable()
@@ -909,7 +911,9 @@ class Log:
     # ==== idempotence and transactions ===================================================================
     def append_txn_marker(self, producer_id: int, producer_epoch: int, commit: bool,
                           coordinator_epoch: int = 0) -> AppendInfo:
-        """Write a COMMIT or ABORT control batch ending the producer's open transaction."""
+        """Write a COMMIT or ABORT control batch ending the producer's open transaction.
+        ``producer_id`` and ``producer_epoch`` must name a producer (>= 0), ``commit`` be a
+        bool; else :class:`InvalidArgumentError` and nothing is written."""
         from pylog.record.encode import encode_control_batch
         self._check_writable()
         check_txn_marker(producer_id, producer_epoch, commit, coordinator_epoch)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pylog import (
     InvalidArgumentError, InvalidConfigError, InvalidOffsetError, InvalidRecordError, InvalidTopicError, Log,
-    LogConfig, LogDirNotFoundError, LogManager, PylogError, Record, encode_batch,
+    LogConfig, LogDirNotFoundError, LogManager, PylogError, Record, UnknownTopicError, encode_batch,
 )
 from pylog.record.encode import encode_control_batch
 
@@ -260,12 +260,20 @@ def test_manager_refuses_bad_roots(tmp_path):
     (lambda m: m.topic("events").append([(b"k%d" % i, b"v") for i in range(20)] + [(b"k", 5)]), InvalidRecordError),
     (lambda m: m.topic("events").append([(b"k%d" % i, b"v") for i in range(20)] +
                                         [Record(b"v", b"k", timestamp=2**64)]), InvalidRecordError),
-    (lambda m: m.topic("keyed").append([(b"k%d" % i, b"v") for i in range(20)] + [b"no key"]), InvalidRecordError),
-], ids=range(11))
+    (lambda m: _keyless_after_keyed(m.topic("keyed")), InvalidRecordError),
+    (lambda m: m.log("events", True), UnknownTopicError),
+    (lambda m: m.log("events", 2**40), UnknownTopicError),
+    (lambda m: m.log("bad topic!", 0), InvalidTopicError),
+], ids=range(14))
 def test_manager_and_topic_refuse_bad_input(tmp_path, manager, call, error):
     manager.flush()
     with refused(tmp_path, error):
         call(manager)
+
+
+def _keyless_after_keyed(topic):
+    topic.partition_for(None)  # null keys go to partition 1 now, after partition 0's keyed records
+    topic.append([(b"k%d" % i, b"v") for i in range(20)] + [b"no key"])
 
 
 # -- anything at all --------------------------------------------------------------------------------
