@@ -37,7 +37,7 @@ def check_choice(value, name: str, choices) -> str:
     return value
 
 
-def check_timestamp(value, name: str = "timestamp") -> int | None:
+def _check_timestamp(value, name: str = "timestamp") -> int | None:
     """None, or a timestamp in ms since the epoch (-1: none)."""
     return None if value is None else check_int(value, name, TIMESTAMP_RANGE)
 
@@ -54,11 +54,11 @@ def check_append_options(*, compression=None, producer_id=-1, producer_epoch=-1,
     """The keyword arguments of ``Log.append`` (and ``Topic.append``, which passes them on)."""
     if compression is not None:
         check_choice(compression, "compression", COMPRESSION_NAMES)
-    check_producer(producer_id, producer_epoch, base_sequence, is_transactional)
-    check_timestamp(timestamp)
+    _check_producer(producer_id, producer_epoch, base_sequence, is_transactional)
+    _check_timestamp(timestamp)
 
 
-def check_producer(producer_id, producer_epoch, base_sequence, is_transactional) -> None:
+def _check_producer(producer_id, producer_epoch, base_sequence, is_transactional) -> None:
     """An append's producer fields: all -1 (no producer), or an id >= 0 with an epoch and a
     base sequence >= 0; transactional appends need a producer."""
     check_int(producer_id, "producer_id", PRODUCER_ID_RANGE)
