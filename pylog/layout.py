@@ -93,6 +93,10 @@ CONTROL_TYPE_NAMES = {
     6: "KRAFT_VOTERS",
 }
 
+# --- KRaft snapshots (docs/format/kraft-snapshot.md) -----------------------
+KRAFT_SNAPSHOT_SUFFIX = ".checkpoint"
+KRAFT_BOOTSTRAP_FILENAME = "bootstrap.checkpoint"
+
 # --- Legacy message sets, magic 0 and 1 (docs/format/batch.md#legacy) ------
 #: crc, magic, attributes (after the 12-byte log overhead)
 LEGACY_V0_HEADER = struct.Struct(">IbB")

@@ -1,17 +1,19 @@
 """``pylog dump``: the same output as Kafka's ``kafka-dump-log.sh`` (DumpLogSegments),
-for ``.log``, ``.index``, ``.timeindex``, ``.txnindex`` and ``.snapshot`` files, so scripts
-written for Kafka's tool work on pylog's files and the other way round."""
+for ``.log``, ``.index``, ``.timeindex``, ``.txnindex``, ``.snapshot`` and KRaft snapshot
+``.checkpoint`` files, so scripts written for Kafka's tool work on pylog's files and the
+other way round."""
 
 from __future__ import annotations
 
 import os
 import sys
 
-from pylog.errors import PylogError, RecordFormatError
+from pylog.errors import InvalidRecordError, PylogError, RecordFormatError
 from pylog.index.txn_index import read_txn_entries
-from pylog.layout import INDEX_SUFFIX, LOG_SUFFIX, OFFSET_INDEX_ENTRY, SNAPSHOT_SUFFIX, TIME_INDEX_ENTRY, \
-    TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
+from pylog.layout import INDEX_SUFFIX, INT32_MAX, KRAFT_SNAPSHOT_SUFFIX, LOG_SUFFIX, OFFSET_INDEX_ENTRY, \
+    SNAPSHOT_SUFFIX, TIME_INDEX_ENTRY, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
 from pylog.record.batch import decode_batches
+from pylog.record.kraft import control_text, snapshot_title
 
 RECORD_INDENT = "|"
 
@@ -19,38 +21,45 @@ RECORD_INDENT = "|"
 def add_parser(sub) -> None:
     p = sub.add_parser("dump", help="print the batches, records and index entries of segment files "
                                     "(kafka-dump-log compatible)")
-    p.add_argument("--files", required=True, help="comma-separated .log/.index/.timeindex/.txnindex/.snapshot files")
+    p.add_argument("--files", required=True,
+                   help="comma-separated .log/.index/.timeindex/.txnindex/.snapshot/.checkpoint files")
     p.add_argument("--deep-iteration", action="store_true", help="print every record, not just batches")
     p.add_argument("--print-data-log", action="store_true", help="print keys and payloads (implies deep iteration)")
     p.add_argument("--verify-index-only", action="store_true", help="only report index entries that disagree with the log")
     p.add_argument("--index-sanity-check", action="store_true", help="only run the index sanity check")
     p.add_argument("--max-message-size", type=int, default=5 * 1024 * 1024)
-    p.add_argument("--max-bytes", type=int, default=2**31 - 1, help="read at most this many bytes of a .log")
+    p.add_argument("--max-bytes", type=int, default=INT32_MAX, help="read at most this many bytes of a .log")
     p.add_argument("--skip-record-metadata", action="store_true")
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
+    """Dump each file by its suffix (the text after the name's last dot, as Kafka picks);
+    a file that cannot be read is reported on stderr and the others are still dumped."""
+    dumpers = {
+        LOG_SUFFIX: lambda path: dump_log(path, args, f"Log starting offset: {_base_offset(path)}"),
+        KRAFT_SNAPSHOT_SUFFIX: lambda path: dump_log(path, args, snapshot_title(os.path.basename(path))),
+        INDEX_SUFFIX: lambda path: dump_index(path, args, time_index=False),
+        TIME_INDEX_SUFFIX: lambda path: dump_index(path, args, time_index=True),
+        TXN_INDEX_SUFFIX: dump_txn_index,
+        SNAPSHOT_SUFFIX: dump_snapshot,
+    }
     status = 0
     for path in [f for f in args.files.split(",") if f]:
         print(f"Dumping {path}")
-        if not os.path.exists(path):
+        name = os.path.basename(path)
+        dump = dumpers.get(name[name.rfind("."):] if "." in name else None)
+        if dump is None:
+            print(f"Ignoring unknown file {path}", file=sys.stderr)
+        elif not os.path.exists(path):
             print(f"pylog dump: error: no such file {path}", file=sys.stderr)
             status = 1
-            continue
-        name = os.path.basename(path)
-        if name.endswith(LOG_SUFFIX):
-            dump_log(path, args)
-        elif name.endswith(INDEX_SUFFIX):
-            dump_index(path, args, time_index=False)
-        elif name.endswith(TIME_INDEX_SUFFIX):
-            dump_index(path, args, time_index=True)
-        elif name.endswith(TXN_INDEX_SUFFIX):
-            dump_txn_index(path)
-        elif name.endswith(SNAPSHOT_SUFFIX):
-            dump_snapshot(path)
         else:
-            print(f"Ignoring unknown file {path}", file=sys.stderr)
+            try:
+                dump(path)
+            except PylogError as e:
+                print(f"pylog dump: error: {e}", file=sys.stderr)
+                status = 1
     return status
 
 
@@ -65,8 +74,10 @@ def _bool(b) -> str:
     return "true" if b else "false"
 
 
-def dump_log(path: str, args) -> None:
-    print(f"Log starting offset: {_base_offset(path)}")
+def dump_log(path: str, args, title: str) -> None:
+    """Print ``title``, then every batch (and with deep iteration every record) of a
+    segment or KRaft snapshot. O(file size)."""
+    print(title)
     deep = args.deep_iteration or args.print_data_log
     with open(path, "rb") as f:
         data = f.read(args.max_bytes)
@@ -86,10 +97,10 @@ def dump_log(path: str, args) -> None:
     except RecordFormatError as e:
         print(f"pylog dump: {e}", file=sys.stderr)
     trailing = len(data) - valid
-    if trailing > 0:
+    if trailing > 0 and args.max_bytes == INT32_MAX:  # a --max-bytes cut is not damage
         print(f"Found {trailing} invalid bytes at the end of {os.path.basename(path)}")
     if non_consecutive:
-        print(f"Non-consecutive offsets in {path}", file=sys.stderr)
+        print(f"Non-consecutive offsets in {os.path.abspath(path)}", file=sys.stderr)
         for a, b in non_consecutive:
             print(f"  {a} is followed by {b}", file=sys.stderr)
 
@@ -104,13 +115,12 @@ def _records(batch):
 
 def batch_line(batch) -> str:
     if batch.magic >= 2:
-        horizon = batch.delete_horizon_ms
         head = (f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} count: {batch.record_count} "
                 f"baseSequence: {batch.base_sequence} lastSequence: {batch.last_sequence} "
                 f"producerId: {batch.producer_id} producerEpoch: {batch.producer_epoch} "
                 f"partitionLeaderEpoch: {batch.partition_leader_epoch} "
                 f"isTransactional: {_bool(batch.is_transactional)} isControl: {_bool(batch.is_control)} "
-                f"deleteHorizonMs: {'OptionalLong.empty' if horizon is None else f'OptionalLong[{horizon}]'}")
+                f"deleteHorizonMs: {_optional_long(batch.delete_horizon_ms)}")
     else:
         head = f"offset: {batch.last_offset}"
     return (f"{head} position: {batch.position} {batch.timestamp_type}: {batch.max_timestamp} "
@@ -120,32 +130,39 @@ def batch_line(batch) -> str:
 
 def record_line(batch, record, args) -> str:
     parts = []
-    prefix = RECORD_INDENT + " "
     if not args.skip_record_metadata:
         key_size = -1 if record.key is None else len(record.key)
         value_size = -1 if record.value is None else len(record.value)
-        parts.append(f"{prefix}offset: {record.offset} {batch.timestamp_type}: {record.timestamp} "
+        parts.append(f"{RECORD_INDENT} offset: {record.offset} {batch.timestamp_type}: {record.timestamp} "
                      f"keySize: {key_size} valueSize: {value_size}")
-        prefix = " "
         if batch.magic >= 2:
             seq = -1 if batch.base_sequence < 0 else \
                 (batch.base_sequence + record.offset - batch.base_offset) % (2**31)
             parts.append(f" sequence: {seq} headerKeys: [{','.join(k for k, _ in record.headers)}]")
         else:
-            parts.append(f" isValid: true crc: {batch.crc if batch.compression == 'none' else 'null'}")
+            # a wrapper's inner messages passed their own CRC check when decoded
+            valid = batch.is_valid() if batch.compression_id == 0 else True
+            parts.append(f" isValid: {_bool(valid)} crc: {record.crc}")
         if batch.is_control:
-            ctype = getattr(record, "control_type", "UNKNOWN")
-            if ctype in ("COMMIT", "ABORT"):
-                parts.append(f" endTxnMarker: {ctype} coordinatorEpoch: {record.coordinator_epoch}")
-            else:
-                parts.append(f" controlType: {ctype}({getattr(record, 'control_type_id', -1)})")
+            parts.append(" " + _control_text(batch, record))
     if args.print_data_log and not batch.is_control:
+        prefix = f"{RECORD_INDENT} " if args.skip_record_metadata else " "
         if record.key is not None:
             parts.append(f"{prefix}key: {_text(record.key)}")
             prefix = " "
         if record.value is not None:
-            parts.append(f" payload: {_text(record.value)}")
+            parts.append(f"{prefix}payload: {_text(record.value)}")
     return "".join(parts)
+
+
+def _control_text(batch, record) -> str:
+    if record.control_type in ("COMMIT", "ABORT"):
+        return f"endTxnMarker: {record.control_type} coordinatorEpoch: {record.coordinator_epoch}"
+    try:
+        text = control_text(record.control_type_id, record.value)
+    except InvalidRecordError as e:
+        raise InvalidRecordError(f"record at offset {record.offset}: {e.reason}", position=batch.position) from None
+    return text or f"controlType: {record.control_type}({record.control_type_id})"
 
 
 def _text(b: bytes) -> str:
@@ -189,23 +206,33 @@ def dump_index(path: str, args, *, time_index: bool) -> None:
             if not args.verify_index_only:
                 print(f"offset: {offset} position: {position}")
     if mismatches:
-        print(f"Mismatches in :{path}", file=sys.stderr)
+        print(f"Mismatches in :{os.path.abspath(path)}", file=sys.stderr)
         for a, b in mismatches:
             print(f"  Index offset: {a}, log offset: {b}", file=sys.stderr)
 
 
 def dump_txn_index(path: str) -> None:
+    """One line per aborted transaction. O(file size)."""
     for t in read_txn_entries(path):
         print(f"version: 0 producerId: {t.producer_id} firstOffset: {t.first_offset} "
               f"lastOffset: {t.last_offset} lastStableOffset: {t.last_stable_offset}")
 
 
 def dump_snapshot(path: str) -> None:
+    """One line per producer of a producer-state snapshot; its last batch's fields only
+    when it has one, as Kafka prints them. O(file size)."""
     from pylog.producer_state import read_snapshot
     for e in read_snapshot(path):
-        b = e.batches[-1] if e.batches else None
-        print(f"producerId: {e.producer_id} producerEpoch: {e.epoch} coordinatorEpoch: {e.coordinator_epoch} "
-              f"currentTxnFirstOffset: {-1 if e.current_txn_first_offset is None else e.current_txn_first_offset} "
-              f"lastTimestamp: {e.last_timestamp} firstSequence: {b.first_seq if b else -1} "
-              f"lastSequence: {b.last_seq if b else -1} lastOffset: {b.last_offset if b else -1} "
-              f"offsetDelta: {(b.last_offset - b.first_offset) if b else 0} timestamp: {b.timestamp if b else -1}")
+        line = (f"producerId: {e.producer_id} producerEpoch: {e.epoch} coordinatorEpoch: {e.coordinator_epoch} "
+                f"currentTxnFirstOffset: {_optional_long(e.current_txn_first_offset)} "
+                f"lastTimestamp: {e.last_timestamp}")
+        if e.batches:
+            b = e.batches[0]
+            line += (f" firstSequence: {b.first_seq} lastSequence: {b.last_seq} lastOffset: {b.last_offset} "
+                     f"offsetDelta: {b.last_offset - b.first_offset} timestamp: {b.timestamp}")
+        print(line)
+
+
+def _optional_long(value: int | None) -> str:
+    """Java's ``OptionalLong.toString()``."""
+    return "OptionalLong.empty" if value is None else f"OptionalLong[{value}]"

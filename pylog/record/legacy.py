@@ -72,6 +72,17 @@ def _read_bytes(buf, p: int, stop: int, what: str):
     return bytes(buf[p:p + n]), p + n
 
 
+class LegacyRecord(Record):
+    """A record read from a legacy message; ``crc`` is that message's stored CRC-32: the
+    entry's own, or for a record inside a compressed wrapper the inner message's."""
+
+    __slots__ = ("crc",)
+
+    def __init__(self, value, key, timestamp, offset, crc: int):
+        super().__init__(value, key, timestamp, (), offset)
+        self.crc = crc
+
+
 class LegacyBatch:
     """A magic 0/1 log entry (one message, or a compressed wrapper of several)."""
 
@@ -188,7 +199,7 @@ class LegacyBatch:
     def _decode(self) -> list[Record]:
         m = self._message()
         if self.compression_id == 0:
-            return [Record(m.value, m.key, m.timestamp, (), m.offset)]
+            return [LegacyRecord(m.value, m.key, m.timestamp, m.offset, m.crc)]
         if m.value is None:
             raise InvalidRecordError("compressed wrapper message has a null value")
         data = _codec.decompress(self.compression_id, m.value, magic=m.magic)
@@ -215,7 +226,7 @@ class LegacyBatch:
         for im in inner:
             ts = wrapper.timestamp if append_time else im.timestamp
             off = im.offset + shift if shift is not None else im.offset
-            out.append(Record(im.value, im.key, ts, (), off))
+            out.append(LegacyRecord(im.value, im.key, ts, off, im.crc))
         return out
 
     def __iter__(self):

@@ -1,0 +1,164 @@
+"""KRaft snapshot files and the control records of the metadata log
+(docs/format/kraft-snapshot.md): read only, for ``pylog dump``.
+
+A snapshot ``<20-digit end offset>-<10-digit epoch>.checkpoint`` is a run of v2 batches
+like a segment. The values of its control records (SnapshotHeader, SnapshotFooter,
+KRaftVersion, KRaftVoters, LeaderChange) are Kafka protocol messages in their flexible
+encoding; :func:`control_text` renders one the way Kafka's DumpLogSegments prints it,
+through the JSON Kafka's generated message converters write.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+from pylog.errors import CorruptCheckpointError, InvalidRecordError
+from pylog.layout import (
+    CONTROL_TYPE_NAMES, INT16, INT32, INT64, KRAFT_BOOTSTRAP_FILENAME, KRAFT_SNAPSHOT_SUFFIX, OFFSET_DIGITS,
+)
+
+EPOCH_DIGITS = 10
+_SNAPSHOT_NAME = re.compile(rf"(\d{{{OFFSET_DIGITS}}})-(\d{{{EPOCH_DIGITS}}}){re.escape(KRAFT_SNAPSHOT_SUFFIX)}")
+#: The directory id LeaderChange voters carry when read at version 0 (Kafka's Uuid.ZERO_UUID).
+_ZERO_UUID = base64.urlsafe_b64encode(bytes(16)).rstrip(b"=").decode()
+
+
+def snapshot_title(name: str) -> str:
+    """The line Kafka's DumpLogSegments prints before a snapshot's batches: ``KRaft bootstrap
+    snapshot`` or ``Snapshot end offset: N, epoch: E``. Raises :class:`CorruptCheckpointError`
+    for a name that is neither."""
+    if name == KRAFT_BOOTSTRAP_FILENAME:
+        return "KRaft bootstrap snapshot"
+    m = _SNAPSHOT_NAME.fullmatch(name)
+    if m is None:
+        raise CorruptCheckpointError(f"{name} is not a KRaft snapshot name (<{OFFSET_DIGITS}-digit end offset>-"
+                                     f"<{EPOCH_DIGITS}-digit epoch>{KRAFT_SNAPSHOT_SUFFIX})")
+    return f"Snapshot end offset: {int(m[1])}, epoch: {int(m[2])}"
+
+
+class _Fields:
+    """Reads the fields of a flexible-version Kafka message in order. Each read raises
+    :class:`InvalidRecordError` when the value ends first; bytes after the last field are
+    ignored, as Kafka's readers ignore them."""
+
+    __slots__ = ("_buf", "_pos", "_what")
+
+    def __init__(self, buf: bytes, what: str):
+        self._buf = buf
+        self._pos = 0
+        self._what = what
+
+    def _take(self, n: int) -> bytes:
+        end = self._pos + n
+        if n < 0 or end > len(self._buf):
+            raise InvalidRecordError(f"{self._what} control record value ends at byte {len(self._buf)}, "
+                                     f"inside a field at byte {self._pos}")
+        out = self._buf[self._pos:end]
+        self._pos = end
+        return out
+
+    def int16(self) -> int:
+        return INT16.unpack(self._take(2))[0]
+
+    def uint16(self) -> int:
+        return int.from_bytes(self._take(2), "big")
+
+    def int32(self) -> int:
+        return INT32.unpack(self._take(4))[0]
+
+    def int64(self) -> int:
+        return INT64.unpack(self._take(8))[0]
+
+    def uvarint(self) -> int:
+        value = 0
+        for shift in range(0, 35, 7):
+            b = self._take(1)[0]
+            value |= (b & 0x7F) << shift
+            if b < 0x80:
+                return value
+        raise InvalidRecordError(f"{self._what} control record has an unsigned varint longer than 5 bytes")
+
+    def string(self) -> str:
+        return self._take(self._length("string")).decode("utf-8", "replace")
+
+    def uuid(self) -> str:
+        """Kafka's ``Uuid.toString()``: URL-safe base64 of the 16 bytes, unpadded."""
+        return base64.urlsafe_b64encode(self._take(16)).rstrip(b"=").decode()
+
+    def array(self, read_item) -> list:
+        return [read_item(self) for _ in range(self._length("array"))]
+
+    def tagged_fields(self) -> None:
+        """Skip the tagged fields (none of them appear in Kafka's JSON)."""
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self._take(self.uvarint())
+
+    def _length(self, what: str) -> int:
+        n = self.uvarint() - 1  # compact encoding: length + 1, 0 = null
+        if n < 0:
+            raise InvalidRecordError(f"{self._what} control record has a null {what}")
+        return n
+
+
+def _message(f: _Fields, schema) -> dict:
+    """Read the fields ``schema`` lists, ``(JSON name, reader)`` in wire order, then the
+    message's tagged fields."""
+    out = {name: read(f) for name, read in schema}
+    f.tagged_fields()
+    return out
+
+
+def _array_of(schema):
+    return lambda f: f.array(lambda g: _message(g, schema))
+
+
+_VERSION = ("version", _Fields.int16)
+_ENDPOINT = (("name", _Fields.string), ("host", _Fields.string), ("port", _Fields.uint16))
+_VERSION_RANGE = (("minSupportedVersion", _Fields.int16), ("maxSupportedVersion", _Fields.int16))
+_VOTER = (("voterId", _Fields.int32), ("voterDirectoryId", _Fields.uuid), ("endpoints", _array_of(_ENDPOINT)),
+          ("kRaftVersionFeature", lambda f: _message(f, _VERSION_RANGE)))
+_LEADER_CHANGE_VOTER = (("voterId", _Fields.int32),)
+
+
+def _leader_change(f: _Fields) -> dict:
+    """Kafka reads LeaderChange at version 0 and writes its JSON at the version the record
+    states, so from version 1 on every voter shows the zero directory id."""
+    out = _message(f, (_VERSION, ("leaderId", _Fields.int32), ("voters", _array_of(_LEADER_CHANGE_VOTER)),
+                       ("grantingVoters", _array_of(_LEADER_CHANGE_VOTER))))
+    if out["version"] >= 1:
+        for voter in out["voters"] + out["grantingVoters"]:
+            voter["voterDirectoryId"] = _ZERO_UUID
+    return out
+
+
+#: control type id -> (label DumpLogSegments prints before the JSON, message reader,
+#: highest version Kafka's JSON converters write)
+_MESSAGES = {
+    2: ("LeaderChange: ", _leader_change, 1),
+    3: ("SnapshotHeader ", lambda f: _message(f, (_VERSION, ("lastContainedLogTimestamp", _Fields.int64))), 0),
+    4: ("SnapshotFooter ", lambda f: _message(f, (_VERSION,)), 0),
+    5: ("KRaftVersion ", lambda f: _message(f, (_VERSION, ("kRaftVersion", _Fields.int16))), 0),
+    6: ("KRaftVoters ", lambda f: _message(f, (_VERSION, ("voters", _array_of(_VOTER)))), 0),
+}
+
+
+def control_text(type_id: int, value: bytes | None) -> str | None:
+    """``SnapshotHeader {"version":0,...}`` and the like for a KRaft control record, or
+    ``None`` for a type id that is not one (transaction markers, unknown types).
+    Raises :class:`InvalidRecordError` for a value cut short or a version Kafka's JSON
+    converter refuses too. O(len(value))."""
+    entry = _MESSAGES.get(type_id)
+    if entry is None:
+        return None
+    label, read, max_version = entry
+    name = CONTROL_TYPE_NAMES[type_id]
+    if value is None:
+        raise InvalidRecordError(f"{name} control record has a null value")
+    message = read(_Fields(bytes(value), name))
+    if not 0 <= message["version"] <= max_version:
+        raise InvalidRecordError(f"{name} control record has version {message['version']}; "
+                                 f"versions 0 to {max_version} are defined")
+    return label + json.dumps(message, separators=(",", ":"), ensure_ascii=False)
