@@ -4,7 +4,8 @@ A pass: (1) pick the dirty range, from the first dirty offset (``cleaner-offset-
 to the first uncleanable offset (the active segment, the last stable offset, and
 ``min_compaction_lag_ms``); skip unless the dirty share of the cleanable bytes reaches
 ``min_cleanable_dirty_ratio``; (2) map every key in the dirty range to its latest offset,
-stopping early if the map is full (the next pass goes on from there); (3) rewrite the
+skipping the records of aborted transactions (so that they never supersede a committed
+value), stopping early if the map is full (the next pass goes on from there); (3) rewrite the
 segments below the map's end in groups of at most ``segment_bytes``, keeping a record
 only if no later record of its key exists; tombstones stay until ``delete_retention_ms``
 after the pass that first kept them (the batch's delete horizon); records of aborted
@@ -112,7 +113,7 @@ def _one_pass(log, now: int, budget_bytes: int, force: bool) -> CleanResult:
         return result
     log._min_delete_horizon = None
     to_clean = [s for s in segments if s.base_offset < map_end]
-    markers = TxnMarkers(txn for seg in log.segments for txn in seg.txn_index.entries())
+    markers = TxnMarkers(_aborted_txns(log, 0))
     last_batch_of_producer = {pid: e.last_offset for pid, e in (log._producers.entries() if log._producers else {}).items()}
     horizon = now + log.config.delete_retention_ms
     for group in _groups(to_clean, log.config.segment_bytes):
@@ -134,28 +135,46 @@ def _one_pass(log, now: int, budget_bytes: int, force: bool) -> CleanResult:
     return result
 
 
+def _aborted_txns(log, from_offset: int) -> list:
+    """The aborted transactions whose ABORT marker is at or above ``from_offset``."""
+    return [t for seg in log.segments for t in seg.txn_index.entries() if t.last_offset >= from_offset]
+
+
 def _build_offset_map(log, segments, first_dirty: int, end: int, budget_bytes: int):
-    """Latest offset per key in [first_dirty, end); stops at the first batch that does not fit."""
+    """Latest offset per key in [first_dirty, end), counting committed and non-transactional
+    records only: a record of an aborted transaction never supersedes anything, as in
+    Kafka's cleaner. Returns (map, map end): the next offset of the last batch mapped
+    (the next pass goes on from there when the map filled up)."""
+    dirty = [s for s in segments if s.next_offset > first_dirty]
     offset_map = OffsetMap(budget_bytes)
+    if not dirty:
+        return offset_map, first_dirty
+    markers = TxnMarkers(_aborted_txns(log, dirty[0].base_offset))
     map_end = first_dirty
-    for seg in segments:
-        if seg.next_offset <= first_dirty:
-            continue
+    for seg in dirty:
         for batch in _batches(seg):
-            if batch.last_offset < first_dirty or batch.is_control:
-                map_end = max(map_end, batch.next_offset if batch.last_offset >= first_dirty else map_end)
-                continue
             if batch.base_offset >= end:
-                return offset_map, map_end
-            records = batch.records()
-            new_keys = sum(1 for r in records if r.key is not None and offset_map.get(r.key) < 0)
+                return offset_map, end
+            keys = _mapped_records(batch, markers, first_dirty)
+            new_keys = sum(1 for r in keys if offset_map.get(r.key) < 0)
             if len(offset_map) + new_keys > offset_map.capacity and len(offset_map) > 0:
                 return offset_map, map_end
-            for r in records:
-                if r.key is not None:
-                    offset_map.put(r.key, r.offset)
-            map_end = batch.next_offset
+            for r in keys:
+                offset_map.put(r.key, r.offset)
+            map_end = max(map_end, batch.next_offset)
     return offset_map, map_end
+
+
+def _mapped_records(batch, markers: TxnMarkers, first_dirty: int) -> list:
+    """The keyed records of ``batch`` at or above ``first_dirty`` that go into the offset
+    map: none of a marker or of a batch of an aborted transaction. Keeps ``markers`` in
+    step with the walk."""
+    if batch.is_control:
+        markers.on_marker(batch)
+        return []
+    if markers.on_data(batch) or batch.last_offset < first_dirty:
+        return []
+    return [r for r in batch.records() if r.key is not None and r.offset >= first_dirty]
 
 
 def _batches(seg):

@@ -192,3 +192,23 @@ def test_transaction_markers_go_as_kafkas_cleaner_lets_them(tmp_path):
     with Log.open(tmp_path / "t-0", **CFG) as log:  # and the producers' state survives it
         assert log.append([Record(b"again", key=b"k9")], producer_id=7, producer_epoch=0,
                           base_sequence=4).first_offset > 0
+
+
+def _txn(log, pid, seq, records, commit):
+    """A transaction of ``pid`` (epoch 0) holding ``records``, ended by a marker."""
+    log.append(records, producer_id=pid, producer_epoch=0, base_sequence=seq, is_transactional=True)
+    return log.append_txn_marker(pid, 0, commit=commit).first_offset
+
+
+def test_an_aborted_record_never_supersedes_the_committed_value_of_its_key(tmp_path):
+    with Log.open(tmp_path / "t-0", **CFG) as log:
+        log.append([Record(b"v1-committed", key=b"K")])
+        _txn(log, 7, 0, [Record(b"v2-aborted", key=b"K")], commit=False)
+        log.append([Record(b"x", key=b"other")])
+        log.roll()
+        log.append([Record(b"y", key=b"y")])
+        log.compact(force=True)
+        for isolation in ("uncommitted", "committed"):
+            values = [(r.offset, r.value) for r in log.records(isolation=isolation) if r.key == b"K"]
+            assert values == [(0, b"v1-committed")], isolation
+        assert log.check() == []
