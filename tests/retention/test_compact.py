@@ -212,3 +212,24 @@ def test_an_aborted_record_never_supersedes_the_committed_value_of_its_key(tmp_p
             values = [(r.offset, r.value) for r in log.records(isolation=isolation) if r.key == b"K"]
             assert values == [(0, b"v1-committed")], isolation
         assert log.check() == []
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_an_emptied_batch_kept_for_its_producer_is_kafkas_61_byte_header(tmp_path, compression):
+    from kafka.record.default_records import DefaultRecordBatch
+    now = int(time.time() * 1000)
+    with Log.open(tmp_path / "t-0", compression=compression, **CFG) as log:
+        log.append([Record(b"a", key=b"K", timestamp=now - 5), Record(b"b", key=b"L", timestamp=now)],
+                   producer_id=7, producer_epoch=3, base_sequence=0)
+        log.append([Record(b"a2", key=b"K"), Record(b"b2", key=b"L")])
+        log.roll()
+        log.compact(force=True)
+        first = next(iter(decode_batches(open(log.segments[0].log_path, "rb").read())))
+        assert (first.base_offset, first.last_offset, first.size, len(first)) == (0, 1, 61, 0)
+        assert first.attributes == 0 and first.base_timestamp == -1 and first.max_timestamp == now
+        assert (first.producer_id, first.producer_epoch, first.base_sequence) == (7, 3, 0)
+        kb = DefaultRecordBatch(bytearray(first.raw()))
+        assert kb.validate_crc() and list(kb) == []
+        assert log.check() == []
+    with Log.open(tmp_path / "t-0", **CFG) as log:  # the producer's sequence survived
+        log.append([Record(b"c", key=b"K")], producer_id=7, producer_epoch=3, base_sequence=2)
