@@ -6,7 +6,8 @@ to the first uncleanable offset (the active segment, the last stable offset, and
 ``min_cleanable_dirty_ratio``; (2) map every key in the dirty range to its latest offset,
 skipping the records of aborted transactions (so that they never supersede a committed
 value), stopping early if the map is full (the next pass goes on from there); (3) rewrite the
-segments below the map's end in groups of at most ``segment_bytes``, keeping a record
+segments below the map's end in groups of at most ``segment_bytes`` (a segment holding the
+first uncleanable offset is cleaned up to it and copied as it is from there), keeping a record
 only if no later record of its key exists; tombstones stay until ``delete_retention_ms``
 after the pass that first kept them (the batch's delete horizon); records of aborted
 transactions go, and transaction markers go as Kafka's cleaner lets them
@@ -109,7 +110,7 @@ def _one_pass(log, now: int, budget_bytes: int, force: bool) -> CleanResult:
     end = _first_uncleanable_offset(log, now)
     first_dirty = min(_first_dirty_offset(log), end)
     result.first_dirty_offset = first_dirty
-    segments = [s for s in log.segments if s.next_offset <= end and s is not log.active_segment]
+    segments = [s for s in log.segments if s.base_offset < end and s is not log.active_segment]
     planned = _plan(log, segments, first_dirty, end, now, budget_bytes, force) if segments else None
     if planned is None:
         return result
@@ -168,8 +169,8 @@ def _last_records_of_producers(log) -> dict:
 def _build_offset_map(log, segments, first_dirty: int, end: int, budget_bytes: int):
     """Latest offset per key in [first_dirty, end), counting committed and non-transactional
     records only: a record of an aborted transaction never supersedes anything, as in
-    Kafka's cleaner. Returns (map, map end): the next offset of the last batch mapped
-    (the next pass goes on from there when the map filled up)."""
+    Kafka's cleaner. Returns (map, map end): ``end``, or the next offset of the last batch
+    that fit when the map filled up (the next pass goes on from there)."""
     dirty = [s for s in segments if s.next_offset > first_dirty]
     offset_map = OffsetMap(budget_bytes)
     if not dirty:
@@ -187,7 +188,7 @@ def _build_offset_map(log, segments, first_dirty: int, end: int, budget_bytes: i
             for r in keys:
                 offset_map.put(r.key, r.offset)
             map_end = max(map_end, batch.next_offset)
-    return offset_map, map_end
+    return offset_map, end
 
 
 def _mapped_records(batch, markers: TxnMarkers, first_dirty: int) -> list:

@@ -233,3 +233,27 @@ def test_an_emptied_batch_kept_for_its_producer_is_kafkas_61_byte_header(tmp_pat
         assert log.check() == []
     with Log.open(tmp_path / "t-0", **CFG) as log:  # the producer's sequence survived
         log.append([Record(b"c", key=b"K")], producer_id=7, producer_epoch=3, base_sequence=2)
+
+
+def test_a_segment_straddling_the_last_stable_offset_is_cleaned_up_to_it(tmp_path):
+    with Log.open(tmp_path / "t-0", **CFG) as log:
+        log.append([Record(b"old", key=b"K")])
+        log.append([Record(b"new", key=b"K")])
+        _txn(log, 7, 0, [Record(b"aborted", key=b"A")], commit=False)
+        log.append([Record(b"open", key=b"K")], producer_id=8, producer_epoch=0, base_sequence=0,
+                   is_transactional=True)
+        log.append([Record(b"after", key=b"N")])
+        log.roll()
+        log.append([Record(b"y", key=b"y")])
+        lso = log.last_stable_offset
+        assert lso == 4 and log.segments[1].base_offset == 6
+        log.compact(force=True)
+        kept = [(r.offset, r.value) for r in log.records()]
+        # below the LSO: the superseded and the aborted record go; from it on nothing is touched,
+        # and the open transaction's record does not supersede the committed one
+        assert kept == [(1, b"new"), (4, b"open"), (5, b"after"), (6, b"y")]
+        assert [t.first_offset for s in log.segments for t in s.txn_index.entries()] == [2]
+        log.append_txn_marker(8, 0, commit=False)
+        assert [(r.offset, r.value) for r in log.records(isolation="committed")] == [
+            (1, b"new"), (5, b"after"), (6, b"y")]
+        assert log.check() == []
