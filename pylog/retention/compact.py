@@ -11,7 +11,8 @@ first uncleanable offset is cleaned up to it and copied as it is from there), ke
 only if no later record of its key exists; tombstones stay until ``delete_retention_ms``
 after the pass that first kept them (the batch's delete horizon); records of aborted
 transactions go, and transaction markers go as Kafka's cleaner lets them
-(``txn_markers.py``); batches keep their base and last offsets and producer fields; (4) swap
+(``txn_markers.py``); batches keep their base and last offsets and producer fields, and a
+batch kept with no records is Kafka's 61-byte empty batch (docs/format/batch.md); (4) swap
 the cleaned segments in with the ``.cleaned`` -> ``.swap`` protocol, crash-safe at each step.
 """
 
