@@ -112,7 +112,7 @@ def _one_pass(log, now: int, budget_bytes: int, force: bool) -> CleanResult:
     first_dirty = min(_first_dirty_offset(log), end)
     result.first_dirty_offset = first_dirty
     segments = [s for s in log.segments if s.base_offset < end and s is not log.active_segment]
-    planned = _plan(log, segments, first_dirty, end, now, budget_bytes, force) if segments else None
+    planned = _map_for_pass(log, segments, first_dirty, end, now, budget_bytes, force) if segments else None
     if planned is None:
         return result
     offset_map, map_end = planned
@@ -138,7 +138,7 @@ def _one_pass(log, now: int, budget_bytes: int, force: bool) -> CleanResult:
     return result
 
 
-def _plan(log, segments, first_dirty: int, end: int, now: int, budget_bytes: int, force: bool):
+def _map_for_pass(log, segments, first_dirty: int, end: int, now: int, budget_bytes: int, force: bool):
     """(offset map, map end) for a pass over ``segments`` (those below ``end``), or None
     when the pass is not due: too little of the cleanable bytes is dirty, or the map
     could not take a single batch."""
