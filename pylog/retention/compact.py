@@ -4,12 +4,15 @@ A pass: (1) pick the dirty range, from the first dirty offset (``cleaner-offset-
 to the first uncleanable offset (the active segment, the last stable offset, and
 ``min_compaction_lag_ms``); skip unless the dirty share of the cleanable bytes reaches
 ``min_cleanable_dirty_ratio``; (2) map every key in the dirty range to its latest offset,
-stopping early if the map is full (the next pass goes on from there); (3) rewrite the
-segments below the map's end in groups of at most ``segment_bytes``, keeping a record
+skipping the records of aborted transactions (so that they never supersede a committed
+value), stopping early if the map is full (the next pass goes on from there); (3) rewrite the
+segments below the map's end in groups of at most ``segment_bytes`` (a segment holding the
+first uncleanable offset is cleaned up to it and copied as it is from there), keeping a record
 only if no later record of its key exists; tombstones stay until ``delete_retention_ms``
 after the pass that first kept them (the batch's delete horizon); records of aborted
 transactions go, and transaction markers go as Kafka's cleaner lets them
-(``txn_markers.py``); batches keep their base and last offsets and producer fields; (4) swap
+(``txn_markers.py``); batches keep their base and last offsets and producer fields, and a
+batch kept with no records is Kafka's 61-byte empty batch (docs/format/batch.md); (4) swap
 the cleaned segments in with the ``.cleaned`` -> ``.swap`` protocol, crash-safe at each step.
 """
 
@@ -89,38 +92,39 @@ def _first_dirty_offset(log) -> int:
     return max(cp.get(log._dir.key, log.log_start_offset), log.log_start_offset)
 
 
+@dataclass
+class _Pass:
+    """What one pass decides with, batch by batch."""
+
+    offset_map: OffsetMap
+    map_end: int  # records at or above it stay: the map has not seen their keys
+    upper_bound: int  # the first uncleanable offset: batches from it on are copied as they are
+    now_ms: int
+    delete_horizon_ms: int  # stamped on batches that first keep a tombstone or a removable marker
+    markers: TxnMarkers
+    last_of_producer: dict  # producer id -> (offset of its last data batch or None, epoch)
+    result: CleanResult
+
+
 def _one_pass(log, now: int, budget_bytes: int, force: bool) -> CleanResult:
     result = CleanResult()
     end = _first_uncleanable_offset(log, now)
     first_dirty = min(_first_dirty_offset(log), end)
     result.first_dirty_offset = first_dirty
-    segments = [s for s in log.segments if s.next_offset <= end and s is not log.active_segment]
-    if not segments:
+    segments = [s for s in log.segments if s.base_offset < end and s is not log.active_segment]
+    planned = _map_for_pass(log, segments, first_dirty, end, now, budget_bytes, force) if segments else None
+    if planned is None:
         return result
-    cleanable_bytes = sum(s.size_bytes for s in segments)
-    dirty_bytes = sum(s.size_bytes for s in segments if s.next_offset > first_dirty)
-    horizon_due = getattr(log, "_min_delete_horizon", None) is not None and now >= log._min_delete_horizon
-    if dirty_bytes == 0:
-        if not (force or horizon_due):
-            return result
-        offset_map, map_end = OffsetMap(1), end  # nothing new: re-clean to drop expired tombstones
-    elif not force and dirty_bytes / max(cleanable_bytes, 1) < log.config.min_cleanable_dirty_ratio:
-        return result
-    else:
-        offset_map, map_end = _build_offset_map(log, segments, first_dirty, end, budget_bytes)
-    if map_end <= first_dirty and dirty_bytes:
-        return result
+    offset_map, map_end = planned
     log._min_delete_horizon = None
     to_clean = [s for s in segments if s.base_offset < map_end]
-    markers = TxnMarkers(txn for seg in log.segments for txn in seg.txn_index.entries())
-    last_batch_of_producer = {pid: e.last_offset for pid, e in (log._producers.entries() if log._producers else {}).items()}
-    horizon = now + log.config.delete_retention_ms
+    p = _Pass(offset_map, map_end, end, now, now + log.config.delete_retention_ms,
+              TxnMarkers(_aborted_txns(log, to_clean[0].base_offset)), _last_records_of_producers(log), result)
     for group in _groups(to_clean, log.config.segment_bytes):
         cleaned = log.new_cleaned_segment(group[0].base_offset)
         for seg in group:
             result.bytes_read += seg.size_bytes
-            _clean_segment_into(seg, cleaned, offset_map, map_end, now, horizon, markers,
-                                last_batch_of_producer, result)
+            _clean_segment_into(seg, cleaned, p)
         cleaned.on_become_inactive()
         cleaned.flush()
         result.bytes_written += cleaned.size_bytes
@@ -134,28 +138,70 @@ def _one_pass(log, now: int, budget_bytes: int, force: bool) -> CleanResult:
     return result
 
 
+def _map_for_pass(log, segments, first_dirty: int, end: int, now: int, budget_bytes: int, force: bool):
+    """(offset map, map end) for a pass over ``segments`` (those below ``end``), or None
+    when the pass is not due: too little of the cleanable bytes is dirty, or the map
+    could not take a single batch."""
+    cleanable_bytes = sum(s.size_bytes for s in segments)
+    dirty_bytes = sum(s.size_bytes for s in segments if s.next_offset > first_dirty) if first_dirty < end else 0
+    if dirty_bytes == 0:
+        horizon_due = getattr(log, "_min_delete_horizon", None) is not None and now >= log._min_delete_horizon
+        if not (force or horizon_due):
+            return None
+        return OffsetMap(1), end  # nothing new: re-clean to drop expired tombstones and markers
+    if not force and dirty_bytes / max(cleanable_bytes, 1) < log.config.min_cleanable_dirty_ratio:
+        return None
+    offset_map, map_end = _build_offset_map(log, segments, first_dirty, end, budget_bytes)
+    return (offset_map, map_end) if map_end > first_dirty else None
+
+
+def _aborted_txns(log, from_offset: int) -> list:
+    """The aborted transactions whose ABORT marker is at or above ``from_offset``."""
+    return [t for seg in log.segments for t in seg.txn_index.entries() if t.last_offset >= from_offset]
+
+
+def _last_records_of_producers(log) -> dict:
+    """Producer id -> (last offset of its last data batch, or None; its epoch): the batch a
+    pass keeps, emptied if need be, so that the producer's sequence and epoch survive."""
+    producers = log._producers.entries() if log._producers else {}
+    return {pid: (e.last_offset if e.last_offset >= 0 else None, e.epoch) for pid, e in producers.items()}
+
+
 def _build_offset_map(log, segments, first_dirty: int, end: int, budget_bytes: int):
-    """Latest offset per key in [first_dirty, end); stops at the first batch that does not fit."""
+    """Latest offset per key in [first_dirty, end), counting committed and non-transactional
+    records only: a record of an aborted transaction never supersedes anything, as in
+    Kafka's cleaner. Returns (map, map end): ``end``, or the next offset of the last batch
+    that fit when the map filled up (the next pass goes on from there)."""
+    dirty = [s for s in segments if s.next_offset > first_dirty]
     offset_map = OffsetMap(budget_bytes)
+    if not dirty:
+        return offset_map, first_dirty
+    markers = TxnMarkers(_aborted_txns(log, dirty[0].base_offset))
     map_end = first_dirty
-    for seg in segments:
-        if seg.next_offset <= first_dirty:
-            continue
+    for seg in dirty:
         for batch in _batches(seg):
-            if batch.last_offset < first_dirty or batch.is_control:
-                map_end = max(map_end, batch.next_offset if batch.last_offset >= first_dirty else map_end)
-                continue
             if batch.base_offset >= end:
-                return offset_map, map_end
-            records = batch.records()
-            new_keys = sum(1 for r in records if r.key is not None and offset_map.get(r.key) < 0)
+                return offset_map, end
+            keys = _mapped_records(batch, markers, first_dirty)
+            new_keys = sum(1 for r in keys if offset_map.get(r.key) < 0)
             if len(offset_map) + new_keys > offset_map.capacity and len(offset_map) > 0:
                 return offset_map, map_end
-            for r in records:
-                if r.key is not None:
-                    offset_map.put(r.key, r.offset)
-            map_end = batch.next_offset
-    return offset_map, map_end
+            for r in keys:
+                offset_map.put(r.key, r.offset)
+            map_end = max(map_end, batch.next_offset)
+    return offset_map, end
+
+
+def _mapped_records(batch, markers: TxnMarkers, first_dirty: int) -> list:
+    """The keyed records of ``batch`` at or above ``first_dirty`` that go into the offset
+    map: none of a marker or of a batch of an aborted transaction. Keeps ``markers`` in
+    step with the walk."""
+    if batch.is_control:
+        markers.on_marker(batch)
+        return []
+    if markers.on_data(batch) or batch.last_offset < first_dirty:
+        return []
+    return [r for r in batch.records() if r.key is not None and r.offset >= first_dirty]
 
 
 def _batches(seg):
@@ -176,79 +222,105 @@ def _groups(segments, segment_bytes: int):
         yield group
 
 
-def _clean_segment_into(seg, cleaned, offset_map, map_end, now, horizon, markers, last_of_producer, result):
+def _clean_segment_into(seg, cleaned, p: _Pass) -> None:
+    """Filter the batches of ``seg`` into ``cleaned``. Batches from the first uncleanable
+    offset on (a segment straddling it is cleaned up to it) are copied as they are, with
+    the ``.txnindex`` entries of their ABORT markers."""
+    uncleanable_txns = {t.last_offset: t for t in seg.txn_index.entries() if t.last_offset >= p.upper_bound}
     for batch in _batches(seg):
-        if batch.magic != 2:
-            data = _legacy_retained(batch, offset_map, map_end, result)
-        elif batch.is_control:
-            may_go, txn = markers.on_marker(batch)
-            data = _control_retained(batch, may_go, now, horizon, last_of_producer, result)
-            if data and txn is not None:
-                cleaned.txn_index.append(txn)
+        if batch.base_offset >= p.upper_bound:
+            data = bytes(batch.raw())
+            if batch.last_offset in uncleanable_txns:
+                cleaned.txn_index.append(uncleanable_txns[batch.last_offset])
+        elif batch.magic != 2:
+            data = _legacy_retained(batch, p)
         else:
-            aborted = markers.on_data(batch)
-            data = _v2_retained(batch, aborted, offset_map, map_end, now, horizon, last_of_producer, result)
+            data = _v2_retained(batch, cleaned, p)
         if data:
             cleaned.append(batch.last_offset, batch.max_timestamp, batch.last_offset, data)
 
 
-def _keep(record, offset_map, map_end) -> bool:
-    if record.key is None:
-        return False  # compacted topics hold keyed records only
-    if record.offset >= map_end:
+def _keep(record, p: _Pass, delete_horizon_ms: int | None) -> bool:
+    """Kafka's record rule: a record the map has not reached stays; otherwise a keyed record
+    stays if it is its key's latest, and a tombstone only until its batch's delete horizon."""
+    if record.offset >= p.map_end:
         return True
-    return offset_map.get(record.key) <= record.offset
+    if record.key is None or p.offset_map.get(record.key) > record.offset:
+        return False
+    return record.value is not None or delete_horizon_ms is None or p.now_ms < delete_horizon_ms
 
 
-def _control_retained(batch, may_go: bool, now: int, horizon: int, last_of_producer, result):
-    """A marker that may go is stamped with a delete horizon, then removed after it (an
-    empty batch stays if it is its producer's last, as for data batches)."""
-    stamped = batch.delete_horizon_ms
-    if not may_go:
-        return bytes(batch.raw())
-    if stamped is None:
-        result.min_delete_horizon = min(result.min_delete_horizon or horizon, horizon)
-        return _rebuild(batch, batch.records(), horizon)
-    if now < stamped:
-        result.min_delete_horizon = min(result.min_delete_horizon or stamped, stamped)
-        return bytes(batch.raw())
-    result.records_removed += len(batch.records())
-    if last_of_producer.get(batch.producer_id) == batch.last_offset:
-        return _rebuild(batch, [], None)
-    return None
+def _v2_retained(batch, cleaned, p: _Pass) -> bytes | None:
+    """Kafka's batch rule (its log cleaner's filter): the bytes to keep for ``batch``, or None.
 
-
-def _v2_retained(batch, aborted: bool, offset_map, map_end, now, horizon, last_of_producer, result):
+    A batch of an aborted transaction loses all its records, and a marker that may go
+    (``txn_markers.py``) loses its record once its delete horizon has passed. A producer's
+    last data batch (or, without one, its last marker) and the last batch below the first
+    uncleanable offset stay even when emptied, as a 61-byte header (:func:`_empty_batch`).
+    Unchanged batches are copied byte for byte; a batch that first keeps a tombstone or a
+    removable marker is stamped with the pass's delete horizon."""
+    may_go, discard = _txn_fate(batch, cleaned, p)
+    retain_empty = _is_last_of_producer(batch, p.last_of_producer) or batch.next_offset == p.upper_bound
+    if discard and not retain_empty:
+        p.result.records_removed += len(batch)
+        return None
     records = batch.records()
-    if aborted:
+    if discard:
         kept = []
     else:
-        batch_horizon = batch.delete_horizon_ms
-        kept = [r for r in records if _keep(r, offset_map, map_end)
-                and not (r.value is None and batch_horizon is not None and now >= batch_horizon)]
-    result.records_removed += len(records) - len(kept)
-    has_tombstone = any(r.value is None for r in kept)
-    if len(kept) == len(records) and (not has_tombstone or batch.delete_horizon_ms is not None):
-        if has_tombstone:
-            h = batch.delete_horizon_ms
-            result.min_delete_horizon = min(result.min_delete_horizon or h, h)
-        return bytes(batch.raw())  # nothing changes: copy the batch as it is
+        kept = records if batch.is_control else [r for r in records if _keep(r, p, batch.delete_horizon_ms)]
+    p.result.records_removed += len(records) - len(kept)
     if not kept:
-        if batch.producer_id >= 0 and last_of_producer.get(batch.producer_id) == batch.last_offset:
-            return _rebuild(batch, [], None)  # an empty batch keeps the producer's sequence
-        return None
-    new_horizon = batch.delete_horizon_ms
-    if has_tombstone and new_horizon is None:
-        new_horizon = horizon
-    if new_horizon is not None:
-        result.min_delete_horizon = min(result.min_delete_horizon or new_horizon, new_horizon)
-    return _rebuild(batch, kept, new_horizon)
+        return _empty_batch(batch) if retain_empty else None
+    stamp = batch.delete_horizon_ms is None and ((batch.is_control and may_go) or any(r.value is None for r in kept))
+    horizon = p.delete_horizon_ms if stamp else batch.delete_horizon_ms
+    if horizon is not None:
+        p.result.min_delete_horizon = min(p.result.min_delete_horizon or horizon, horizon)
+    if len(kept) == len(records) and not stamp:
+        return bytes(batch.raw())
+    return _rebuild(batch, kept, horizon)
+
+
+def _txn_fate(batch, cleaned, p: _Pass) -> tuple[bool, bool]:
+    """(whether the transaction rules let ``batch`` go, whether its records go in this
+    pass): a batch of an aborted transaction goes at once, a marker that may go only after
+    its delete horizon. Appends the ``.txnindex`` entry of an ABORT marker that stays."""
+    if not batch.is_control:
+        aborted = p.markers.on_data(batch)
+        return aborted, aborted
+    may_go, txn = p.markers.on_marker(batch)
+    if txn is not None:
+        cleaned.txn_index.append(txn)
+    horizon = batch.delete_horizon_ms
+    return may_go, may_go and horizon is not None and p.now_ms >= horizon
+
+
+def _is_last_of_producer(batch, last_of_producer) -> bool:
+    if not batch.has_producer_id or batch.producer_id not in last_of_producer:
+        return False
+    last_data_offset, epoch = last_of_producer[batch.producer_id]
+    if last_data_offset is not None:
+        return batch.last_offset == last_data_offset
+    return batch.is_control and batch.producer_epoch == epoch
+
+
+def _empty_batch(batch) -> bytes:
+    """The header-only batch Kafka's cleaner writes for a batch kept with no records: 61
+    bytes, uncompressed, no delete horizon, base timestamp -1, record count 0; base and
+    last offsets, producer id, epoch and base sequence, leader epoch, timestamp type, max
+    timestamp and the transactional and control flags as in ``batch``."""
+    return build_batch(b"", 0, base_offset=batch.base_offset, codec=0, base_timestamp=-1,
+                       max_timestamp=batch.max_timestamp, timestamp_type=batch.timestamp_type,
+                       producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
+                       base_sequence=batch.base_sequence, partition_leader_epoch=batch.partition_leader_epoch,
+                       is_transactional=batch.is_transactional, is_control=batch.is_control,
+                       log_append_time=batch.max_timestamp, last_offset_delta=batch.last_offset_delta)
 
 
 def _rebuild(batch, kept, delete_horizon):
     """A batch with the same header fields (base/last offset, producer, sequence, max
-    timestamp) holding only ``kept`` records, at their original offsets."""
-    base_ts = delete_horizon if delete_horizon is not None else (kept[0].timestamp if kept else -1)
+    timestamp, codec) holding only ``kept`` (at least one record), at their original offsets."""
+    base_ts = delete_horizon if delete_horizon is not None else kept[0].timestamp
     payload = _encode_with_offsets(kept, batch.base_offset, base_ts)
     raw = build_batch(payload, len(kept), base_offset=batch.base_offset, codec=batch.compression_id,
                       base_timestamp=base_ts, max_timestamp=batch.max_timestamp,
@@ -274,13 +346,11 @@ def _encode_with_offsets(records, base_offset: int, base_ts: int) -> bytes:
     return b"".join(parts)
 
 
-def _legacy_retained(batch, offset_map, map_end, result):
+def _legacy_retained(batch, p: _Pass):
     """A legacy entry (or compressed wrapper) is kept whole while any of its records is
     still the latest for its key, and dropped whole otherwise."""
     records = batch.records()
-    if any(_keep(r, offset_map, map_end) for r in records):
+    if any(_keep(r, p, None) for r in records):
         return bytes(batch.raw())
-    result.records_removed += len(records)
+    p.result.records_removed += len(records)
     return None
-
-

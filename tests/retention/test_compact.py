@@ -192,3 +192,68 @@ def test_transaction_markers_go_as_kafkas_cleaner_lets_them(tmp_path):
     with Log.open(tmp_path / "t-0", **CFG) as log:  # and the producers' state survives it
         assert log.append([Record(b"again", key=b"k9")], producer_id=7, producer_epoch=0,
                           base_sequence=4).first_offset > 0
+
+
+def _txn(log, pid, seq, records, commit):
+    """A transaction of ``pid`` (epoch 0) holding ``records``, ended by a marker."""
+    log.append(records, producer_id=pid, producer_epoch=0, base_sequence=seq, is_transactional=True)
+    return log.append_txn_marker(pid, 0, commit=commit).first_offset
+
+
+def test_an_aborted_record_never_supersedes_the_committed_value_of_its_key(tmp_path):
+    with Log.open(tmp_path / "t-0", **CFG) as log:
+        log.append([Record(b"v1-committed", key=b"K")])
+        _txn(log, 7, 0, [Record(b"v2-aborted", key=b"K")], commit=False)
+        log.append([Record(b"x", key=b"other")])
+        log.roll()
+        log.append([Record(b"y", key=b"y")])
+        log.compact(force=True)
+        for isolation in ("uncommitted", "committed"):
+            values = [(r.offset, r.value) for r in log.records(isolation=isolation) if r.key == b"K"]
+            assert values == [(0, b"v1-committed")], isolation
+        assert log.check() == []
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_an_emptied_batch_kept_for_its_producer_is_kafkas_61_byte_header(tmp_path, compression):
+    from kafka.record.default_records import DefaultRecordBatch
+    now = int(time.time() * 1000)
+    with Log.open(tmp_path / "t-0", compression=compression, **CFG) as log:
+        log.append([Record(b"a", key=b"K", timestamp=now - 5), Record(b"b", key=b"L", timestamp=now)],
+                   producer_id=7, producer_epoch=3, base_sequence=0)
+        log.append([Record(b"a2", key=b"K"), Record(b"b2", key=b"L")])
+        log.roll()
+        log.compact(force=True)
+        first = next(iter(decode_batches(open(log.segments[0].log_path, "rb").read())))
+        assert (first.base_offset, first.last_offset, first.size, len(first)) == (0, 1, 61, 0)
+        assert first.attributes == 0 and first.base_timestamp == -1 and first.max_timestamp == now
+        assert (first.producer_id, first.producer_epoch, first.base_sequence) == (7, 3, 0)
+        kb = DefaultRecordBatch(bytearray(first.raw()))
+        assert kb.validate_crc() and list(kb) == []
+        assert log.check() == []
+    with Log.open(tmp_path / "t-0", **CFG) as log:  # the producer's sequence survived
+        log.append([Record(b"c", key=b"K")], producer_id=7, producer_epoch=3, base_sequence=2)
+
+
+def test_a_segment_straddling_the_last_stable_offset_is_cleaned_up_to_it(tmp_path):
+    with Log.open(tmp_path / "t-0", **CFG) as log:
+        log.append([Record(b"old", key=b"K")])
+        log.append([Record(b"new", key=b"K")])
+        _txn(log, 7, 0, [Record(b"aborted", key=b"A")], commit=False)
+        log.append([Record(b"open", key=b"K")], producer_id=8, producer_epoch=0, base_sequence=0,
+                   is_transactional=True)
+        log.append([Record(b"after", key=b"N")])
+        log.roll()
+        log.append([Record(b"y", key=b"y")])
+        lso = log.last_stable_offset
+        assert lso == 4 and log.segments[1].base_offset == 6
+        log.compact(force=True)
+        kept = [(r.offset, r.value) for r in log.records()]
+        # below the LSO: the superseded and the aborted record go; from it on nothing is touched,
+        # and the open transaction's record does not supersede the committed one
+        assert kept == [(1, b"new"), (4, b"open"), (5, b"after"), (6, b"y")]
+        assert [t.first_offset for s in log.segments for t in s.txn_index.entries()] == [2]
+        log.append_txn_marker(8, 0, commit=False)
+        assert [(r.offset, r.value) for r in log.records(isolation="committed")] == [
+            (1, b"new"), (5, b"after"), (6, b"y")]
+        assert log.check() == []
