@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from pylog.coordinator.offsets_records import GROUP_METADATA, GROUP_RECORDS, GroupMetadata, OffsetAndMetadata
 from pylog.coordinator.records import UnknownRecordTypeError
-from pylog.errors import InvalidRecordError
+from pylog.errors import InvalidRecordError, MissingKeyError
 from pylog.log import Log
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -32,9 +32,10 @@ class GroupState:
     def apply(self, key: bytes | None, value: bytes | None, *, offset: int, path: str) -> None:
         """Replay one record. Record types other than offset commits and classic group
         metadata are skipped; a record that breaks its schema raises
-        :class:`InvalidRecordError` naming the partition and offset."""
+        :class:`InvalidRecordError`, one without a key :class:`MissingKeyError`, both
+        naming the partition and offset."""
         if key is None:
-            raise InvalidRecordError(f"record at offset {offset} has no key", path=path)
+            raise MissingKeyError(f"record at offset {offset} of {path} has no key")
         try:
             rec = GROUP_RECORDS.decode(key, value)
         except UnknownRecordTypeError:

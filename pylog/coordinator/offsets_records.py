@@ -134,13 +134,12 @@ def _group_metadata_json(version: int, value: dict) -> dict:
         for name, schema in (("subscription", CONSUMER_PROTOCOL_SUBSCRIPTION),
                              ("assignment", CONSUMER_PROTOCOL_ASSIGNMENT)):
             raw = member[name]
+            version = int.from_bytes(raw[:2], "big", signed=True)
             try:
-                v = int.from_bytes(raw[:2], "big", signed=True)
-                if len(raw) < 2:
-                    raise InvalidRecordError("no version")
-                member_tree[name] = json_tree(schema, v, decode(schema, v, raw[2:]))
+                if len(raw) >= 2:
+                    member_tree[name] = json_tree(schema, version, decode(schema, version, raw[2:]))
             except InvalidRecordError:
-                pass
+                pass  # Kafka keeps the bytes too
     return tree
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 from pylog.coordinator.schema import Message, decode, encode, json_text, json_tree
-from pylog.errors import InvalidRecordError
+from pylog.errors import InvalidRecordError, MissingKeyError
 
 _INT16 = struct.Struct(">h")
 #: what DumpLogSegments prints as the payload of a tombstone
@@ -84,10 +84,10 @@ class RecordSet:
         """``(key text, payload text or None)`` as Kafka's DumpLogSegments prints a record
         of this topic: ``{"type":"T","data":{...}}`` and ``{"version":"V","data":{...}}``
         (``<DELETE>`` for a tombstone); for a record it cannot decode, a key text saying
-        so and no payload. Raises :class:`InvalidRecordError` for a record without a key,
+        so and no payload. Raises :class:`MissingKeyError` for a record without a key,
         which Kafka's tool treats as fatal too."""
         if key is None:
-            raise InvalidRecordError(f"Failed to decode message at offset {offset} using the specified decoder "
+            raise MissingKeyError(f"Failed to decode message at offset {offset} using the specified decoder "
                                      f"(message had a missing key)")
         try:
             rec = self.decode(key, value)
