@@ -32,6 +32,7 @@ import struct
 from dataclasses import dataclass
 
 from pylog.errors import InvalidRecordError
+from pylog.record.varint import encode_uvarint as _uvarint
 
 _PRIMITIVES = {"int8": struct.Struct(">b"), "int16": struct.Struct(">h"), "int32": struct.Struct(">i"),
                "int64": struct.Struct(">q")}
@@ -220,15 +221,6 @@ def encode(message: Message, version: int, data: dict) -> bytes:
     message.check_version(version)
     out = bytearray()
     _write_struct(out, message.fields, version, message.is_flexible(version), data)
-    return bytes(out)
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
     return bytes(out)
 
 
