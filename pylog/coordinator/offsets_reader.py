@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from pylog.coordinator.offsets_records import GROUP_METADATA, GROUP_RECORDS, GroupMetadata, OffsetAndMetadata
 from pylog.coordinator.records import UnknownRecordTypeError
-from pylog.errors import InvalidRecordError, MissingKeyError
+from pylog.errors import InvalidRecordError, LogDirNotFoundError, MissingKeyError
 from pylog.log import Log
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -81,7 +81,10 @@ def replay_partition(path, state: GroupState | None = None, *, end_offset: int |
 
 
 def offsets_partitions(log_dir) -> list[str]:
-    """The ``__consumer_offsets-<n>`` directories of ``log_dir``, by partition number."""
+    """The ``__consumer_offsets-<n>`` directories of ``log_dir``, by partition number.
+    Raises :class:`LogDirNotFoundError` when ``log_dir`` is not a directory."""
+    if not os.path.isdir(log_dir):
+        raise LogDirNotFoundError(f"log dir {log_dir} does not exist or is not a directory")
     found = []
     for name in os.listdir(log_dir):
         m = _OFFSETS_PARTITION.fullmatch(name)

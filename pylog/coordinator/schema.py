@@ -28,6 +28,7 @@ from their default, bytes as base64, uuids as Kafka's URL-safe base64 text.
 from __future__ import annotations
 
 import base64
+import functools
 import struct
 from dataclasses import dataclass
 
@@ -41,6 +42,7 @@ _MAX_UVARINT_BYTES = 5
 _UNSET = object()  # a field without an explicit default takes its type's zero value
 
 
+@functools.lru_cache(maxsize=None)  # a handful of distinct specs, parsed once each
 def versions(spec: str) -> tuple[int, int]:
     """``"0+"``, ``"1-3"``, ``"2"`` or ``"none"`` as an inclusive ``(low, high)`` range."""
     if spec == "none":

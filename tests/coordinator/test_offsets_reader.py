@@ -8,7 +8,7 @@ import pytest
 from pylog import Log
 from pylog.coordinator.offsets_reader import committed_offsets, read_group_state
 from pylog.coordinator.offsets_records import GROUP_RECORDS, OffsetAndMetadata
-from pylog.errors import InvalidRecordError, MissingKeyError
+from pylog.errors import InvalidRecordError, LogDirNotFoundError, MissingKeyError
 from tests.coordinator.wire import i16, i32, i64, string
 
 
@@ -71,3 +71,8 @@ def test_a_record_without_a_key_is_an_error(tmp_path):
         log.append([commit("g", "t", 0, 1), (None, b"v")])
     with pytest.raises(MissingKeyError, match="record at offset 1 of .*__consumer_offsets-2 has no key"):
         committed_offsets(tmp_path)
+
+
+def test_a_missing_log_dir_is_an_error(tmp_path):
+    with pytest.raises(LogDirNotFoundError, match="nowhere"):
+        committed_offsets(tmp_path / "nowhere")
