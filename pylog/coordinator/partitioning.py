@@ -18,7 +18,11 @@ _INT32_MIN = -(2**31)
 
 
 def java_string_hash(s: str) -> int:
-    """Java's ``String.hashCode()`` of ``s``. O(len(s))."""
+    """Java's ``String.hashCode()`` of ``s``. O(len(s)).
+
+    >>> java_string_hash("ab"), java_string_hash("Hello World")
+    (3105, -862545276)
+    """
     data = s.encode("utf-16-be", "surrogatepass")
     h = 0
     for i in range(0, len(data), 2):
@@ -32,7 +36,11 @@ def kafka_abs(n: int) -> int:
 
 
 def partition_for_group(group_id: str, partitions: int = DEFAULT_PARTITIONS) -> int:
-    """The ``__consumer_offsets`` partition of ``group_id``."""
+    """The ``__consumer_offsets`` partition of ``group_id``. O(len(group_id)).
+
+    >>> partition_for_group("GroupA"), partition_for_group("polygenelubricants")
+    (40, 0)
+    """
     return _partition_for(group_id, partitions, "group_id")
 
 
