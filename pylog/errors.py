@@ -61,6 +61,12 @@ class UnsupportedCompressionError(InvalidRecordError):
     """Raised for a codec id Kafka does not define, or a codec with a magic that forbids it."""
 
 
+class MissingKeyError(PylogError, ValueError):
+    """Raised when a record that must have a key has none: a record of a coordinator topic
+    (``__consumer_offsets``, ``__transaction_state``) decoded as one. Unlike the format
+    errors above, the batch itself is sound."""
+
+
 class RecordTooLargeError(PylogError, ValueError):
     """Raised when a batch exceeds ``max_message_bytes`` or a segment's capacity."""
 

@@ -30,6 +30,11 @@ def add_parser(sub) -> None:
     p.add_argument("--max-message-size", type=int, default=5 * 1024 * 1024)
     p.add_argument("--max-bytes", type=int, default=INT32_MAX, help="read at most this many bytes of a .log")
     p.add_argument("--skip-record-metadata", action="store_true")
+    decoders = p.add_mutually_exclusive_group()
+    decoders.add_argument("--offsets-decoder", action="store_true",
+                          help="print keys and payloads as __consumer_offsets records (implies --print-data-log)")
+    decoders.add_argument("--transaction-log-decoder", action="store_true",
+                          help="print keys and payloads as __transaction_state records (implies --print-data-log)")
     p.set_defaults(run=run)
 
 
@@ -78,7 +83,8 @@ def dump_log(path: str, args, title: str) -> None:
     """Print ``title``, then every batch (and with deep iteration every record) of a
     segment or KRaft snapshot. O(file size)."""
     print(title)
-    deep = args.deep_iteration or args.print_data_log
+    print_data = _print_data(args)
+    deep = args.deep_iteration or print_data
     with open(path, "rb") as f:
         data = f.read(args.max_bytes)
     valid = 0
@@ -145,14 +151,38 @@ def record_line(batch, record, args) -> str:
             parts.append(f" isValid: {_bool(valid)} crc: {record.crc}")
         if batch.is_control:
             parts.append(" " + _control_text(batch, record))
-    if args.print_data_log and not batch.is_control:
+    if _print_data(args) and not batch.is_control:
         prefix = f"{RECORD_INDENT} " if args.skip_record_metadata else " "
-        if record.key is not None:
-            parts.append(f"{prefix}key: {_text(record.key)}")
+        key, payload = _payload_parser(args)(record)
+        if key is not None:
+            parts.append(f"{prefix}key: {key}")
             prefix = " "
-        if record.value is not None:
-            parts.append(f"{prefix}payload: {_text(record.value)}")
+        if payload is not None:
+            parts.append(f"{prefix}payload: {payload}")
     return "".join(parts)
+
+
+def _print_data(args) -> bool:
+    """Kafka prints keys and payloads with --print-data-log or any decoder option."""
+    return args.print_data_log or getattr(args, "offsets_decoder", False) or \
+        getattr(args, "transaction_log_decoder", False)
+
+
+def _payload_parser(args):
+    """``record -> (key text or None, payload text or None)``: the hook where a decoder
+    option chooses how keys and payloads print."""
+    if getattr(args, "offsets_decoder", False):
+        from pylog.coordinator.offsets_records import GROUP_RECORDS
+        return lambda r: GROUP_RECORDS.dump_text(r.key, r.value, r.offset)
+    if getattr(args, "transaction_log_decoder", False):
+        from pylog.coordinator.txn_records import TXN_RECORDS
+        return lambda r: TXN_RECORDS.dump_text(r.key, r.value, r.offset)
+    return _text_parser
+
+
+def _text_parser(record) -> tuple[str | None, str | None]:
+    return (None if record.key is None else _text(record.key),
+            None if record.value is None else _text(record.value))
 
 
 def _control_text(batch, record) -> str:

@@ -15,7 +15,11 @@ def zigzag(n: int) -> int:
 
 def encode_varint(n: int) -> bytes:
     """Zigzag-encode a signed int (varint or varlong; the encoding is the same)."""
-    v = ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF
+    return encode_uvarint(((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF)
+
+
+def encode_uvarint(v: int) -> bytes:
+    """LEB128 of a non-negative int, without zigzag (Kafka's unsigned varint)."""
     out = bytearray()
     while v >= 0x80:
         out.append((v & 0x7F) | 0x80)
