@@ -102,20 +102,20 @@ class Segment:
     def _raw_offset_index(self) -> OffsetIndex:
         if self._offset_index is None:
             self._offset_index = OffsetIndex(self._prefix + INDEX_SUFFIX + self.suffix, self.base_offset,
-                                             max_bytes=self.index_bytes, writable=self.writable)
+                                             max_bytes=self.index_bytes, writable=self.writable, io=self.io)
         return self._offset_index
 
     def _raw_time_index(self) -> TimeIndex:
         if self._time_index is None:
             self._time_index = TimeIndex(self._prefix + TIME_INDEX_SUFFIX + self.suffix, self.base_offset,
-                                         max_bytes=self.index_bytes, writable=self.writable)
+                                         max_bytes=self.index_bytes, writable=self.writable, io=self.io)
         return self._time_index
 
     @property
     def txn_index(self) -> TxnIndex:
         if self._txn_index is None:
             self._txn_index = TxnIndex(self._prefix + TXN_INDEX_SUFFIX + self.suffix, self.base_offset,
-                                       writable=self.writable)
+                                       writable=self.writable, io=self.io)
         return self._txn_index
 
     @classmethod
@@ -127,7 +127,7 @@ class Segment:
         seg = cls(directory, base_offset, writable=True, **kwargs)
         seg._indexes_checked = True
         for path in (seg.log.path, seg.offset_index.path, seg.time_index.path):
-            open(path, "ab").close()  # Kafka creates the log and both index files with the segment
+            io.close(io.open(path))  # Kafka creates the log and both index files with the segment
         seg._next_offset = base_offset
         seg._max_ts_and_offset = (-1, base_offset)
         seg.created_ms = int(time.time() * 1000)
