@@ -1,13 +1,16 @@
-"""The one seam all of pylog's file writes go through.
+"""The one seam all of pylog's file writes go through: segments, indexes, checkpoints,
+snapshots.
 
 ``FileIO`` is the real thing (``os`` calls). A test swaps in a subclass that injects
 faults (ENOSPC, EIO) or forgets everything written since the last ``fsync`` to
 simulate power loss, then checks nothing acknowledged was lost. Reads use ``os.pread``
-directly: they change nothing, so they need no seam.
+directly: they change nothing, so they need no seam. Nothing is written through a
+memory map: a full disk is an error from a write call, never a fault on a mapped page.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 
@@ -26,15 +29,16 @@ class FileIO:
             raise StorageError(e.errno, f"cannot open {path}: {e.strerror}") from None
 
     def pwrite(self, fd: int, data, position: int) -> None:
-        """Write all of ``data`` at ``position`` (loops over short writes)."""
-        view = memoryview(data)
+        """Write all of ``data`` at ``position`` (one call unless the write comes up short)."""
         try:
+            n = os.pwrite(fd, data, position)
+            view = memoryview(data)[n:] if n != len(data) else None
             while view:
+                position += n
                 n = os.pwrite(fd, view, position)
                 if n <= 0:
                     raise OSError(errno.EIO, "short write")
                 view = view[n:]
-                position += n
         except OSError as e:
             raise StorageError(e.errno, f"write failed: {e.strerror}") from None
 
@@ -49,6 +53,16 @@ class FileIO:
             os.fsync(fd)
         except OSError as e:
             raise StorageError(e.errno, f"fsync failed: {e.strerror}") from None
+
+    def fsync_path(self, path: str) -> None:
+        """fsync the file at ``path`` (written through an fd since closed); no-op if absent."""
+        if not os.path.exists(path):
+            return
+        fd = self.open(path, create=False)
+        try:
+            self.fsync(fd)
+        finally:
+            self.close(fd)
 
     def fsync_dir(self, path: str) -> None:
         """fsync a directory so renames and creations in it are durable."""
@@ -84,31 +98,26 @@ class FileIO:
             pass
 
     def write_file(self, path: str, data: bytes, *, fsync: bool = True) -> None:
-        """Write a whole small file atomically: ``path.tmp``, fsync, rename, fsync dir."""
+        """Write a whole small file atomically: ``path.tmp``, fsync, rename, fsync dir.
+        On failure the old file is untouched and no ``.tmp`` is left (on a full disk it
+        would hold space)."""
         tmp = path + ".tmp"
         fd = self.open(tmp)
         try:
-            self.truncate(fd, 0)
-            self.pwrite(fd, data, 0)
-            if fsync:
-                self.fsync(fd)
-        finally:
-            self.close(fd)
-        self.rename(tmp, path)
+            try:
+                self.truncate(fd, 0)
+                self.pwrite(fd, data, 0)
+                if fsync:
+                    self.fsync(fd)
+            finally:
+                self.close(fd)
+            self.rename(tmp, path)
+        except StorageError:
+            with contextlib.suppress(StorageError):
+                self.remove(tmp)
+            raise
         if fsync:
             self.fsync_dir(os.path.dirname(path) or ".")
-
-
-def fsync_path(path: str) -> None:
-    """fsync a file by name (for files written through a map or plain appends); no-op if absent."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 #: The seam used when a caller passes none.

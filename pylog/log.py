@@ -26,7 +26,7 @@ from pylog.arguments import (
 from pylog.config import LogConfig, build_config
 from pylog.errors import (
     CorruptRecordError, IncompleteBatchError, InvalidArgumentError, InvalidOffsetError, InvalidRecordError,
-    LogClosedError, OffsetOutOfRangeError, ReadOnlyError, RecordTooLargeError,
+    LogClosedError, OffsetOutOfRangeError, ReadOnlyError, RecordTooLargeError, StorageError,
 )
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
@@ -494,16 +494,31 @@ class Log:
             if dup is not None:
                 return dup
         self._maybe_roll(len(data), max_ts, first_offset, last.last_offset, now)
+        high_watermark, recovery_point = self._high_watermark, self.recovery_point
         self.active_segment.append(last.last_offset, max_ts, offset_of_max, data)
-        if self._producers is not None:
-            self._producers_update(batches)
-        if self.auto_high_watermark:
-            self._high_watermark = last.last_offset + 1
-        self._update_first_unstable_offset()
-        self._maybe_flush(now)
+        try:
+            if self._producers is not None:
+                self._producers_update(batches)
+            if self.auto_high_watermark:
+                self._high_watermark = last.last_offset + 1
+            self._update_first_unstable_offset()
+            self._maybe_flush(now)
+        except StorageError:
+            self._undo_append(batches, first_offset, high_watermark, recovery_point)
+            raise
         log_append = last.magic == 2 and last.timestamp_type == "LogAppendTime"
         return AppendInfo(first_offset, last.last_offset, max_ts, max_ts if log_append else -1,
                           num_records, len(data))
+
+    def _undo_append(self, batches, first_offset: int, high_watermark: int, recovery_point: int) -> None:
+        """Take back an append whose transaction index or flush failed: the log is as
+        before it (an unflushed cut; a crash may bring the unacknowledged batches back)."""
+        self.active_segment.truncate_to(first_offset)
+        self._high_watermark, self.recovery_point = high_watermark, recovery_point
+        if self._producers is not None and any(b.magic == 2 and b.producer_id >= 0 for b in batches):
+            self._producers.truncate_and_reload(self.log_start_offset, self.log_end_offset,
+                                                list(self._segments.keys()), self._batches_between, now_ms())
+        self._update_first_unstable_offset()
 
     def _producers_check(self, batches, from_client: bool):
         from pylog.producer_state import batch_info
@@ -554,11 +569,11 @@ class Log:
             if base == old.base_offset and old.size_bytes == 0:
                 return old
             old.on_become_inactive()
-            new = self._create_segment(base)
-            self._segments[base] = new
             if self._producers is not None:
                 self._producers.take_snapshot(base)
-            self._flush_to(base)
+            self._flush_to(self.log_end_offset)  # a failure up to here leaves the old segment active
+            new = self._create_segment(base)
+            self._segments[base] = new
             self._track_inactive(old)
             return new
 
@@ -941,8 +956,10 @@ class Log:
         with self._lock:
             try:
                 if not self.read_only:
-                    self.active_segment.on_become_inactive()
-                    self._flush_to(self.log_end_offset)
+                    try:
+                        self.active_segment.on_become_inactive()
+                    finally:  # the data is made durable even if its last index entry fails
+                        self._flush_to(self.log_end_offset)
                     if self._producers is not None:
                         self._producers.take_snapshot(self.log_end_offset)
                     self._dir.write_clean_shutdown_marker()

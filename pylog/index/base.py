@@ -1,23 +1,27 @@
 """The machinery the offset and time indexes share: a file of fixed-size big-endian
-entries, memory-mapped with numpy when written, plus native copies of both columns for
-O(log n) lookups that never convert the mapped array (docs/format/index.md).
+entries, plus native copies of both columns for O(log n) lookups (docs/format/index.md).
 
-Opening costs nothing: the file is read or mapped on first use, and ``close()`` gives
-the map and the fd back, so a log of many segments holds maps only for those in use.
+Entries are written one ``pwrite`` each through the I/O seam (``pylog/io.py``) at the
+end of the entries, so the file grows only by what the file system really allocated: a
+full disk is a :class:`StorageError` from the write that needed the space, and a failed
+write leaves no partial entry behind. Nothing is mapped, so there is no page to fault on.
+
+Opening costs nothing: the file is read on first use, and ``close()`` gives the fd and
+the columns back, so a log of many segments holds files only for those in use.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import struct
 
 import numpy as np
 
-from pylog.errors import CorruptIndexError, InvalidOffsetError, ReadOnlyError
-from pylog.io import fsync_path
+from pylog.errors import CorruptIndexError, InvalidOffsetError, ReadOnlyError, StorageError
+from pylog.io import DEFAULT_IO, FileIO
 
 INT32_MAX = 2**31 - 1
-#: Appends written in place before the index maps its (preallocated) file.
-MAP_AFTER_APPENDS = 4
 _EMPTY = np.empty(0, np.int64)
 _EMPTY.flags.writeable = False
 
@@ -25,31 +29,36 @@ _EMPTY.flags.writeable = False
 class EntryFile:
     """A sorted index of (key, value) entries stored as ``dtype`` records in ``path``.
 
-    ``max_bytes`` bounds the file (rounded down to whole entries); a writable index
-    preallocates it on the first append and ``trim()`` cuts it back to its entries.
+    ``max_bytes`` bounds the number of entries (rounded down to whole entries); the file
+    holds the entries written so far (plus, in a file another writer preallocated, a zero
+    tail that ``trim()`` cuts off).
     """
 
     dtype: np.dtype  # big-endian on disk: [("k", ...), ("v", ">i4")]
+    entry: struct.Struct  # the same layout, to pack one entry for a write
 
-    def __init__(self, path, base_offset: int, max_bytes: int = 10 * 1024 * 1024, *, writable: bool = True):
+    def __init__(self, path, base_offset: int, max_bytes: int = 10 * 1024 * 1024, *, writable: bool = True,
+                 io: FileIO = DEFAULT_IO):
         self.path = None if path is None else os.fspath(path)
         self.base_offset = base_offset
         self.writable = writable and self.path is not None
+        self.io = io
         self.entry_bytes = self.dtype.itemsize
         self.max_entries = max(max_bytes // self.entry_bytes, 1)
         self._loaded = False
         self._keys = self._vals = _EMPTY
         self._n = 0
-        self._mm = None
+        self._fd = -1
         self._file_bytes = 0
         self._ragged = False
-        self._unmapped_appends = 0
+        self._unsynced = False
 
     # -- loading -----------------------------------------------------------------------
     def _load(self) -> None:
         if self._loaded:
             return
         n = 0
+        self._file_bytes = 0
         if self.path is not None and os.path.exists(self.path):
             size = os.path.getsize(self.path)
             self._file_bytes = size
@@ -81,18 +90,23 @@ class EntryFile:
                 new[: self._n] = old[: self._n]
                 setattr(self, name, new)
 
-    def _map(self):
-        """Map the file for writing, grown to ``max_entries`` (Kafka preallocates)."""
-        if self._mm is None:
-            if not self.writable:
-                raise ReadOnlyError(f"index {self.path} is read-only")
-            want = self.max_entries * self.entry_bytes
-            with open(self.path, "ab") as f:
-                if os.fstat(f.fileno()).st_size < want:
-                    f.truncate(want)
-            self._file_bytes = want
-            self._mm = np.memmap(self.path, dtype=self.dtype, mode="r+", shape=(self.max_entries,))
-        return self._mm
+    def _writer(self) -> int:
+        """The fd writes go through (opened on first use, the file created if missing)."""
+        if self._fd < 0:
+            self._fd = self.io.open(self.path)
+        return self._fd
+
+    def _release_fd(self) -> None:
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            self.io.close(fd)
+
+    def _cut_file(self, size: int) -> None:
+        """Cut the file to ``size`` bytes if it is longer. Not durable until ``flush()``."""
+        if self._file_bytes > size:
+            self.io.truncate(self._writer(), size)
+            self._file_bytes = size
+            self._unsynced = True
 
     # -- reading ---------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -123,41 +137,38 @@ class EntryFile:
 
     # -- writing -----------------------------------------------------------------------------
     def _append_raw(self, key: int, value: int) -> None:
+        """Write one entry after the last. All or nothing: a failed write (disk full, I/O
+        error) cuts the file back and raises :class:`StorageError`. One syscall; durable
+        after ``flush()``."""
         if not self.writable:
             raise ReadOnlyError(f"index {self.path} is read-only")
         self._load()
-        if self._n >= self.max_entries:
+        n = self._n
+        if n >= self.max_entries:
             raise InvalidOffsetError(f"index {self.path} is full ({self.max_entries} entries)")
-        self._ensure_capacity(self._n + 1)
-        if self._mm is None and self._unmapped_appends < MAP_AFTER_APPENDS:
-            # a few entries (a final time-index entry, a small segment's recovery) are cheaper
-            # written in place than mapped with a preallocated file
-            self._unmapped_appends += 1
-            entry = np.array([(key, value)], dtype=self.dtype).tobytes()
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
-            try:
-                os.pwrite(fd, entry, self._n * self.entry_bytes)
-            finally:
-                os.close(fd)
-            self._file_bytes = max(self._file_bytes, (self._n + 1) * self.entry_bytes)
-        else:
-            self._map()[self._n] = (key, value)
-        self._keys[self._n] = key
-        self._vals[self._n] = value
-        self._n += 1
+        position = n * self.entry_bytes
+        if self._file_bytes > position:
+            self._cut_file(position)  # a preallocated or stale tail past the entries goes first
+        try:
+            self.io.pwrite(self._fd if self._fd >= 0 else self._writer(), self.entry.pack(key, value), position)
+        except StorageError:
+            self._file_bytes = position + self.entry_bytes  # part of the entry may have landed
+            with contextlib.suppress(StorageError):
+                self._cut_file(position)
+            raise
+        self._unsynced = True
+        self._file_bytes = position + self.entry_bytes
+        self._ensure_capacity(n + 1)
+        self._keys[n] = key
+        self._vals[n] = value
+        self._n = n + 1
 
     def _truncate_entries(self, n: int) -> None:
         self._load()
         if n >= self._n:
             return
-        if self.writable and os.path.exists(self.path):
-            if self._mm is not None:
-                self._mm[n:self._n] = 0
-            else:
-                with open(self.path, "r+b") as f:
-                    if f.seek(0, 2) > n * self.entry_bytes:
-                        f.truncate(n * self.entry_bytes)
-                self._file_bytes = min(self._file_bytes, n * self.entry_bytes)
+        if self.writable:
+            self._cut_file(n * self.entry_bytes)
         self._n = n
 
     def set_entries(self, keys, values) -> None:
@@ -168,71 +179,46 @@ class EntryFile:
         self._n = len(self._keys)
 
     def reset(self) -> None:
-        """Drop every entry (and, if writable, empty the file)."""
-        self._release_map()
-        self._unmapped_appends = 0
+        """Drop every entry (and, if writable, empty the file, creating it if missing)."""
         self._loaded = True
         self._ragged = False
         self._n = 0
         self._keys = np.empty(0, np.int64)
         self._vals = np.empty(0, np.int64)
         if self.writable:
-            with open(self.path, "wb"):
-                pass
+            self.io.truncate(self._writer(), 0)
             self._file_bytes = 0
+            self._unsynced = True
 
     def trim(self) -> None:
-        """Cut the file to its entries (done on roll and close). Flushes first."""
+        """Cut the file to its entries (a preallocated zero tail goes) and give back the fd;
+        done on roll and close. Not durable until ``flush()``."""
         if not self.writable:
             return
         self._load()
-        self._release_map()
-        if (os.path.exists(self.path) or self._n) and self._file_bytes != self._n * self.entry_bytes:
-            with open(self.path, "ab") as f:
-                f.truncate(self._n * self.entry_bytes)
-        self._file_bytes = self._n * self.entry_bytes
+        self._cut_file(self._n * self.entry_bytes)
+        self._release_fd()
 
     def resize(self, max_bytes: int) -> None:
-        """Change the capacity; the file grows to it on the next append."""
-        self._release_map()
+        """Change the capacity (whole entries within ``max_bytes``)."""
         self.max_entries = max(max_bytes // self.entry_bytes, 1)
 
     def flush(self) -> None:
-        """msync the mapped entries (and fsync entries written in place) to disk."""
-        if self._mm is not None or (self._unmapped_appends and self.writable):
-            if self._mm is not None:
-                self._mm.flush()
-            fsync_path(self.path)
+        """fsync the file if it changed since the last flush (no-op otherwise)."""
+        if self._unsynced:
+            if self._fd >= 0:
+                self.io.fsync(self._fd)
+            else:
+                self.io.fsync_path(self.path)
+            self._unsynced = False
 
     def close(self) -> None:
-        """Give back the map and the cached columns; the index reloads on next use."""
-        self._release_map()
+        """Give back the fd and the cached columns; the index reloads on next use."""
+        self._release_fd()
         self._loaded = False
         self._keys = np.empty(0, np.int64)
         self._vals = np.empty(0, np.int64)
         self._n = 0
-
-    def _release_map(self) -> None:
-        if self._mm is not None:
-            self._mm.flush()
-            mm = self._mm
-            self._mm = None
-            mm._mmap.close() if getattr(mm, "_mmap", None) is not None else None
-
-    def rename(self, new_path: str) -> None:
-        """Rename the file (keeping the entries)."""
-        self._release_map()
-        if self.path is not None and os.path.exists(self.path):
-            os.replace(self.path, new_path)
-        self.path = new_path
-
-    def delete(self) -> None:
-        self.close()
-        if self.path is not None:
-            try:
-                os.remove(self.path)
-            except FileNotFoundError:
-                pass
 
     def _check_file_shape(self) -> None:
         self._load()

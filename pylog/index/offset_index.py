@@ -12,6 +12,7 @@ import numpy as np
 
 from pylog.errors import CorruptIndexError, InvalidOffsetError
 from pylog.index.base import INT32_MAX, EntryFile
+from pylog.layout import OFFSET_INDEX_ENTRY
 
 
 class OffsetIndex(EntryFile):
@@ -25,6 +26,7 @@ class OffsetIndex(EntryFile):
     """
 
     dtype = np.dtype([("k", ">i4"), ("v", ">i4")])
+    entry = OFFSET_INDEX_ENTRY
 
     def _entry(self, i: int) -> tuple[int, int]:
         return self.base_offset + int(self._keys[i]), int(self._vals[i])
@@ -36,7 +38,7 @@ class OffsetIndex(EntryFile):
 
     def append(self, offset: int, position: int) -> None:
         """Add an entry; offsets must strictly increase and fit in an int32 relative offset.
-        Written through the map: durable after ``flush()``."""
+        Durable after ``flush()``; a failed write leaves no entry and raises :class:`StorageError`."""
         relative = offset - self.base_offset
         if not 0 <= relative <= INT32_MAX:
             raise InvalidOffsetError(f"offset {offset} does not fit in the index of segment {self.base_offset}")

@@ -13,6 +13,7 @@ import numpy as np
 
 from pylog.errors import CorruptIndexError, InvalidOffsetError
 from pylog.index.base import INT32_MAX, EntryFile
+from pylog.layout import TIME_INDEX_ENTRY
 
 
 class TimeIndex(EntryFile):
@@ -26,6 +27,7 @@ class TimeIndex(EntryFile):
     """
 
     dtype = np.dtype([("k", ">i8"), ("v", ">i4")])
+    entry = TIME_INDEX_ENTRY
 
     def _valid_prefix(self, keys, vals) -> int:
         n = super()._valid_prefix(keys, vals)

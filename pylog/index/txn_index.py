@@ -3,16 +3,18 @@ ABORT marker lies in the segment (docs/format/txnindex.md).
 
 Entry: version (int16, 0), producer id, first offset, last offset (the marker's), last
 stable offset when the abort was written; all big-endian int64. A plain append-only file
-(not mapped), created only when the first entry is written.
+(not mapped), created only when the first entry is written; every change goes through the
+I/O seam (``pylog/io.py``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import NamedTuple
 
-from pylog.errors import CorruptIndexError, InvalidOffsetError, ReadOnlyError
-from pylog.io import fsync_path
+from pylog.errors import CorruptIndexError, InvalidOffsetError, ReadOnlyError, StorageError
+from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import TXN_INDEX_ENTRY, TXN_INDEX_ENTRY_BYTES, TXN_INDEX_VERSION
 
 
@@ -32,11 +34,13 @@ class AbortedTxn(NamedTuple):
 class TxnIndex:
     """The aborted transactions of one segment, in order of their markers."""
 
-    def __init__(self, path, base_offset: int, *, writable: bool = True):
+    def __init__(self, path, base_offset: int, *, writable: bool = True, io: FileIO = DEFAULT_IO):
         self.path = os.fspath(path)
         self.base_offset = base_offset
         self.writable = writable
+        self.io = io
         self._entries: list[AbortedTxn] | None = None
+        self._unsynced = False
 
     def _load(self) -> list[AbortedTxn]:
         if self._entries is None:
@@ -50,15 +54,27 @@ class TxnIndex:
         return len(self._load())
 
     def append(self, txn: AbortedTxn) -> None:
-        """Add an entry; its last offset must be above the previous one's. Durable after ``flush()``."""
+        """Add an entry; its last offset must be above the previous one's. Durable after ``flush()``;
+        a failed write leaves no entry and raises :class:`StorageError`."""
         if not self.writable:
             raise ReadOnlyError(f"transaction index {self.path} is read-only")
         entries = self._load()
         if entries and txn.last_offset <= entries[-1].last_offset:
             raise InvalidOffsetError(f"aborted transaction ending at {txn.last_offset} is not after the last "
                                      f"one ({entries[-1].last_offset}) in {self.path}")
-        with open(self.path, "ab") as f:
-            f.write(txn.pack())
+        size = len(entries) * TXN_INDEX_ENTRY_BYTES
+        fd = self.io.open(self.path)
+        try:
+            self.io.pwrite(fd, txn.pack(), size)
+        except StorageError:
+            with contextlib.suppress(StorageError):
+                self.io.truncate(fd, size)  # no torn entry stays behind
+                if not size:
+                    self.io.remove(self.path)  # nor a file the failed write created
+            raise
+        finally:
+            self.io.close(fd)
+        self._unsynced = True
         entries.append(txn)
 
     def add_in_memory(self, txn: AbortedTxn) -> None:
@@ -82,15 +98,20 @@ class TxnIndex:
         keep = [t for t in entries if t.last_offset < offset]
         if len(keep) != len(entries):
             self._entries = keep
-            if self.writable and os.path.exists(self.path):
-                with open(self.path, "r+b") as f:
-                    f.truncate(len(keep) * TXN_INDEX_ENTRY_BYTES)
+            self._cut_file(len(keep) * TXN_INDEX_ENTRY_BYTES)
 
     def reset(self) -> None:
         self._entries = []
+        self._cut_file(0)
+
+    def _cut_file(self, size: int) -> None:
         if self.writable and os.path.exists(self.path):
-            with open(self.path, "r+b") as f:
-                f.truncate(0)
+            fd = self.io.open(self.path, create=False)
+            try:
+                self.io.truncate(fd, size)
+            finally:
+                self.io.close(fd)
+            self._unsynced = True
 
     def sanity_check(self) -> None:
         """Raise :class:`CorruptIndexError` for a bad size, version or an entry below the base offset."""
@@ -100,23 +121,22 @@ class TxnIndex:
                                         f"offset {self.base_offset}", path=self.path)
 
     def flush(self) -> None:
-        if self.writable:
-            fsync_path(self.path)
+        """fsync the file if it changed since the last flush."""
+        if self._unsynced:
+            self.io.fsync_path(self.path)
+            self._unsynced = False
 
     def close(self) -> None:
         self._entries = None
 
     def rename(self, new_path: str) -> None:
         if os.path.exists(self.path):
-            os.replace(self.path, new_path)
+            self.io.rename(self.path, new_path)
         self.path = new_path
 
     def delete(self) -> None:
         self._entries = None
-        try:
-            os.remove(self.path)
-        except FileNotFoundError:
-            pass
+        self.io.remove(self.path)
 
 
 def read_txn_entries(path: str):

@@ -13,7 +13,7 @@ import os
 import random
 import time
 
-from pylog.errors import CorruptIndexError, IncompleteBatchError, InvalidOffsetError, RecordFormatError
+from pylog.errors import CorruptIndexError, IncompleteBatchError, InvalidOffsetError, RecordFormatError, StorageError
 from pylog.index import OffsetIndex, TimeIndex, TxnIndex
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
@@ -102,20 +102,20 @@ class Segment:
     def _raw_offset_index(self) -> OffsetIndex:
         if self._offset_index is None:
             self._offset_index = OffsetIndex(self._prefix + INDEX_SUFFIX + self.suffix, self.base_offset,
-                                             max_bytes=self.index_bytes, writable=self.writable)
+                                             max_bytes=self.index_bytes, writable=self.writable, io=self.io)
         return self._offset_index
 
     def _raw_time_index(self) -> TimeIndex:
         if self._time_index is None:
             self._time_index = TimeIndex(self._prefix + TIME_INDEX_SUFFIX + self.suffix, self.base_offset,
-                                         max_bytes=self.index_bytes, writable=self.writable)
+                                         max_bytes=self.index_bytes, writable=self.writable, io=self.io)
         return self._time_index
 
     @property
     def txn_index(self) -> TxnIndex:
         if self._txn_index is None:
             self._txn_index = TxnIndex(self._prefix + TXN_INDEX_SUFFIX + self.suffix, self.base_offset,
-                                       writable=self.writable)
+                                       writable=self.writable, io=self.io)
         return self._txn_index
 
     @classmethod
@@ -127,7 +127,7 @@ class Segment:
         seg = cls(directory, base_offset, writable=True, **kwargs)
         seg._indexes_checked = True
         for path in (seg.log.path, seg.offset_index.path, seg.time_index.path):
-            open(path, "ab").close()  # Kafka creates the log and both index files with the segment
+            io.close(io.open(path))  # Kafka creates the log and both index files with the segment
         seg._next_offset = base_offset
         seg._max_ts_and_offset = (-1, base_offset)
         seg.created_ms = int(time.time() * 1000)
@@ -258,22 +258,30 @@ class Segment:
 
         Adds an index entry (largest offset of the append -> its start position) when more
         than ``index_interval_bytes`` were written since the last one, as Kafka does.
-        Not durable until :meth:`flush`.
+        All or nothing: when a write fails (disk full, I/O error) the ``.log`` is cut back,
+        no index entry stays and :class:`StorageError` is raised, so the segment is as
+        before. Not durable until :meth:`flush`.
         """
         relative = largest_offset - self.base_offset
         if not 0 <= relative <= INT32_MAX:
             raise InvalidOffsetError(
                 f"offset {largest_offset} does not fit as a relative offset of segment {self.base_offset}")
-        if self.log.size_bytes == 0:
-            self.rolling_based_timestamp = largest_timestamp
-        max_ts, _ = self.max_timestamp_and_offset
-        position = self.log.append(data)
-        if largest_timestamp > max_ts:
-            self._max_ts_and_offset = (largest_timestamp, offset_of_max_timestamp)
+        max_ts_and_offset = self.max_timestamp_and_offset
+        if largest_timestamp > max_ts_and_offset[0]:
+            max_ts_and_offset = (largest_timestamp, offset_of_max_timestamp)
+        position = self.log.append(data)  # cuts itself back when its write fails
         if self._bytes_since_last_index_entry > self.index_interval_bytes:
-            self.offset_index.append(largest_offset, position)
-            self.time_index.maybe_append(*self._max_ts_and_offset)
+            try:
+                self.offset_index.append(largest_offset, position)
+                self.time_index.maybe_append(*max_ts_and_offset)
+            except StorageError:
+                self.offset_index.truncate_to(largest_offset)
+                self.log.truncate_to(position)
+                raise
             self._bytes_since_last_index_entry = 0
+        if position == 0:
+            self.rolling_based_timestamp = largest_timestamp
+        self._max_ts_and_offset = max_ts_and_offset
         self._bytes_since_last_index_entry += len(data)
         self._next_offset = largest_offset + 1
         return position

@@ -1,0 +1,226 @@
+"""Disk full and failed writes: a failed append takes itself back whole (``.log`` cut back,
+no index entry, offsets unchanged) and raises StorageError; rolls, flushes, compaction,
+close and reopen raise StorageError too; the process never dies of SIGBUS; once space is
+freed the log holds every acknowledged record, once each, also after a crash.
+
+The fault-injecting seam fails writes to one kind of file; the real full disk is a
+size-limited tmpfs (root only), filled to the page, with the writer in a subprocess so
+that a SIGBUS shows as a signal death instead of killing pytest."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pylog import Log
+from pylog.errors import StorageError
+from tests.reliability.faulty_io import FaultyIO
+from tests.reliability.full_disk import mounted_tmpfs, value
+
+ROOT = Path(__file__).resolve().parents[2]
+FS_BYTES = 1 << 20
+
+
+def _state(log: Log):
+    """Everything an append could change, as readers and the files see it."""
+    seg = log.active_segment
+    sizes = {name: os.path.getsize(os.path.join(log.path, name)) for name in sorted(os.listdir(log.path))}
+    return (log.log_end_offset, log.recovery_point, log.high_watermark, log.last_stable_offset,
+            [(r.offset, r.value) for r in log.records()], seg.offset_index.entries(), seg.time_index.entries(),
+            seg.txn_index.entries(), sizes)
+
+
+# -- the fault-injecting seam: a write to one kind of file fails ------------------------------------------
+
+def _log_with_faults(tmp_path, appends: int, **config) -> tuple[FaultyIO, Log]:
+    """A log written through the fault-injecting seam, holding ``appends`` records (with
+    increasing timestamps, so every indexed append adds a time-index entry too)."""
+    io = FaultyIO()
+    log = Log.open(tmp_path / "t-0", io=io, **config)
+    for i in range(appends):
+        log.append([value(i)], timestamp=1000 + i)
+    return io, log
+
+
+@pytest.mark.parametrize("suffix", [".index", ".timeindex", "recovery-point-offset-checkpoint.tmp"])
+def test_a_write_failing_after_the_log_write_takes_the_append_back(tmp_path, suffix):
+    io, log = _log_with_faults(tmp_path, 5, index_interval_bytes=0, flush_messages=1)  # entries every append
+    before = _state(log)
+    io.fail_path_suffix = suffix
+    with pytest.raises(StorageError):
+        log.append([value(5)], timestamp=1005)
+    assert io.faults == 1
+    assert _state(log) == before
+    assert log.check() == []
+    io.fail_path_suffix = None
+    assert log.append([value(5)], timestamp=1005).first_offset == 5
+    log.close()
+    with Log.open(log.path) as log:
+        assert [(r.offset, r.value) for r in log.records()] == [(i, value(i)) for i in range(6)]
+        assert log.check() == []
+
+
+def test_a_failed_transaction_index_write_takes_the_abort_marker_back(tmp_path):
+    io, log = _log_with_faults(tmp_path, 0)
+    log.append([b"a", b"b"], producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True)
+    before = _state(log)
+    io.fail_path_suffix = ".txnindex"
+    with pytest.raises(StorageError):
+        log.append_txn_marker(7, 0, commit=False)
+    assert _state(log) == before  # the transaction is still open: nothing is stable
+    io.fail_path_suffix = None
+    assert log.append_txn_marker(7, 0, commit=False).first_offset == 2
+    assert [txn[:3] for txn in log.active_segment.txn_index.entries()] == [(7, 0, 2)]
+    assert list(log.records(isolation="committed")) == []
+    log.close()
+    with Log.open(log.path) as log:
+        assert log.last_stable_offset == 3 and list(log.records(isolation="committed")) == []
+
+
+def test_a_failed_roll_leaves_the_old_segment_active(tmp_path):
+    io, log = _log_with_faults(tmp_path, 5)
+    io.fail_path_suffix = ".snapshot.tmp"
+    with pytest.raises(StorageError):
+        log.roll()
+    assert [s.base_offset for s in log.segments] == [0]
+    assert not [name for name in os.listdir(log.path) if name.endswith(".tmp")]
+    io.fail_path_suffix = None
+    assert log.roll().base_offset == 5
+    assert log.recovery_point == 5  # a roll that returns made everything before it durable
+    log.close()
+
+
+# -- a real full disk ---------------------------------------------------------------------------------------
+
+APPEND_ON_FULL_DISK = textwrap.dedent("""
+    import os, signal, sys
+    from pylog import Log, StorageError
+    from tests.reliability.full_disk import Filler, value
+    mnt, warm_appends, flush_messages, total = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    log = Log.open(os.path.join(mnt, "t-0"), index_interval_bytes=0, flush_messages=flush_messages)
+    filler = Filler(os.path.join(mnt, "filler"))
+
+    def append(i):
+        log.append([value(i)], timestamp=1_000_000 + i)  # an offset and a time entry every append
+        print(i, flush=True)  # acknowledged
+
+    for i in range(warm_appends):
+        append(i)
+    filler.fill()
+    i = warm_appends
+    while i < total:  # the disk stays full: every new page the log or an index needs fails once
+        try:
+            append(i)
+            i += 1
+        except StorageError:
+            assert log.log_end_offset == i, f"a failed append moved the log end to {log.log_end_offset}"
+            filler.free_page()
+    filler.free_all()
+    for i in range(total, total + 20):
+        append(i)
+    log.flush()
+    assert [r.offset for r in log.records()] == list(range(total + 20))
+    assert log.check() == []
+    os.kill(os.getpid(), signal.SIGKILL)  # a crash: no close
+""")
+
+CASES = {  # appends before the disk fills, flush_messages, appends in all
+    "first-index-entry": (1, 2**62, 60),
+    "index-page-boundaries": (300, 2**62, 600),  # time index page 1 at entry 341, offset index at 512
+    "flush-every-append": (300, 1, 600),  # each flush writes checkpoints, which need a page too
+}
+
+
+def _run(script: str, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+
+
+def _how_it_ended(out: subprocess.CompletedProcess) -> str:
+    if out.returncode < 0:
+        return f"writer killed by {signal.Signals(-out.returncode).name}:\n{out.stderr[-3000:]}"
+    return f"writer exited with {out.returncode}:\n{out.stderr[-3000:]}"
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_appends_on_a_full_disk_fail_whole_and_lose_nothing(tmp_path, case):
+    warm, flush_messages, total = CASES[case]
+    with mounted_tmpfs(tmp_path / "fs", FS_BYTES) as mnt:
+        out = _run(APPEND_ON_FULL_DISK, mnt, warm, flush_messages, total)
+        assert out.returncode == -signal.SIGKILL, _how_it_ended(out)
+        acked = [int(line) for line in out.stdout.split()]
+        assert acked == list(range(total + 20))
+        with Log.open(os.path.join(mnt, "t-0")) as log:
+            assert [(r.offset, r.value) for r in log.records()] == [(i, value(i)) for i in acked]
+            assert log.check() == []
+            assert log.append([b"after"]).first_offset == len(acked)
+
+
+MAINTENANCE_ON_FULL_DISK = textwrap.dedent("""
+    import os, sys
+    from pylog import Log, Record, StorageError
+    from tests.reliability.full_disk import Filler, value
+    mnt = sys.argv[1]
+    path = os.path.join(mnt, "t-0")
+    config = dict(segment_bytes=2048, index_interval_bytes=0, cleanup_policy="compact",
+                  min_cleanable_dirty_ratio=0.0, file_delete_delay_ms=0)
+    n = 120
+    filler = Filler(os.path.join(mnt, "filler"))
+
+    def refused(action, what):
+        try:
+            action()
+        except StorageError:
+            return
+        raise AssertionError(f"{what} on a full disk did not raise StorageError")
+
+    def check_all_there(log):
+        assert [(r.offset, r.value) for r in log.records()] == [(i, value(i)) for i in range(n)]
+        assert log.check() == []
+
+    def key(i):  # the first records keep their keys: cleaning their segment must write
+        return b"u%d" % i if i < 5 else b"k%d" % (i % 10)
+
+    log = Log.open(path, **config)
+    for i in range(n):
+        log.append([Record(value(i), key=key(i))])
+    filler.fill()
+    bases = [s.base_offset for s in log.segments]
+    refused(log.roll, "roll")
+    assert [s.base_offset for s in log.segments] == bases, "a failed roll left a new segment"
+    refused(log.flush, "flush (checkpoint write)")
+    refused(log.compact, "compaction")
+    check_all_there(log)
+    refused(log.close, "close")
+    assert not [name for name in os.listdir(mnt) if name.endswith(".tmp")], os.listdir(mnt)
+
+    for name in os.listdir(path):  # a reopen that must rebuild indexes needs space for them
+        if name.endswith((".index", ".timeindex")):
+            os.remove(os.path.join(path, name))
+    filler.fill()
+    refused(lambda: Log.open(path, **config), "reopen")
+
+    filler.free_all()
+    log = Log.open(path, **config)
+    check_all_there(log)
+    log.roll()
+    assert log.recovery_point == log.log_end_offset == n
+    assert not log.compact().skipped
+    assert {r.key: r.value for r in log.records()} == {key(i): value(i) for i in range(n)}
+    log.append([Record(b"after", key=b"k0")])
+    log.close()
+    with Log.open(path, **config) as log:
+        assert log.log_end_offset == n + 1 and log.check() == []
+""")
+
+
+def test_roll_flush_compaction_close_and_reopen_on_a_full_disk_raise_storage_error(tmp_path):
+    with mounted_tmpfs(tmp_path / "fs", FS_BYTES) as mnt:
+        out = _run(MAINTENANCE_ON_FULL_DISK, mnt)
+        assert out.returncode == 0, _how_it_ended(out)
