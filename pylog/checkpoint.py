@@ -125,4 +125,6 @@ def read_partition_metadata(path) -> dict[str, str]:
 
 
 def write_partition_metadata(path, topic_id: str, *, io: FileIO = DEFAULT_IO) -> None:
-    io.write_file(os.fspath(path), f"version: 0\ntopic_id: {topic_id}\n".encode("utf-8"))
+    """Replace ``partition.metadata`` atomically and durably, as Kafka writes it (no newline
+    after the topic id)."""
+    io.write_file(os.fspath(path), f"version: 0\ntopic_id: {topic_id}".encode("utf-8"))

@@ -156,6 +156,8 @@ CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 PARTITION_METADATA = "partition.metadata"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+#: The marker's content, as Kafka writes it (compact JSON, no broker epoch outside a broker).
+CLEAN_SHUTDOWN_CONTENT = b'{"version":0,"brokerEpoch":-1}'
 LOCK_FILE = ".lock"
 CHECKPOINT_VERSION = 0
 

@@ -77,11 +77,16 @@ def has_temp_files(names: list[str]) -> bool:
     return any(suffix + "\n" in text for suffix in (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX))
 
 
+def lowest_cleaned_base(files: list[tuple[int, str, str, str]]) -> int | None:
+    """Base offset of the lowest ``.cleaned`` file: ``.swap`` files at or above it are an
+    interrupted split, to be dropped (the original segments are still whole)."""
+    return min((base for base, _, extra, _ in files if extra == CLEANED_SUFFIX), default=None)
+
+
 def clean_temp_files(directory: str, io: FileIO, report: LoadReport) -> None:
     """Step 1: delete ``.deleted``/``.cleaned`` files, complete ``.swap`` renames."""
     files = list_segment_files(directory)
-    cleaned = [f for f in files if f[2] == CLEANED_SUFFIX]
-    min_cleaned = min((f[0] for f in cleaned), default=None)
+    min_cleaned = lowest_cleaned_base(files)
     for base, kind, extra, name in files:
         if extra in (DELETED_SUFFIX, CLEANED_SUFFIX):
             io.remove(os.path.join(directory, name))
@@ -134,7 +139,9 @@ def live_segment_bases(directory: str, *, read_only: bool, names: list[str] | No
     plain = sorted(b for b, kind, extra, _ in files if kind == LOG_SUFFIX and extra == "")
     if not read_only:
         return [(b, "") for b in plain]
-    swaps = sorted(b for b, kind, extra, _ in files if kind == LOG_SUFFIX and extra == SWAP_SUFFIX)
+    min_cleaned = lowest_cleaned_base(files)
+    swaps = sorted(b for b, kind, extra, _ in files if kind == LOG_SUFFIX and extra == SWAP_SUFFIX
+                   and (min_cleaned is None or b < min_cleaned))  # at or above: an interrupted split
     if not swaps:
         return [(b, "") for b in plain]
     out = [(b, SWAP_SUFFIX) for b in swaps]

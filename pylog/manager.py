@@ -18,7 +18,7 @@ from pylog.arguments import check_append_options, check_int, check_records_itera
 from pylog.config import LogConfig, build_config
 from pylog.errors import InvalidConfigError, InvalidRecordError, UnknownTopicError
 from pylog.io import DEFAULT_IO, FileIO
-from pylog.layout import CLEAN_SHUTDOWN_FILE, INT32_RANGE
+from pylog.layout import CLEAN_SHUTDOWN_CONTENT, CLEAN_SHUTDOWN_FILE, INT32_RANGE
 from pylog.log import AppendInfo, Log
 from pylog.partition_dir import directory_path, ensure_directory, parse_partition_dir, validate_topic
 from pylog.partitioner import partition_for_key
@@ -154,8 +154,7 @@ class LogManager:
                 log.close()
             self._logs.clear()
             if not self.read_only:
-                self.io.write_file(os.path.join(self.root, CLEAN_SHUTDOWN_FILE),
-                                   json.dumps({"version": 0, "brokerEpoch": -1}).encode())
+                self.io.write_file(os.path.join(self.root, CLEAN_SHUTDOWN_FILE), CLEAN_SHUTDOWN_CONTENT)
 
     def __enter__(self) -> "LogManager":
         return self

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
 import re
 import stat
@@ -24,8 +23,8 @@ from pylog.errors import (
 )
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
-    CLEAN_SHUTDOWN_FILE, INT32_MAX, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
-    REPLICATION_OFFSET_CHECKPOINT,
+    CLEAN_SHUTDOWN_CONTENT, CLEAN_SHUTDOWN_FILE, INT32_MAX, LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 )
 
 MAX_TOPIC_LENGTH = 249
@@ -174,8 +173,7 @@ class PartitionDir:
 
     def write_clean_shutdown_marker(self) -> None:
         """Written last on close, after every file was flushed."""
-        data = json.dumps({"version": 0, "brokerEpoch": -1}).encode()
-        self.io.write_file(os.path.join(self.path, CLEAN_SHUTDOWN_FILE), data)
+        self.io.write_file(os.path.join(self.path, CLEAN_SHUTDOWN_FILE), CLEAN_SHUTDOWN_CONTENT)
 
     # -- checkpoints ----------------------------------------------------------------------------
     def read_offsets(self) -> dict[str, int | None]:

@@ -87,3 +87,9 @@ def test_read_only_manager_opens_a_kafka_log_dir(tmp_path):
     with LogManager(SAMPLES / "real" / "gzip-topic", read_only=True) as m:
         assert m.topics() == ["topic-logx-001"]
         assert sum(m.log("topic-logx-001", p).log_end_offset for p in m.partitions("topic-logx-001")) > 0
+
+
+def test_log_dir_clean_shutdown_marker_bytes_are_kafkas(tmp_path):
+    with LogManager(tmp_path) as manager:
+        manager.create_topic("orders", partitions=1)
+    assert (tmp_path / ".kafka_cleanshutdown").read_bytes() == b'{"version":0,"brokerEpoch":-1}'
