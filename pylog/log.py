@@ -667,7 +667,8 @@ class Log:
                 with self._lock:
                     self._track_inactive(seg)
             fetch = FetchData(offset, handle=seg.log.handle(), position=header.position, size_bytes=size,
-                              path=seg.log_path, bound=bound, isolation=isolation)
+                              path=seg.log_path, bound=bound, isolation=isolation,
+                              offset_range=(seg.base_offset, self._next_base_offset(seg)))
             if isolation == "committed":
                 fetch.aborted_transactions = self._collect_aborted(seg, offset, header.position + size)
             return self._stamp(fetch, isolation)
@@ -692,6 +693,12 @@ class Log:
             if h.last_offset >= bound:
                 return h.position + h.size
         return seg.size_bytes
+
+    def _next_base_offset(self, seg: Segment) -> int | None:
+        """Base offset of the segment after ``seg``: where its offsets must end (None for the last)."""
+        with self._lock:
+            i = self._segments.bisect_right(seg.base_offset)
+            return self._segments.keys()[i] if i < len(self._segments) else None
 
     def _collect_aborted(self, seg: Segment, offset: int, end_position: int) -> list:
         upper = self.log_end_offset

@@ -20,7 +20,7 @@ from pylog.layout import (
     INDEX_SUFFIX, INT32_MAX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
 )
 from pylog.record.batch import decode_batches
-from pylog.segment.file import BatchHeader, LogFile
+from pylog.segment.file import BatchHeader, LogFile, check_offsets_follow
 
 #: Bytes read at a time while recovering (whole batches are validated in memory).
 RECOVERY_CHUNK_BYTES = 4 * 1024 * 1024
@@ -418,9 +418,13 @@ class Segment:
     # -- reads ----------------------------------------------------------------------------------
     def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None:
         """The first batch whose last offset is >= ``offset`` (index floor, then a forward
-        walk over headers). O(log entries + index_interval)."""
+        walk over headers). O(log entries + index_interval). Raises
+        :class:`CorruptRecordError` for a walked batch whose offsets do not follow the
+        previous one's or lie below the segment's base offset."""
         _, position = self._safe_lookup(offset)
+        previous_last = self.base_offset - 1
         for h in self.log.headers(max(position, start_position)):
+            previous_last = check_offsets_follow(h, previous_last, path=self.log.path)
             if h.last_offset >= offset:
                 return h
         return None
