@@ -4,6 +4,10 @@ ABORT marker lies in the segment (docs/format/txnindex.md).
 Entry: version (int16, 0), producer id, first offset, last offset (the marker's), last
 stable offset when the abort was written; all big-endian int64. A plain append-only file
 (not mapped), created only when the first entry is written.
+
+The file has no checksum, and a missing or emptied one reads like a segment without
+aborted transactions, so an index starts untrusted: the log compares it with the
+segment's ABORT markers (``verify``) before a committed read uses it.
 """
 
 from __future__ import annotations
@@ -32,11 +36,14 @@ class AbortedTxn(NamedTuple):
 class TxnIndex:
     """The aborted transactions of one segment, in order of their markers."""
 
-    def __init__(self, path, base_offset: int, *, writable: bool = True):
+    def __init__(self, path, base_offset: int, *, writable: bool = True, trusted: bool = False):
         self.path = os.fspath(path)
         self.base_offset = base_offset
         self.writable = writable
+        #: The entries were written by this process or checked against the segment's markers.
+        self.trusted = trusted
         self._entries: list[AbortedTxn] | None = None
+        self._in_memory = False  # entries rebuilt for a read-only log: not in the file
 
     def _load(self) -> list[AbortedTxn]:
         if self._entries is None:
@@ -61,9 +68,33 @@ class TxnIndex:
             f.write(txn.pack())
         entries.append(txn)
 
-    def add_in_memory(self, txn: AbortedTxn) -> None:
-        """Record an entry without writing it (an index rebuilt for a read-only log)."""
-        self._load().append(txn)
+    def verify(self, expected: list[AbortedTxn], *, checked_to: int, may_grow: bool = False) -> bool:
+        """Trust the index if its entries below ``checked_to`` are ``expected`` (the
+        transactions the segment's markers end there) and, unless ``may_grow`` (a read-only
+        view of a segment another process appends to), it holds none beyond; otherwise
+        ``replace`` it by ``expected``. Returns True if it was replaced. O(entries)."""
+        try:
+            entries = self._load()
+        except CorruptIndexError:
+            entries = None
+        if entries is not None and _agrees(entries, expected, checked_to, may_grow):
+            self.trusted = True
+            return False
+        self.replace(expected)
+        return True
+
+    def replace(self, entries: list[AbortedTxn]) -> None:
+        """Make ``entries`` the index (trusted): the file is rewritten in one write when
+        writable, the entries kept in memory when read-only. Not fsynced: no open trusts
+        the file before checking it again."""
+        if self.writable:
+            if entries or os.path.exists(self.path):
+                with open(self.path, "wb") as f:
+                    f.write(b"".join(t.pack() for t in entries))
+        else:
+            self._in_memory = True
+        self._entries = list(entries)
+        self.trusted = True
 
     def collect(self, fetch_offset: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]:
         """Entries overlapping [fetch_offset, upper_bound); ``complete`` is True when later
@@ -77,20 +108,17 @@ class TxnIndex:
         return out, False
 
     def truncate_to(self, offset: int) -> None:
-        """Remove entries whose marker is at or after ``offset``."""
-        entries = self._load()
-        keep = [t for t in entries if t.last_offset < offset]
-        if len(keep) != len(entries):
+        """Remove entries whose marker is at or after ``offset`` (an unreadable file is
+        emptied, to be rebuilt when next checked)."""
+        try:
+            keep = [t for t in self._load() if t.last_offset < offset]
+        except CorruptIndexError:
+            keep, self.trusted = [], False
+        if self._entries is None or len(keep) != len(self._entries):
             self._entries = keep
             if self.writable and os.path.exists(self.path):
                 with open(self.path, "r+b") as f:
                     f.truncate(len(keep) * TXN_INDEX_ENTRY_BYTES)
-
-    def reset(self) -> None:
-        self._entries = []
-        if self.writable and os.path.exists(self.path):
-            with open(self.path, "r+b") as f:
-                f.truncate(0)
 
     def sanity_check(self) -> None:
         """Raise :class:`CorruptIndexError` for a bad size, version or an entry below the base offset."""
@@ -104,7 +132,8 @@ class TxnIndex:
             fsync_path(self.path)
 
     def close(self) -> None:
-        self._entries = None
+        if not self._in_memory:
+            self._entries = None
 
     def rename(self, new_path: str) -> None:
         if os.path.exists(self.path):
@@ -117,6 +146,16 @@ class TxnIndex:
             os.remove(self.path)
         except FileNotFoundError:
             pass
+
+
+def _agrees(entries: list[AbortedTxn], expected: list[AbortedTxn], checked_to: int, may_grow: bool) -> bool:
+    """Same producers, first and last offsets, in order; a last stable offset may be lower
+    than expected (the high watermark lagged when it was written), which only widens a
+    committed read's search, never higher."""
+    below = [t for t in entries if t.last_offset < checked_to]
+    if len(below) != len(expected) or (len(below) != len(entries) and not may_grow):
+        return False
+    return all(t[:3] == x[:3] and t.last_stable_offset <= x.last_stable_offset for t, x in zip(below, expected))
 
 
 def read_txn_entries(path: str):

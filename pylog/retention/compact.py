@@ -112,7 +112,7 @@ def _one_pass(log, now: int, budget_bytes: int, force: bool) -> CleanResult:
         return result
     log._min_delete_horizon = None
     to_clean = [s for s in segments if s.base_offset < map_end]
-    markers = TxnMarkers(txn for seg in log.segments for txn in seg.txn_index.entries())
+    markers = TxnMarkers(txn for seg in log.segments for txn in log._trusted_txn_index(seg).entries())
     last_batch_of_producer = {pid: e.last_offset for pid, e in (log._producers.entries() if log._producers else {}).items()}
     horizon = now + log.config.delete_retention_ms
     for group in _groups(to_clean, log.config.segment_bytes):

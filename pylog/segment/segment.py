@@ -113,6 +113,7 @@ class Segment:
 
     @property
     def txn_index(self) -> TxnIndex:
+        """The ``.txnindex``, untrusted until the log checked it (``TxnIndex.verify``)."""
         if self._txn_index is None:
             self._txn_index = TxnIndex(self._prefix + TXN_INDEX_SUFFIX + self.suffix, self.base_offset,
                                        writable=self.writable)
@@ -126,6 +127,7 @@ class Segment:
             io.remove(path)
         seg = cls(directory, base_offset, writable=True, **kwargs)
         seg._indexes_checked = True
+        seg.txn_index.trusted = True
         for path in (seg.log.path, seg.offset_index.path, seg.time_index.path):
             open(path, "ab").close()  # Kafka creates the log and both index files with the segment
         seg._next_offset = base_offset
@@ -343,16 +345,18 @@ class Segment:
 
     # -- recovery -------------------------------------------------------------------------------
     def recover(self, on_batch=None) -> int:
-        """Re-validate every batch (CRC, sizes, offsets) and rebuild the indexes.
+        """Re-validate every batch (CRC, sizes, offsets) and rebuild the offset and time
+        indexes.
 
         Stops at the first invalid or incomplete batch and truncates the file there;
         ``on_batch(batch)`` sees each valid batch (producer state replay). Returns the
-        number of bytes truncated. O(segment bytes): reads the whole file once.
+        number of bytes truncated. O(segment bytes): reads the whole file once. The
+        ``.txnindex`` is left as it is: rebuilding it needs the producer state before the
+        segment, so the log replaces it after its replay (and trusts no old one meanwhile).
         """
         self._indexes_checked = True
         self.offset_index.reset()
         self.time_index.reset()
-        self.txn_index.reset()
         self._bytes_since_last_index_entry = 0
         self._max_ts_and_offset = (-1, self.base_offset)
         valid_bytes = 0
