@@ -236,8 +236,8 @@ class Log:
         end = self.log_end_offset
         aborted = replay_aborted(producers, self._batches_between(self.log_start_offset, end),
                                  self._segment_base_of)
-        for seg in segments:
-            seg.txn_index.verify(aborted.get(seg.base_offset, []), checked_to=seg.next_offset,
+        for seg in segments:  # the last one may have grown since the replay read it
+            seg.txn_index.verify(aborted.get(seg.base_offset, []), checked_to=min(seg.next_offset, end),
                                  may_grow=seg is segments[-1])
         self._producers = producers
         self._update_first_unstable_offset()

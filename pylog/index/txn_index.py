@@ -36,12 +36,12 @@ class AbortedTxn(NamedTuple):
 class TxnIndex:
     """The aborted transactions of one segment, in order of their markers."""
 
-    def __init__(self, path, base_offset: int, *, writable: bool = True, trusted: bool = False):
+    def __init__(self, path, base_offset: int, *, writable: bool = True):
         self.path = os.fspath(path)
         self.base_offset = base_offset
         self.writable = writable
         #: The entries were written by this process or checked against the segment's markers.
-        self.trusted = trusted
+        self.trusted = False
         self._entries: list[AbortedTxn] | None = None
         self._in_memory = False  # entries rebuilt for a read-only log: not in the file
 

@@ -30,30 +30,30 @@ def _make(d, transactions: int = 40) -> list[bytes]:
     rng = random.Random(transactions)
     seq = dict.fromkeys(PRODUCERS, 0)
     open_txn: dict[int, list[bytes]] = {}
-    committed: list[tuple[int, bytes]] = []
+    committed: list[bytes] = []
     with Log.open(d, segment_bytes=SEGMENT_BYTES) as log:
         for t in range(transactions * 4):
             pid = rng.choice(PRODUCERS)
             if pid in open_txn and (len(open_txn[pid]) >= 3 or rng.random() < 0.3):
                 commit = t % 3 != 0
-                info = log.append_txn_marker(pid, 0, commit)
-                if commit:
-                    committed += [(info.first_offset, v) for v in open_txn[pid]]
-                del open_txn[pid]
+                log.append_txn_marker(pid, 0, commit)
+                committed += open_txn.pop(pid) if commit else []
+                open_txn.pop(pid, None)
                 continue
             value = b"txn-%d-%d" % (pid, t)
             log.append([Record(value)], producer_id=pid, producer_epoch=0, base_sequence=seq[pid],
                        is_transactional=True)
             seq[pid] += 1
             open_txn.setdefault(pid, []).append(value)
-            plain = log.append([Record(b"plain-%d" % t)])
-            committed.append((plain.first_offset, b"plain-%d" % t))
+            log.append([Record(b"plain-%d" % t)])
+            committed.append(b"plain-%d" % t)
         for pid in list(open_txn):
-            info = log.append_txn_marker(pid, 0, True)
-            committed += [(info.first_offset, v) for v in open_txn.pop(pid)]
+            log.append_txn_marker(pid, 0, True)
+            committed += open_txn.pop(pid)
         assert len(log.segments) >= 5
-    offsets = {v: o for o, v in [(r.offset, r.value) for r in Log.open(d, read_only=True).records()]}
-    return sorted((v for _, v in committed), key=offsets.__getitem__)
+    with Log.open(d, read_only=True) as log:
+        offsets = {r.value: r.offset for r in log.records()}
+    return sorted(committed, key=offsets.__getitem__)
 
 
 def _committed_values(d, *, read_only: bool) -> list[bytes]:
