@@ -37,8 +37,9 @@ def _make(d, transactions: int = 40) -> list[bytes]:
             if pid in open_txn and (len(open_txn[pid]) >= 3 or rng.random() < 0.3):
                 commit = t % 3 != 0
                 log.append_txn_marker(pid, 0, commit)
-                committed += open_txn.pop(pid) if commit else []
-                open_txn.pop(pid, None)
+                values = open_txn.pop(pid)
+                if commit:
+                    committed += values
                 continue
             value = b"txn-%d-%d" % (pid, t)
             log.append([Record(value)], producer_id=pid, producer_epoch=0, base_sequence=seq[pid],
@@ -50,7 +51,6 @@ def _make(d, transactions: int = 40) -> list[bytes]:
         for pid in list(open_txn):
             log.append_txn_marker(pid, 0, True)
             committed += open_txn.pop(pid)
-        assert len(log.segments) >= 5
     with Log.open(d, read_only=True) as log:
         offsets = {r.value: r.offset for r in log.records()}
     return sorted(committed, key=offsets.__getitem__)
@@ -142,13 +142,14 @@ def test_killed_after_recovering_one_segment(tmp_path):
 
 
 OPENER = textwrap.dedent("""
-    import os, sys
+    import os, sys, time
     from pylog import Log
     path, warm_up, segment_bytes = sys.argv[1], sys.argv[2], int(sys.argv[3])
     Log.open(warm_up, segment_bytes=segment_bytes).close()  # every module an open needs is loaded now
     os.write(1, b"opening\\n")
+    started = time.monotonic()
     log = Log.open(path, segment_bytes=segment_bytes)
-    os.write(1, b"opened\\n")
+    os.write(1, b"opened %f\\n" % (time.monotonic() - started))
     sys.stdin.read()  # killed here, or earlier
 """)
 
@@ -160,37 +161,46 @@ def _unclean_copy(src, dst) -> None:
     (dst / CLEAN_SHUTDOWN_FILE).unlink()
 
 
-def _timed_recovery(pristine, scratch) -> float:
-    """Seconds an open takes to recover a copy of ``pristine`` (the fastest of two)."""
-    best = float("inf")
-    for attempt in range(2):
-        d = scratch / str(attempt) / "t-0"
-        _unclean_copy(pristine, d)
-        started = time.monotonic()
-        Log.open(d, segment_bytes=SEGMENT_BYTES).close()
-        best = min(best, time.monotonic() - started)
-    return best
+class _Opener:
+    """Child processes that open a copy of ``pristine`` (recovering it) and are killed."""
+
+    def __init__(self, tmp_path, pristine, warm_pristine):
+        self.tmp_path, self.pristine, self.warm_pristine = tmp_path, pristine, warm_pristine
+        self.script = tmp_path / "opener.py"
+        self.script.write_text(OPENER)
+        self.env = {**os.environ, "PYTHONPATH": os.getcwd()}
+        self.recovery_s = None  # how long the last uninterrupted open took, as the machine is loaded now
+
+    def run(self, name: str, kill_after_fraction: float | None):
+        """Start an open of a fresh copy; SIGKILL it ``kill_after_fraction`` of a recovery
+        after it began (when it is done if None). Returns the copy's path."""
+        d, warm_up = self.tmp_path / name / "t-0", self.tmp_path / f"{name}-warm-up" / "t-0"
+        _unclean_copy(self.pristine, d)
+        _unclean_copy(self.warm_pristine, warm_up)
+        proc = subprocess.Popen([sys.executable, str(self.script), str(d), str(warm_up), str(SEGMENT_BYTES)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=self.env)
+        assert proc.stdout.readline() == b"opening\n"  # imports done: the open starts now
+        out = proc.stdout.readline() if kill_after_fraction is None else b""  # "opened <seconds>"
+        if kill_after_fraction is not None:
+            time.sleep(kill_after_fraction * self.recovery_s)
+        proc.send_signal(signal.SIGKILL)
+        out += proc.communicate()[0]
+        for line in out.splitlines():
+            if line.startswith(b"opened "):
+                self.recovery_s = float(line.split()[1])
+        return d
 
 
 def test_kill_while_recovering_leaves_no_index_that_lets_aborted_records_through(tmp_path, soak):
-    pristine = tmp_path / "pristine" / "t-0"
-    expected = _make(pristine, transactions=400)
-    script = tmp_path / "opener.py"
-    script.write_text(OPENER)
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    recovery_s = _timed_recovery(pristine, tmp_path / "timing")  # an uninterrupted one, here and now
+    pristine, warm_pristine = tmp_path / "pristine" / "t-0", tmp_path / "warm-pristine" / "t-0"
+    expected = _make(pristine, transactions=200)
+    _make(warm_pristine, transactions=5)
+    opener = _Opener(tmp_path, pristine, warm_pristine)
+    opener.run("timing", None)
     rng = random.Random(5)
-    trials = 100 if soak else 5
+    trials = 100 if soak else 6
     for trial in range(trials):
-        d, warm_up = tmp_path / f"trial-{trial}" / "t-0", tmp_path / f"warm-up-{trial}" / "t-0"
-        _unclean_copy(pristine, d)
-        _unclean_copy(pristine, warm_up)
-        proc = subprocess.Popen([sys.executable, str(script), str(d), str(warm_up), str(SEGMENT_BYTES)],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-        assert proc.stdout.readline() == b"opening\n"  # imports done: the open starts now
-        time.sleep(rng.uniform(trial, trial + 1) / trials * recovery_s * 1.2)  # spread over the recovery
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate()
+        d = opener.run(f"trial-{trial}", rng.uniform(trial, trial + 1) / trials * 1.1)  # spread over a recovery
         assert _committed_values(d, read_only=True) == expected, f"trial {trial}"
         with Log.open(d, segment_bytes=SEGMENT_BYTES) as log:
             assert [r.value for r in log.records(isolation="committed")] == expected, f"trial {trial}"
