@@ -7,7 +7,9 @@
 3. Open every segment (indexes lazily).
 4. Unless the last close was clean: recover every segment from the one holding the
    recovery point: re-validate batch by batch, rebuild indexes, cut at the first invalid
-   or incomplete batch, and drop every later segment.
+   or incomplete batch, and drop every later segment. Their ``.txnindex`` files are
+   rewritten after the producer-state replay; every other one is checked against its
+   segment's markers when first needed (docs/format/txnindex.md), never trusted as found.
 
 A read-only open does none of the writes: it resolves swaps in memory and leaves
 damaged tails unread (readers never see past the last whole batch).

@@ -46,6 +46,7 @@ from pylog.record.encode import (
 from pylog.record.record import as_record
 from pylog.segment.fetch import FetchData
 from pylog.segment.segment import Segment, roll_jitter_ms
+from pylog.txn_check import TxnIndexChecker, replay_aborted
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -99,6 +100,7 @@ class Log:
         self._last_flush_ms = now_ms()
         self._producers = None
         self._first_unstable_offset = None
+        self._txn_checker = TxnIndexChecker(pdir.path, self._batches_between)
 
     # ==== opening =================================================================================
     @classmethod
@@ -191,6 +193,7 @@ class Log:
             i = self._segments.index(base)
             seg = self._segments[base]
             truncated = seg.recover()
+            failpoints.hit("recover.segment-recovered")
             report.recovered_segments.append(base)
             if truncated:
                 report.truncated_bytes += truncated
@@ -221,52 +224,60 @@ class Log:
 
     def _ensure_read_only_txn_state(self) -> None:
         """Read-only logs learn open and aborted transactions on the first committed read:
-        one replay of the log's producer batches (segments without a ``.txnindex`` get
-        theirs in memory). O(log bytes), once."""
+        one replay of the log's producer batches, which also checks every segment's
+        ``.txnindex`` (one that disagrees is rebuilt in memory). O(log bytes), once."""
         if not self.read_only or self._txn_state_loaded:
             return
         from pylog.producer_state import ProducerStateManager
         self._txn_state_loaded = True
         producers = ProducerStateManager(self._dir.path, producer_id_expiration_ms=2**62, read_only=True)
-        missing = {s.base_offset for s in self._segments.values() if not os.path.exists(s.txn_index.path)}
-
-        def index_aborted(txn) -> None:
-            floor = self._segments.bisect_right(txn.last_offset) - 1
-            seg = self._segments.values()[max(floor, 0)]
-            if seg.base_offset in missing:
-                fuo = producers.first_unstable_offset()
-                seg.txn_index.add_in_memory(txn._replace(
-                    last_stable_offset=txn.last_offset + 1 if fuo is None else min(fuo, txn.last_offset + 1)))
-
-        producers.producers = {}
-        for batch in self._batches_between(self.log_start_offset, self.log_end_offset):
-            if batch.magic == 2 and batch.producer_id >= 0:
-                from pylog.producer_state import batch_info
-                aborted = producers.on_append(batch_info(batch))
-                if aborted is not None:
-                    index_aborted(aborted)
+        segments = list(self._segments.values())
+        end = self.log_end_offset
+        aborted = replay_aborted(producers, self._batches_between(self.log_start_offset, end),
+                                 self._segment_base_of)
+        for seg in segments:  # the last one may have grown since the replay read it
+            seg.txn_index.verify(aborted.get(seg.base_offset, []), checked_to=min(seg.next_offset, end),
+                                 may_grow=seg is segments[-1])
         self._producers = producers
         self._update_first_unstable_offset()
 
+    def _segment_base_of(self, offset: int) -> int:
+        """Base offset of the segment holding ``offset`` (the first one if below all)."""
+        return self._segments.keys()[max(self._segments.bisect_right(offset) - 1, 0)]
+
+    def _trusted_txn_index(self, seg: Segment):
+        """``seg``'s ``.txnindex``, checked against its ABORT markers on first use and
+        rebuilt if it disagrees (docs/format/txnindex.md). O(segment bytes) once per
+        segment per open, under the log's lock; O(1) after."""
+        index = seg.txn_index
+        if not index.trusted:
+            with self._lock:
+                if not index.trusted:
+                    self._txn_checker.check(seg, log_start_offset=self.log_start_offset,
+                                            is_current=lambda s: self._segments.get(s.base_offset) is s,
+                                            may_grow=self.read_only and seg is self.active_segment)
+        return index
+
     def _load_producer_state(self) -> None:
         """Load producer state; segments recovered just now get their aborted-transaction
-        index rebuilt from the replay."""
+        index rebuilt from the replay (each file rewritten in one write at the end)."""
         from pylog.producer_state import ProducerStateManager
         self._producers = ProducerStateManager(self._dir.path,
                                                producer_id_expiration_ms=self.config.producer_id_expiration_ms,
                                                read_only=self.read_only, io=self.io)
-        recovered = set(self.load_report.recovered_segments)
+        rebuilt = {base: [] for base in self.load_report.recovered_segments if base in self._segments}
 
         def index_aborted(txn) -> None:
-            floor = self._segments.bisect_right(txn.last_offset) - 1
-            seg = self._segments.values()[max(floor, 0)]
-            if seg.base_offset in recovered:
-                seg.txn_index.append(txn._replace(last_stable_offset=self._lso_after(txn.last_offset)))
+            entries = rebuilt.get(self._segment_base_of(txn.last_offset))
+            if entries is not None:
+                entries.append(txn._replace(last_stable_offset=self._lso_after(txn.last_offset)))
 
         self._producers.load(self.log_start_offset, self.log_end_offset, list(self._segments.keys()),
                              self._batches_between, now_ms(),
-                             replay_from=min(recovered) if recovered else None, on_aborted=index_aborted,
-                             names=None if recovered else getattr(self, "_names_at_open", None))
+                             replay_from=min(rebuilt) if rebuilt else None, on_aborted=index_aborted,
+                             names=None if rebuilt else getattr(self, "_names_at_open", None))
+        for base, entries in rebuilt.items():
+            self._segments[base].txn_index.replace(entries)
         self._names_at_open = None
         self._update_first_unstable_offset()
 
@@ -540,8 +551,17 @@ class Log:
                 continue
             aborted = self._producers.on_append(batch_info(b))
             if aborted is not None:
-                self.active_segment.txn_index.append(
-                    aborted._replace(last_stable_offset=self._lso_after(aborted.last_offset)))
+                self._index_aborted(aborted._replace(last_stable_offset=self._lso_after(aborted.last_offset)))
+
+    def _index_aborted(self, txn) -> None:
+        """Add ``txn`` to the active segment's ``.txnindex``, checked first if this open did
+        not write it (a check that replayed the new marker has indexed it already)."""
+        index = self.active_segment.txn_index
+        if not index.trusted:
+            self._trusted_txn_index(self.active_segment)
+            if any(t.last_offset >= txn.last_offset for t in index.entries()):
+                return
+        index.append(txn)
 
     def _update_first_unstable_offset(self) -> None:
         if self._producers is None:
@@ -676,7 +696,8 @@ class Log:
                 with self._lock:
                     self._track_inactive(seg)
             fetch = FetchData(offset, handle=seg.log.handle(), position=header.position, size_bytes=size,
-                              path=seg.log_path, bound=bound, isolation=isolation)
+                              path=seg.log_path, bound=bound, isolation=isolation,
+                              offset_range=(seg.base_offset, self._next_base_offset(seg)))
             if isolation == "committed":
                 fetch.aborted_transactions = self._collect_aborted(seg, offset, header.position + size)
             return self._stamp(fetch, isolation)
@@ -702,13 +723,19 @@ class Log:
                 return h.position + h.size
         return seg.size_bytes
 
+    def _next_base_offset(self, seg: Segment) -> int | None:
+        """Base offset of the segment after ``seg``: where its offsets must end (None for the last)."""
+        with self._lock:
+            i = self._segments.bisect_right(seg.base_offset)
+            return self._segments.keys()[i] if i < len(self._segments) else None
+
     def _collect_aborted(self, seg: Segment, offset: int, end_position: int) -> list:
         upper = self.log_end_offset
         out = []
         with self._lock:
             later = list(self._segments.values()[self._segments.index(seg.base_offset):])
         for s in later:
-            found, complete = s.txn_index.collect(offset, upper)
+            found, complete = self._trusted_txn_index(s).collect(offset, upper)
             out.extend(found)
             if complete:
                 break

@@ -5,6 +5,10 @@ Entry: version (int16, 0), producer id, first offset, last offset (the marker's)
 stable offset when the abort was written; all big-endian int64. A plain append-only file
 (not mapped), created only when the first entry is written; every change goes through the
 I/O seam (``pylog/io.py``).
+
+The file has no checksum, and a missing or emptied one reads like a segment without
+aborted transactions, so an index starts untrusted: the log compares it with the
+segment's ABORT markers (``verify``) before a committed read uses it.
 """
 
 from __future__ import annotations
@@ -39,8 +43,11 @@ class TxnIndex:
         self.base_offset = base_offset
         self.writable = writable
         self.io = io
+        #: The entries were written by this process or checked against the segment's markers.
+        self.trusted = False
         self._entries: list[AbortedTxn] | None = None
         self._unsynced = False
+        self._in_memory = False  # entries rebuilt for a read-only log: not in the file
 
     def _load(self) -> list[AbortedTxn]:
         if self._entries is None:
@@ -77,9 +84,33 @@ class TxnIndex:
         self._unsynced = True
         entries.append(txn)
 
-    def add_in_memory(self, txn: AbortedTxn) -> None:
-        """Record an entry without writing it (an index rebuilt for a read-only log)."""
-        self._load().append(txn)
+    def verify(self, expected: list[AbortedTxn], *, checked_to: int, may_grow: bool = False) -> bool:
+        """Trust the index if its entries below ``checked_to`` are ``expected`` (the
+        transactions the segment's markers end there) and, unless ``may_grow`` (a read-only
+        view of a segment another process appends to), it holds none beyond; otherwise
+        ``replace`` it by ``expected``. Returns True if it was replaced. O(entries)."""
+        try:
+            entries = self._load()
+        except CorruptIndexError:
+            entries = None
+        if entries is not None and _agrees(entries, expected, checked_to, may_grow):
+            self.trusted = True
+            return False
+        self.replace(expected)
+        return True
+
+    def replace(self, entries: list[AbortedTxn]) -> None:
+        """Make ``entries`` the index (trusted): the file is rewritten in one write when
+        writable, the entries kept in memory when read-only. Not fsynced: no open trusts
+        the file before checking it again."""
+        if self.writable:
+            if entries or os.path.exists(self.path):
+                self.io.write_file(self.path, b"".join(t.pack() for t in entries), fsync=False)
+                self._unsynced = True
+        else:
+            self._in_memory = True
+        self._entries = list(entries)
+        self.trusted = True
 
     def collect(self, fetch_offset: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]:
         """Entries overlapping [fetch_offset, upper_bound); ``complete`` is True when later
@@ -93,16 +124,15 @@ class TxnIndex:
         return out, False
 
     def truncate_to(self, offset: int) -> None:
-        """Remove entries whose marker is at or after ``offset``."""
-        entries = self._load()
-        keep = [t for t in entries if t.last_offset < offset]
-        if len(keep) != len(entries):
+        """Remove entries whose marker is at or after ``offset`` (an unreadable file is
+        emptied, to be rebuilt when next checked)."""
+        try:
+            keep = [t for t in self._load() if t.last_offset < offset]
+        except CorruptIndexError:
+            keep, self.trusted = [], False
+        if self._entries is None or len(keep) != len(self._entries):
             self._entries = keep
             self._cut_file(len(keep) * TXN_INDEX_ENTRY_BYTES)
-
-    def reset(self) -> None:
-        self._entries = []
-        self._cut_file(0)
 
     def _cut_file(self, size: int) -> None:
         if self.writable and os.path.exists(self.path):
@@ -127,7 +157,8 @@ class TxnIndex:
             self._unsynced = False
 
     def close(self) -> None:
-        self._entries = None
+        if not self._in_memory:
+            self._entries = None
 
     def rename(self, new_path: str) -> None:
         if os.path.exists(self.path):
@@ -137,6 +168,16 @@ class TxnIndex:
     def delete(self) -> None:
         self._entries = None
         self.io.remove(self.path)
+
+
+def _agrees(entries: list[AbortedTxn], expected: list[AbortedTxn], checked_to: int, may_grow: bool) -> bool:
+    """Same producers, first and last offsets, in order; a last stable offset may be lower
+    than expected (the high watermark lagged when it was written), which only widens a
+    committed read's search, never higher."""
+    below = [t for t in entries if t.last_offset < checked_to]
+    if len(below) != len(expected) or (len(below) != len(entries) and not may_grow):
+        return False
+    return all(t[:3] == x[:3] and t.last_stable_offset <= x.last_stable_offset for t, x in zip(below, expected))
 
 
 def read_txn_entries(path: str):

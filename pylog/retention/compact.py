@@ -156,8 +156,10 @@ def _map_for_pass(log, segments, first_dirty: int, end: int, now: int, budget_by
 
 
 def _aborted_txns(log, from_offset: int) -> list:
-    """The aborted transactions whose ABORT marker is at or above ``from_offset``."""
-    return [t for seg in log.segments for t in seg.txn_index.entries() if t.last_offset >= from_offset]
+    """The aborted transactions whose ABORT marker is at or above ``from_offset`` (every
+    segment's ``.txnindex`` is checked against its markers first, so later reads of
+    ``seg.txn_index`` in this pass are trusted)."""
+    return [t for seg in log.segments for t in log._trusted_txn_index(seg).entries() if t.last_offset >= from_offset]
 
 
 def _last_records_of_producers(log) -> dict:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from pylog.record.batch import decode_batches
-from pylog.segment.file import _Handle, pread_fully
+from pylog.segment.file import _Handle, check_offsets_follow, pread_fully
 
 
 class FetchData:
@@ -24,12 +24,14 @@ class FetchData:
 
     __slots__ = ("first_offset", "size_bytes", "_handle", "_position", "_path", "_bound",
                  "aborted_transactions", "isolation", "_raw", "_next_offset", "high_watermark",
-                 "log_start_offset", "last_stable_offset")
+                 "log_start_offset", "last_stable_offset", "_offset_range")
 
     def __init__(self, first_offset: int, *, handle: _Handle | None = None, position: int = 0,
                  size_bytes: int = 0, path: str | None = None, bound: int | None = None,
-                 isolation: str = "uncommitted", aborted_transactions=None):
+                 isolation: str = "uncommitted", aborted_transactions=None,
+                 offset_range: tuple[int, int | None] = (0, None)):
         self.first_offset = first_offset
+        self._offset_range = offset_range  # the segment's [base offset, next segment's base)
         self.size_bytes = size_bytes
         self._handle = handle
         self._position = position
@@ -58,9 +60,15 @@ class FetchData:
 
     def batches(self) -> list:
         """The whole batches of the slice (a batch cut by ``max_bytes`` is left out),
-        control batches included. Headers only: O(batches)."""
-        return list(decode_batches(self.raw(), position_base=self._position, allow_incomplete=True,
-                                   path=self._path))
+        control batches included. Headers only: O(batches). Raises
+        :class:`CorruptRecordError` for a batch whose offsets do not follow the previous
+        one's or leave the segment's range."""
+        out = list(decode_batches(self.raw(), position_base=self._position, allow_incomplete=True,
+                                  path=self._path))
+        previous_last, end_offset = self._offset_range[0] - 1, self._offset_range[1]
+        for b in out:
+            previous_last = check_offsets_follow(b, previous_last, end_offset=end_offset, path=self._path)
+        return out
 
     @property
     def next_offset(self) -> int:

@@ -39,6 +39,21 @@ class BatchHeader(NamedTuple):
     max_timestamp: int
 
 
+def check_offsets_follow(batch, previous_last: int, *, end_offset: int | None = None,
+                         path: str | None = None) -> int:
+    """Raise :class:`CorruptRecordError` unless ``batch`` (a header or a batch, walked in
+    file order) holds offsets after ``previous_last`` and below ``end_offset`` (the
+    segment's range, where known), its last offset not below its first. The base offset
+    lies outside the CRC, so a flipped bit there shows only here. Returns its last offset."""
+    first = batch.base_offset if batch.magic == 2 else batch.last_offset
+    if first <= previous_last or batch.last_offset < first or \
+            (end_offset is not None and batch.last_offset >= end_offset):
+        expected = f"after {previous_last}" + ("" if end_offset is None else f" and below {end_offset}")
+        raise CorruptRecordError(f"batch holds offsets {first}..{batch.last_offset}, expected {expected}",
+                                 position=batch.position, path=path)
+    return batch.last_offset
+
+
 def pread_fully(fd: int, position: int, size: int) -> bytes:
     """Up to ``size`` bytes of ``fd`` at ``position``, looping over short reads (fewer only at EOF)."""
     parts = []

@@ -20,7 +20,7 @@ from pylog.layout import (
     INDEX_SUFFIX, INT32_MAX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
 )
 from pylog.record.batch import decode_batches
-from pylog.segment.file import BatchHeader, LogFile
+from pylog.segment.file import BatchHeader, LogFile, check_offsets_follow
 
 #: Bytes read at a time while recovering (whole batches are validated in memory).
 RECOVERY_CHUNK_BYTES = 4 * 1024 * 1024
@@ -113,6 +113,7 @@ class Segment:
 
     @property
     def txn_index(self) -> TxnIndex:
+        """The ``.txnindex``, untrusted until the log checked it (``TxnIndex.verify``)."""
         if self._txn_index is None:
             self._txn_index = TxnIndex(self._prefix + TXN_INDEX_SUFFIX + self.suffix, self.base_offset,
                                        writable=self.writable, io=self.io)
@@ -126,6 +127,7 @@ class Segment:
             io.remove(path)
         seg = cls(directory, base_offset, writable=True, **kwargs)
         seg._indexes_checked = True
+        seg.txn_index.trusted = True
         for path in (seg.log.path, seg.offset_index.path, seg.time_index.path):
             io.close(io.open(path))  # Kafka creates the log and both index files with the segment
         seg._next_offset = base_offset
@@ -351,16 +353,18 @@ class Segment:
 
     # -- recovery -------------------------------------------------------------------------------
     def recover(self, on_batch=None) -> int:
-        """Re-validate every batch (CRC, sizes, offsets) and rebuild the indexes.
+        """Re-validate every batch (CRC, sizes, offsets) and rebuild the offset and time
+        indexes.
 
         Stops at the first invalid or incomplete batch and truncates the file there;
         ``on_batch(batch)`` sees each valid batch (producer state replay). Returns the
-        number of bytes truncated. O(segment bytes): reads the whole file once.
+        number of bytes truncated. O(segment bytes): reads the whole file once. The
+        ``.txnindex`` is left as it is: rebuilding it needs the producer state before the
+        segment, so the log replaces it after its replay (and trusts no old one meanwhile).
         """
         self._indexes_checked = True
         self.offset_index.reset()
         self.time_index.reset()
-        self.txn_index.reset()
         self._bytes_since_last_index_entry = 0
         self._max_ts_and_offset = (-1, self.base_offset)
         valid_bytes = 0
@@ -426,9 +430,13 @@ class Segment:
     # -- reads ----------------------------------------------------------------------------------
     def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None:
         """The first batch whose last offset is >= ``offset`` (index floor, then a forward
-        walk over headers). O(log entries + index_interval)."""
+        walk over headers). O(log entries + index_interval). Raises
+        :class:`CorruptRecordError` for a walked batch whose offsets do not follow the
+        previous one's or lie below the segment's base offset."""
         _, position = self._safe_lookup(offset)
+        previous_last = self.base_offset - 1
         for h in self.log.headers(max(position, start_position)):
+            previous_last = check_offsets_follow(h, previous_last, path=self.log.path)
             if h.last_offset >= offset:
                 return h
         return None

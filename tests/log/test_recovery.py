@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -130,11 +131,12 @@ def test_sigkill_mid_append_loses_nothing_flushed(tmp_path, trial):
     script.write_text(WRITER)
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     proc = subprocess.Popen([sys.executable, str(script), str(d), "7"], stdout=subprocess.PIPE, env=env)
-    time.sleep(0.8 + 0.3 * trial)
+    first = proc.stdout.readline()  # wait for the first acknowledgement, however long the start takes
+    assert first, "the writer exited before acknowledging anything"
+    time.sleep(random.Random(trial).uniform(0.0, 0.5))  # then kill at a random moment of the appends
     proc.send_signal(signal.SIGKILL)
     out, _ = proc.communicate()
-    acked = [int(x) for x in out.split()]
-    assert acked, "the writer acknowledged nothing before it was killed"
+    acked = [int(x) for x in (first + out).split()]
     with Log.open(d) as log:
         offsets = [r.offset for r in log.records()]
         assert offsets == list(range(len(offsets)))

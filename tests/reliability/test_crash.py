@@ -66,10 +66,12 @@ def test_sigkill_loses_nothing_acknowledged(tmp_path, case, soak):
     for trial in range(_trials(soak)):
         proc = subprocess.Popen([sys.executable, str(script), str(d), str(flush), str(segment_bytes), policy],
                                 stdout=subprocess.PIPE, env=env)
-        time.sleep(0.25 + rng.random() * 0.5)
+        first = proc.stdout.readline()  # the first acknowledgement, however long the start takes
+        assert first, f"{case} trial {trial}: the writer exited before acknowledging anything"
+        time.sleep(rng.random() * 0.5)  # then kill at a random moment
         proc.send_signal(signal.SIGKILL)
         out, _ = proc.communicate()
-        lines = out.split()
+        lines = (first + out).split()
         if lines:
             acked = max(acked, int(lines[-1]))
         with Log.open(d, segment_bytes=segment_bytes) as log:

@@ -121,3 +121,36 @@ def test_mutated_kafka_samples_raise_only_pylog_errors(tmp_path, part):
                     log.check()
             except PylogError:
                 pass
+
+
+@pytest.mark.parametrize("bit", [0, 3, 17, 40, 63])
+@pytest.mark.parametrize("read_only", [True, False], ids=["read-only", "writable"])
+def test_a_flipped_base_offset_in_a_closed_segment_is_refused(tmp_path, bit, read_only):
+    """The base offset lies outside the CRC: a flipped bit there must not move records to
+    other offsets. Reads refuse the batch, naming the file and where."""
+    d = tmp_path / "t-0"
+    with Log.open(d, segment_bytes=3000) as log:
+        for i in range(300):
+            log.append([Record(b"%08d" % i)])
+    with Log.open(d, read_only=True) as log:
+        seg = log.segments[2]
+        headers = list(seg.headers())
+        victim = headers[3]
+    with open(seg.log_path, "r+b") as f:  # bit 0 is the lowest of the big-endian int64
+        f.seek(victim.position + 7 - bit // 8)
+        b = f.read(1)
+        f.seek(victim.position + 7 - bit // 8)
+        f.write(bytes([b[0] ^ (1 << bit % 8)]))
+    with Log.open(d, read_only=read_only) as log:
+        with pytest.raises(CorruptRecordError) as e:
+            list(log.records())
+        assert e.value.path == seg.log_path and e.value.position in (victim.position, headers[4].position)
+        refused = 0
+        for offset in range(300):
+            try:
+                records = log.read(offset).records()
+            except CorruptRecordError:
+                refused += 1
+                continue
+            assert all(r.value == b"%08d" % r.offset for r in records), offset
+        assert refused

@@ -104,10 +104,32 @@ def test_truncate_to_past_the_last_marker_changes_nothing(path):
     assert path.read_bytes() == entry_bytes(*TXNS)
 
 
-def test_reset_empties_the_file(path):
+def test_replace_rewrites_the_file_and_trusts_it(path):
     idx = index_with(path, *TXNS)
-    idx.reset()
+    idx.replace([AbortedTxn(*TXNS[0])])
+    assert idx.trusted and path.read_bytes() == entry_bytes(TXNS[0])
+    idx.replace([])
     assert len(idx) == 0 and path.read_bytes() == b""
+
+
+def test_replace_of_a_read_only_index_keeps_the_entries_in_memory_only(path):
+    index_with(path, *TXNS)
+    before = path.read_bytes()
+    idx = TxnIndex(path, base_offset=0, writable=False)
+    idx.replace([AbortedTxn(*TXNS[0])])
+    idx.close()
+    assert idx.entries() == [AbortedTxn(*TXNS[0])] and path.read_bytes() == before
+
+
+def test_verify_trusts_an_index_that_matches_the_markers_and_rebuilds_one_that_does_not(path):
+    expected = [AbortedTxn(*t) for t in TXNS]
+    index_with(path, *TXNS)
+    idx = TxnIndex(path, base_offset=0, writable=True)
+    assert idx.verify(expected, checked_to=10**9) is False and idx.trusted
+    path.write_bytes(b"")
+    idx = TxnIndex(path, base_offset=0, writable=True)
+    assert idx.verify(expected, checked_to=10**9) is True and idx.trusted
+    assert path.read_bytes() == entry_bytes(*TXNS)
 
 
 # -- sanity check --------------------------------------------------------------------------------
