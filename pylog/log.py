@@ -264,10 +264,10 @@ class Log:
             if seg.base_offset in recovered:
                 seg.txn_index.append(txn._replace(last_stable_offset=self._lso_after(txn.last_offset)))
 
-        self._producers.load(self.log_start_offset, self.log_end_offset, list(self._segments.keys()),
-                             self._batches_between, now_ms(),
-                             replay_from=min(recovered) if recovered else None, on_aborted=index_aborted,
-                             names=None if recovered else getattr(self, "_names_at_open", None))
+        bases = list(self._segments.keys())
+        self._producers.remove_stray_snapshots(bases, None if recovered else getattr(self, "_names_at_open", None))
+        self._producers.load(self.log_start_offset, self.log_end_offset, bases, self._batches_between, now_ms(),
+                             replay_from=min(recovered) if recovered else None, on_aborted=index_aborted)
         self._names_at_open = None
         self._update_first_unstable_offset()
 
@@ -606,6 +606,18 @@ class Log:
         self.recovery_point = max(self.recovery_point, offset)
         self._last_flush_ms = now_ms()
         self._write_checkpoints()
+        if self._producers is not None:
+            self._producers.delete_snapshots_below(self._min_snapshot_offset_to_retain())
+
+    def _min_snapshot_offset_to_retain(self) -> int:
+        """Kafka's bound after a recovery-point checkpoint: snapshots of the last two segments
+        stay (a truncation into either reloads from them), and none at or above the segment
+        below the recovery point goes (recovery starts there)."""
+        bases = self._segments.keys()
+        below_active = self._segments.bisect_left(bases[-1]) - 1
+        two_segments = bases[below_active] if below_active >= 0 else bases[-1]
+        below_rp = self._segments.bisect_left(self.recovery_point) - 1
+        return min(bases[below_rp] if below_rp >= 0 else self.recovery_point, two_segments)
 
     def _write_checkpoints(self) -> None:
         self._dir.write_offsets({
