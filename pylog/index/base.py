@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-from pylog.errors import CorruptIndexError, InvalidOffsetError, ReadOnlyError
+from pylog.errors import CorruptIndexError, InvalidOffsetError, ReadOnlyError, StorageError
 from pylog.io import fsync_path
 
 INT32_MAX = 2**31 - 1
@@ -56,7 +56,10 @@ class EntryFile:
             self._ragged = size % self.entry_bytes != 0
             count = size // self.entry_bytes
             if count:
-                raw = np.fromfile(self.path, dtype=self.dtype, count=count)
+                try:
+                    raw = np.fromfile(self.path, dtype=self.dtype, count=count)
+                except OSError as e:
+                    raise StorageError(e.errno, f"cannot read {self.path}: {e.strerror}") from None
                 keys = raw["k"].astype(np.int64)
                 vals = raw["v"].astype(np.int64)
                 n = self._valid_prefix(keys, vals)
@@ -87,11 +90,14 @@ class EntryFile:
             if not self.writable:
                 raise ReadOnlyError(f"index {self.path} is read-only")
             want = self.max_entries * self.entry_bytes
-            with open(self.path, "ab") as f:
-                if os.fstat(f.fileno()).st_size < want:
-                    f.truncate(want)
-            self._file_bytes = want
-            self._mm = np.memmap(self.path, dtype=self.dtype, mode="r+", shape=(self.max_entries,))
+            try:
+                with open(self.path, "ab") as f:
+                    if os.fstat(f.fileno()).st_size < want:
+                        f.truncate(want)
+                self._file_bytes = want
+                self._mm = np.memmap(self.path, dtype=self.dtype, mode="r+", shape=(self.max_entries,))
+            except OSError as e:
+                raise StorageError(e.errno, f"cannot map {self.path}: {e.strerror}") from None
         return self._mm
 
     # -- reading ---------------------------------------------------------------------------
@@ -203,6 +209,11 @@ class EntryFile:
             if self._mm is not None:
                 self._mm.flush()
             fsync_path(self.path)
+
+    def release(self) -> None:
+        """Give back the map and its file descriptor, keeping the entries in memory; the next
+        append maps the file again."""
+        self._release_map()
 
     def close(self) -> None:
         """Give back the map and the cached columns; the index reloads on next use."""
