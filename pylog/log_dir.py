@@ -46,6 +46,23 @@ _registry: dict[tuple[int, int], "LogDirWriters"] = {}
 _registry_lock = threading.Lock()
 
 
+def _forget_parent_writers() -> None:
+    """In a forked child: the parent's writers are not the child's. Its copy of the lock
+    file's descriptor is closed (the parent's locks stay: they belong to the parent's
+    descriptor too), so the child's own writers lock through a descriptor of their own."""
+    global _registry_lock
+    _registry_lock = threading.Lock()
+    for entry in _registry.values():
+        if entry._fd is not None:
+            os.close(entry._fd)
+        entry._fd = None
+        entry._held.clear()  # an inherited Log's close then releases nothing of the parent's
+    _registry.clear()
+
+
+os.register_at_fork(after_in_child=_forget_parent_writers)
+
+
 def lock_offset(partition_dir_name: str) -> int:
     """The byte of ``.lock`` a partition's writer locks: 62 bits of BLAKE2b of its name."""
     digest = hashlib.blake2b(partition_dir_name.encode(), digest_size=8).digest()

@@ -82,17 +82,22 @@ class OpenFiles:
                 self._files -= _files_of(segment)
 
     def _shed(self, keep: int) -> None:
-        for key, (segment, owner_lock) in list(self._lru.items()):
-            if self._files <= self.max_open_files:
-                return
+        """Release least recently used segments until within the bound (the lock held)."""
+        busy = []
+        while self._files > self.max_open_files and self._lru:
+            key, entry = self._lru.popitem(last=False)
+            segment, owner_lock = entry
             if key == keep or not owner_lock.acquire(blocking=False):
-                continue  # in use by its log in another thread: skip, never release under it
+                busy.append((key, entry))  # in use by its log in another thread: never release under it
+                continue
             try:
                 segment.release_files()
             finally:
                 owner_lock.release()
-            del self._lru[key]
             self._files -= _files_of(segment)
+        for key, entry in reversed(busy):  # back in their places, oldest first
+            self._lru[key] = entry
+            self._lru.move_to_end(key, last=False)
 
 
 class OwnedFiles:

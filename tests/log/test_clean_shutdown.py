@@ -10,7 +10,9 @@ import subprocess
 import sys
 import textwrap
 
-from pylog import Log, LogManager, Record
+import pytest
+
+from pylog import Log, LogLockedError, LogManager, Record
 from pylog.layout import CLEAN_SHUTDOWN_FILE
 
 WRITER = textwrap.dedent("""
@@ -142,3 +144,32 @@ def test_an_old_partition_level_marker_is_ignored_and_removed(tmp_path):
     with Log.open(d) as log:
         assert not log.load_report.clean and log.load_report.recovered_segments == [0]
         assert not (d / CLEAN_SHUTDOWN_FILE).exists()
+
+
+def test_a_forked_child_does_not_share_its_parents_writer_locks(tmp_path):
+    fill(tmp_path / "a-0", 3)
+    with Log.open(tmp_path / "a-0") as parent_log:
+        to_parent, from_child = os.pipe()
+        to_child, from_parent = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: a second writer of a-0 is refused; it writes b-0 and holds it
+            try:
+                try:
+                    Log.open(tmp_path / "a-0").close()
+                    os.write(from_child, b"a-0 opened twice\n")
+                except LogLockedError:
+                    with Log.open(tmp_path / "b-0") as log:
+                        log.append([b"child"])
+                        os.write(from_child, b"holding b-0\n")
+                        os.read(to_child, 1)
+            finally:
+                os._exit(0)
+        try:
+            assert os.read(to_parent, 100) == b"holding b-0\n"
+            with pytest.raises(LogLockedError):
+                Log.open(tmp_path / "b-0").close()  # the child's writer counts as another process's
+        finally:
+            os.write(from_parent, b"x")
+            os.waitpid(pid, 0)
+        parent_log.append([b"parent"])
+    assert [r.value for r in Log.open(tmp_path / "b-0", read_only=True).records()] == [b"child"]
