@@ -10,15 +10,20 @@ so they conflict with another process, and a Kafka broker holding ``.lock`` excl
 every pylog writer. Within a process a registry refuses a second writer.
 
 **The marker.** ``.kafka_cleanshutdown`` in the log dir means: no partition of it is open
-for writing, and every one was closed cleanly, so opening may skip recovery. It is
-removed when a writer opens while it is present and written back by the last writer's
-clean close, but only when that is known to be true of every partition: the writers of
-this process started from a present marker (or opened every partition of the log dir,
-recovering each), no other process opened a writer since (each process that starts
-writing stamps the ``.lock`` file with a fresh id), and no other process holds a lock.
-Otherwise it stays absent and the next opens recover above their recovery points, which
-is always safe. All of this runs under an ``flock`` of the log dir, the same lock the
-checkpoint files are updated under.
+for writing, and every one was closed cleanly, so opening may skip recovery. The first
+writer to open while it is present removes it (before any write) and starts a
+*generation*, recorded in ``.lock``: an id, whether it began clean, whether a writer of it
+stopped without a clean close (tainted), and how many processes write in it. A process
+that starts writing while another process's writers are alive joins the generation;
+otherwise, with no marker, it starts a new one that is not clean. A writer skips recovery
+only if its generation began clean, is untainted, and this process is its only member
+(no other process, perhaps killed since, has written in it). When the last process
+leaves, it writes the marker back if the generation began clean (or that process opened,
+and so recovered, every partition of the log dir) and nothing tainted it. A process
+killed never leaves, so its generation never writes the marker: the next writer starts a
+new generation, and the opens recover above their recovery points until every partition
+was recovered, which is always safe. All of this runs under an ``flock`` of the log dir,
+the same lock the checkpoint files are updated under.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import json
 import os
 import struct
 import threading
+from typing import NamedTuple
 
 from pylog.errors import LogLockedError, StorageError
 from pylog.io import FileIO
@@ -41,6 +47,7 @@ _SET_LOCK = getattr(fcntl, "F_OFD_SETLK", fcntl.F_SETLK)
 _GET_LOCK = getattr(fcntl, "F_OFD_GETLK", fcntl.F_GETLK)
 _FLOCK = struct.Struct("hhqqi4x")  # struct flock on Linux: type, whence, start, len, pid
 _ID_BYTES = 16
+_GENERATION = struct.Struct(">16s??i")  # id, clean, tainted, members
 
 _registry: dict[tuple[int, int], "LogDirWriters"] = {}
 _registry_lock = threading.Lock()
@@ -93,10 +100,8 @@ class LogDirWriters:
         self._key = key
         self._fd: int | None = None
         self._held: set[str] = set()
-        self._opened: set[str] = set()  # partitions opened since this process's session began
-        self._session_id = b""
-        self._clean_start = False  # the session began with the marker present
-        self._failed = False  # a writer of the session stopped without a clean close
+        self._generation: bytes | None = None  # id of the generation this process writes in
+        self._opened: set[str] = set()  # partitions this process opened in it
 
     # -- locks ------------------------------------------------------------------------------
     def _lock(self, name: str) -> None:
@@ -116,17 +121,17 @@ class LogDirWriters:
         self._held.add(name)
 
     def unlock(self, name: str, *, clean: bool) -> None:
-        """Release ``name``. ``clean``: its log was flushed and closed, so the marker may be
-        written back if this was the last writer of the log dir (see the module docstring).
-        Without ``clean`` (a failed open or close) the marker stays away until a recovery."""
+        """Release ``name``. ``clean``: its log was flushed and closed. The last writer of
+        the log dir writes the marker back if every partition is known clean (see the module
+        docstring); an unclean release (a failed open or close) keeps it away until the
+        partitions were recovered."""
         with _registry_lock:
             if name not in self._held:
                 return
             try:
-                if clean:
-                    self._close_session_cleanly(name)
-                else:
-                    self._failed = True
+                if self._generation is not None and (not clean or self._held == {name}):
+                    with _LogDirMutex(self.log_dir):
+                        self._leave(name, clean=clean)
             finally:
                 fcntl.fcntl(self._fd, _SET_LOCK, _FLOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, lock_offset(name), 1, 0))
                 self._held.discard(name)
@@ -147,38 +152,68 @@ class LogDirWriters:
     # -- the marker ------------------------------------------------------------------------------
     def take_marker(self, name: str) -> bool:
         """On opening ``name`` for writing (its lock held): True if it may skip recovery.
-        Removes the marker (durably, before any write) and, if this process starts writing
-        now, stamps ``.lock`` with a new session id."""
+        Removes the marker (durably, before any write) and joins or starts the log dir's
+        writing generation."""
         marker = os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE)
         with _registry_lock, _LogDirMutex(self.log_dir):
             present = os.path.exists(marker)
             if present:
                 self.io.remove(marker)
                 self.io.fsync_dir(self.log_dir)
-            if present or self._held == {name} or self._stamp() != self._session_id:
-                self._begin_session(clean=present)
+            gen = self._read_generation()
+            if not present and gen is not None and gen.id == self._generation:
+                pass  # this process writes in it already
+            elif not present and gen is not None and self._others_hold_locks():
+                gen = gen._replace(members=gen.members + 1)  # writers of another process are alive: join
+                self._join(gen)
+            else:  # nobody writes: a new generation, clean if the marker was there
+                gen = Generation(os.urandom(_ID_BYTES), clean=present, tainted=False, members=1)
+                self._join(gen)
             self._opened.add(name)
-            return self._clean_start and not self._failed
+            return gen.clean and not gen.tainted and gen.members == 1
 
-    def _begin_session(self, *, clean: bool) -> None:
-        self._session_id = os.urandom(_ID_BYTES)
-        self.io.truncate(self._fd, 0)
-        self.io.pwrite(self._fd, self._session_id, 0)
-        self._clean_start = clean
-        self._failed = False
+    def _join(self, gen: "Generation") -> None:
+        self._write_generation(gen)
+        self._generation = gen.id
         self._opened = set()
 
-    def _stamp(self) -> bytes:
-        return os.pread(self._fd, _ID_BYTES, 0)
-
-    def _close_session_cleanly(self, name: str) -> None:
-        with _LogDirMutex(self.log_dir):
-            if self._held != {name} or self._failed or self._stamp() != self._session_id:
-                return
-            if self._others_hold_locks():
-                return
-            if self._clean_start or set(_partition_dirs(self.log_dir)) <= self._opened:
+    def _leave(self, name: str, *, clean: bool) -> None:
+        """``name`` is released (the mutex held): an unclean release taints the generation;
+        the last one of this process leaves it, and the last member writes the marker back
+        when the generation began clean (or this process opened, and so recovered, every
+        partition) and nothing tainted it."""
+        gen = self._read_generation()
+        if gen is None or gen.id != self._generation:
+            self._generation = None
+            return
+        if not clean:
+            gen = gen._replace(tainted=True)
+        if self._held == {name}:
+            gen = gen._replace(members=gen.members - 1)
+            self._generation = None
+            if gen.members == 0 and not gen.tainted and not self._others_hold_locks() and \
+                    (gen.clean or set(_partition_dirs(self.log_dir)) <= self._opened):
                 self.io.write_file(os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE), CLEAN_SHUTDOWN_CONTENT)
+        self._write_generation(gen)
+
+    def _read_generation(self) -> "Generation | None":
+        raw = os.pread(self._fd, _GENERATION.size, 0)
+        return Generation(*_GENERATION.unpack(raw)) if len(raw) == _GENERATION.size else None
+
+    def _write_generation(self, gen: "Generation") -> None:
+        self.io.pwrite(self._fd, _GENERATION.pack(*gen), 0)
+
+
+class Generation(NamedTuple):
+    """What ``.lock`` holds: the writing generation of the log dir (one per run of writers
+    from a moment nobody wrote). ``clean``: it began with the marker present; ``tainted``: a
+    writer stopped without a clean close; ``members``: processes writing in it that have not
+    left (a killed one never leaves, so its generation never writes the marker)."""
+
+    id: bytes
+    clean: bool
+    tainted: bool
+    members: int
 
 
 def has_marker(log_dir: str) -> bool:

@@ -11,6 +11,7 @@ valid snapshot and replays the log after it.
 from __future__ import annotations
 
 import bisect
+import errno
 import os
 import time
 from collections import deque
@@ -20,7 +21,7 @@ from typing import Callable, Iterable, NamedTuple
 import crc32c as _crc32c
 
 from pylog.errors import (
-    CorruptSnapshotError, InvalidTxnStateError, OutOfOrderSequenceError, ProducerFencedError,
+    CorruptSnapshotError, InvalidTxnStateError, OutOfOrderSequenceError, ProducerFencedError, StorageError,
 )
 from pylog.index.txn_index import AbortedTxn
 from pylog.io import DEFAULT_IO, FileIO
@@ -332,6 +333,8 @@ def read_snapshot(path) -> list[ProducerEntry]:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
+        if e.errno in (errno.EMFILE, errno.ENFILE):  # no descriptor left: the file is not damaged
+            raise StorageError(e.errno, f"cannot read {os.fspath(path)}: {e.strerror}") from None
         raise CorruptSnapshotError(f"cannot read snapshot: {e}", path=os.fspath(path)) from None
     if len(data) < SNAPSHOT_HEADER.size:
         raise CorruptSnapshotError(f"snapshot of {len(data)} bytes is shorter than its header", path=os.fspath(path))

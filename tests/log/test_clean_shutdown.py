@@ -96,12 +96,10 @@ def test_closing_one_of_two_writers_in_two_processes_leaves_the_marker_away(tmp_
     proc.stdin.flush()
     assert proc.stdout.readline().strip() == "closed"
     assert proc.wait() == 0
-    # Both closed cleanly, but the writer of a-0 cannot know the other process's b-0 did: the
-    # marker stays away until a writer has every partition of the log dir open and recovered.
-    assert not marker(tmp_path)
+    assert marker(tmp_path)  # both closed cleanly: the last one wrote it
     with LogManager(tmp_path) as m:
         assert [len(list(m.log(t, 0).records())) for t in ("a", "b")] == [10, 6]
-    assert marker(tmp_path)
+        assert m.log("a", 0).load_report.clean and m.log("b", 0).load_report.clean
 
 
 def test_a_writer_in_another_process_that_crashes_after_the_first_one_closed(tmp_path):
@@ -116,6 +114,22 @@ def test_a_writer_in_another_process_that_crashes_after_the_first_one_closed(tmp
     with Log.open(tmp_path / "a-0") as log:  # a later writer of this process
         log.append([b"y"])
     assert not marker(tmp_path)  # b-0 died mid-write: it must be recovered first
+    with Log.open(tmp_path / "b-0") as log:
+        assert not log.load_report.clean and log.load_report.recovered_segments
+
+
+def test_the_last_writer_to_close_leaves_the_marker_away_if_another_process_was_killed(tmp_path):
+    fill(tmp_path / "a-0", 5)
+    fill(tmp_path / "b-0", 5)
+    first = Log.open(tmp_path / "a-0")
+    assert first.load_report.clean
+    proc = start_writer(tmp_path, tmp_path / "b-0", 5, "forever")  # joins this process's run of writers
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    with Log.open(tmp_path / "a-1") as other:  # this process's next writer: another process wrote meanwhile
+        assert not other.load_report.clean
+    first.close()
+    assert not marker(tmp_path)
     with Log.open(tmp_path / "b-0") as log:
         assert not log.load_report.clean and log.load_report.recovered_segments
 
