@@ -610,8 +610,7 @@ class Log:
         stay (a truncation into either reloads from them), and none at or above the segment
         below the recovery point goes (recovery starts there)."""
         bases = self._segments.keys()
-        below_active = self._segments.bisect_left(bases[-1]) - 1
-        two_segments = bases[below_active] if below_active >= 0 else bases[-1]
+        two_segments = bases[-2] if len(bases) > 1 else bases[-1]
         below_rp = self._segments.bisect_left(self.recovery_point) - 1
         return min(bases[below_rp] if below_rp >= 0 else self.recovery_point, two_segments)
 
