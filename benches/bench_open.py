@@ -25,7 +25,7 @@ def test_open_and_recovery_vs_segments(benchmark, tmp_path, segments):
     _build(path, segments)
     benchmark.pedantic(lambda: Log.open(path).close(), rounds=1)
     clean = min(_timed_open(path) for _ in range(3))
-    os.remove(path / CLEAN_SHUTDOWN_FILE)
+    os.remove(tmp_path / CLEAN_SHUTDOWN_FILE)
     (tmp_path / "recovery-point-offset-checkpoint").unlink()
     t = time.perf_counter()
     Log.open(path)._dir.unlock()  # recovers every segment, then "dies"

@@ -26,7 +26,7 @@ from pylog.arguments import (
 from pylog.config import LogConfig, build_config
 from pylog.errors import (
     CorruptRecordError, IncompleteBatchError, InvalidArgumentError, InvalidOffsetError, InvalidRecordError,
-    LogClosedError, OffsetOutOfRangeError, ReadOnlyError, RecordTooLargeError, StorageError,
+    LogClosedError, OffsetOutOfRangeError, PylogError, ReadOnlyError, RecordTooLargeError, StorageError,
 )
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
@@ -45,6 +45,7 @@ from pylog.record.encode import (
 )
 from pylog.record.record import as_record
 from pylog.segment.fetch import FetchData
+from pylog.segment.open_files import OpenFiles
 from pylog.segment.segment import Segment, roll_jitter_ms
 from pylog.txn_check import TxnIndexChecker, replay_aborted
 
@@ -52,8 +53,6 @@ EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
 ISOLATIONS = ("uncommitted", "high_watermark", "committed")
-#: Inactive segments whose files stay open at once; older ones are released.
-OPEN_SEGMENTS_MAX = 64
 
 
 @dataclass(frozen=True)
@@ -82,7 +81,7 @@ class Log:
     """
 
     def __init__(self, pdir: PartitionDir, config: LogConfig, *, read_only: bool, io: FileIO,
-                 auto_high_watermark: bool):
+                 auto_high_watermark: bool, open_files: OpenFiles):
         self._dir = pdir
         self.config = config
         self.read_only = read_only
@@ -90,7 +89,7 @@ class Log:
         self.auto_high_watermark = auto_high_watermark
         self._lock = threading.RLock()
         self._segments: SortedDict = SortedDict()
-        self._open_inactive: dict[int, Segment] = {}
+        self._files = open_files.for_owner(self._lock)
         self._closed = False
         self.log_start_offset = 0
         self._high_watermark = 0
@@ -106,7 +105,7 @@ class Log:
     @classmethod
     def open(cls, path, config: LogConfig | dict | None = None, *, read_only: bool = False,
              auto_high_watermark: bool = True, io: FileIO | None = None, clean_shutdown: bool | None = None,
-             **overrides) -> "Log":
+             max_open_files: int | None = None, open_files: OpenFiles | None = None, **overrides) -> "Log":
         """Open (or, unless ``read_only``, create) the partition directory ``path``.
 
         ``read_only=True`` never modifies the directory (inspect a broker's or a backup's
@@ -114,29 +113,36 @@ class Log:
         second writer gets :class:`LogLockedError`. After an unclean stop, segments above
         the recovery point are re-validated and cut at the first bad batch.
         ``auto_high_watermark`` keeps the high watermark at the log end (a single-node log).
+        ``max_open_files`` bounds the file descriptors its segments hold (default: half the
+        process's limit, at most 1,000; see :class:`OpenFiles`); ``open_files`` shares one
+        bound among several logs, as a ``LogManager`` does. Running out of descriptors anyway
+        raises :class:`StorageError`.
         Cost: O(segments) to list, plus O(bytes above the recovery point) after a crash.
         """
         cfg = build_config(config, overrides)
         io = io or DEFAULT_IO
         pdir = PartitionDir.open(path, io=io, create=not read_only)
-        log = cls(pdir, cfg, read_only=read_only, io=io, auto_high_watermark=auto_high_watermark)
-        if read_only:
-            log._load_read_only()
-        else:
-            pdir.lock()
-            try:
+        log = cls(pdir, cfg, read_only=read_only, io=io, auto_high_watermark=auto_high_watermark,
+                  open_files=open_files or OpenFiles(max_open_files))
+        try:
+            if read_only:
+                log._load_read_only()
+            else:
+                pdir.lock()
                 log._load_writable(clean_shutdown)
-            except BaseException:
-                log._release_all()
-                pdir.unlock()
-                raise
+        except BaseException as e:
+            log._release_all()
+            pdir.unlock()
+            if isinstance(e, OSError) and not isinstance(e, PylogError):
+                raise StorageError(e.errno, f"cannot open {pdir.path}: {e.strerror}") from e
+            raise
         return log
 
     def _new_segment_object(self, base: int, *, suffix: str = "", writable: bool | None = None) -> Segment:
         return Segment(self._dir.path, base, index_bytes=self.config.segment_index_bytes,
                        index_interval_bytes=self.config.index_interval_bytes,
                        writable=(not self.read_only) if writable is None else writable, io=self.io,
-                       suffix=suffix,
+                       suffix=suffix, open_files=self._files,
                        roll_jitter_ms=roll_jitter_ms(self.config.segment_jitter_ms, self.config.segment_ms))
 
     def _load_writable(self, clean_shutdown: bool | None) -> None:
@@ -153,7 +159,7 @@ class Log:
         jitter = roll_jitter_ms(self.config.segment_jitter_ms, self.config.segment_ms)
         segment_at = functools.partial(Segment, self._dir.path, index_bytes=self.config.segment_index_bytes,
                                        index_interval_bytes=self.config.index_interval_bytes, writable=True,
-                                       io=self.io, roll_jitter_ms=jitter)
+                                       io=self.io, roll_jitter_ms=jitter, open_files=self._files)
         self._segments.update(zip(bases, map(segment_at, bases)))
         offsets = self._dir.read_offsets()
         checkpoint_rp = offsets[RECOVERY_POINT_CHECKPOINT] or 0
@@ -272,10 +278,10 @@ class Log:
             if entries is not None:
                 entries.append(txn._replace(last_stable_offset=self._lso_after(txn.last_offset)))
 
-        self._producers.load(self.log_start_offset, self.log_end_offset, list(self._segments.keys()),
-                             self._batches_between, now_ms(),
-                             replay_from=min(rebuilt) if rebuilt else None, on_aborted=index_aborted,
-                             names=None if rebuilt else getattr(self, "_names_at_open", None))
+        bases = list(self._segments.keys())
+        self._producers.remove_stray_snapshots(bases, None if rebuilt else getattr(self, "_names_at_open", None))
+        self._producers.load(self.log_start_offset, self.log_end_offset, bases, self._batches_between, now_ms(),
+                             replay_from=min(rebuilt) if rebuilt else None, on_aborted=index_aborted)
         for base, entries in rebuilt.items():
             self._segments[base].txn_index.replace(entries)
         self._names_at_open = None
@@ -594,23 +600,14 @@ class Log:
             self._flush_to(self.log_end_offset)  # a failure up to here leaves the old segment active
             new = self._create_segment(base)
             self._segments[base] = new
-            self._track_inactive(old)
+            self._prune_snapshots()  # the old active segment is now one of the last two
             return new
 
     def _create_segment(self, base: int) -> Segment:
         return Segment.create(self._dir.path, base, index_bytes=self.config.segment_index_bytes,
                               index_interval_bytes=self.config.index_interval_bytes, io=self.io,
-                              roll_jitter_ms=roll_jitter_ms(self.config.segment_jitter_ms, self.config.segment_ms))
-
-    def _track_inactive(self, seg: Segment) -> None:
-        """Keep at most OPEN_SEGMENTS_MAX inactive segments' files open (least recently used go)."""
-        if self._segments and seg is self.active_segment:
-            return
-        self._open_inactive.pop(seg.base_offset, None)
-        self._open_inactive[seg.base_offset] = seg
-        while len(self._open_inactive) > OPEN_SEGMENTS_MAX:
-            base = next(iter(self._open_inactive))
-            self._open_inactive.pop(base).close()
+                              roll_jitter_ms=roll_jitter_ms(self.config.segment_jitter_ms, self.config.segment_ms),
+                              open_files=self._files)
 
     def _maybe_flush(self, now: int) -> None:
         unflushed = self.log_end_offset - self.recovery_point
@@ -637,6 +634,20 @@ class Log:
         self.recovery_point = max(self.recovery_point, offset)
         self._last_flush_ms = now_ms()
         self._write_checkpoints()
+        self._prune_snapshots()
+
+    def _prune_snapshots(self) -> None:
+        if self._producers is not None:
+            self._producers.delete_snapshots_below(self._min_snapshot_offset_to_retain())
+
+    def _min_snapshot_offset_to_retain(self) -> int:
+        """Kafka's bound after a recovery-point checkpoint: snapshots of the last two segments
+        stay (a truncation into either reloads from them), and none at or above the segment
+        below the recovery point goes (recovery starts there)."""
+        bases = self._segments.keys()
+        two_segments = bases[-2] if len(bases) > 1 else bases[-1]
+        below_rp = self._segments.bisect_left(self.recovery_point) - 1
+        return min(bases[below_rp] if below_rp >= 0 else self.recovery_point, two_segments)
 
     def _write_checkpoints(self) -> None:
         self._dir.write_offsets({
@@ -692,9 +703,7 @@ class Log:
             size = min(limit, max(max_bytes, header.size) if min_one_message else max_bytes)
             if size <= 0:
                 break
-            if seg is not candidates[-1]:
-                with self._lock:
-                    self._track_inactive(seg)
+            self._files.touch(seg)
             fetch = FetchData(offset, handle=seg.log.handle(), position=header.position, size_bytes=size,
                               path=seg.log_path, bound=bound, isolation=isolation,
                               offset_range=(seg.base_offset, self._next_base_offset(seg)))
@@ -818,7 +827,6 @@ class Log:
                 seg.truncate_to(offset)
                 seg.offset_index.resize(self.config.segment_index_bytes)
                 seg.time_index.resize(self.config.segment_index_bytes)
-                self._open_inactive.pop(seg.base_offset, None)
             leo = self.log_end_offset
             self.log_start_offset = min(self.log_start_offset, leo)
             self.recovery_point = min(self.recovery_point, leo)
@@ -833,7 +841,6 @@ class Log:
     def _truncate_fully_and_start_at(self, offset: int) -> None:
         for base in list(self._segments.keys()):
             self._delete_segment(self._segments.pop(base), delay=False)
-        self._open_inactive.clear()
         self._segments[offset] = self._create_segment(offset)
         self.log_start_offset = offset
         self.recovery_point = offset
@@ -869,7 +876,6 @@ class Log:
                 if seg is active or self._segments.get(seg.base_offset) is not seg:
                     continue
                 self._segments.pop(seg.base_offset)
-                self._open_inactive.pop(seg.base_offset, None)
                 self._delete_segment(seg, delay=True)
                 removed.append(seg.base_offset)
             if removed:
@@ -912,7 +918,6 @@ class Log:
             for seg in old_segments:
                 if self._segments.get(seg.base_offset) is seg:
                     self._segments.pop(seg.base_offset)
-                self._open_inactive.pop(seg.base_offset, None)
                 self._delete_segment(seg, delay=True)
             failpoints.hit("swap.old-deleted")
             for seg in new_segments:
@@ -925,7 +930,7 @@ class Log:
         from pylog.layout import CLEANED_SUFFIX
         return Segment.create(self._dir.path, base_offset, index_bytes=self.config.segment_index_bytes,
                               index_interval_bytes=self.config.index_interval_bytes, io=self.io,
-                              suffix=CLEANED_SUFFIX)
+                              suffix=CLEANED_SUFFIX, open_files=self._files)
 
     def expire_producers(self, now_ms: int | None = None) -> list[int]:
         """Forget producers idle for ``producer_id_expiration_ms`` (judged by their last
@@ -977,10 +982,12 @@ class Log:
     # ==== closing ======================================================================================
     def close(self) -> None:
         """Flush everything, write the final time-index entry, trim indexes, snapshot
-        producer state, checkpoint, and leave the clean-shutdown marker. Idempotent."""
+        producer state, checkpoint, and release the writer lock; the last writer of the log
+        dir to close cleanly writes its clean-shutdown marker (pylog/log_dir.py). Idempotent."""
         if self._closed:
             return
         with self._lock:
+            clean = False
             try:
                 if not self.read_only:
                     try:
@@ -989,16 +996,15 @@ class Log:
                         self._flush_to(self.log_end_offset)
                     if self._producers is not None:
                         self._producers.take_snapshot(self.log_end_offset)
-                    self._dir.write_clean_shutdown_marker()
+                    clean = True
             finally:
                 self._closed = True
                 self._release_all()
-                self._dir.unlock()
+                self._dir.unlock(clean=clean)
 
     def _release_all(self) -> None:
         for seg in self._segments.values():
             seg.close()
-        self._open_inactive.clear()
 
 
 def _check_offset(value, name: str) -> None:

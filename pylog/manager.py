@@ -4,7 +4,10 @@ partitioner (docs/internals.md#log-dir).
 
 Topic settings are not part of Kafka's on-disk layout (a cluster keeps them in its
 metadata); pylog keeps each topic's overrides in ``topic-configs.json`` at the root so
-they survive a reopen. Logs are opened on first use and kept open until ``close()``.
+they survive a reopen. Logs are opened on first use and kept open until ``close()``;
+their segments share one bound on open files (``max_open_files``), so a process can keep
+thousands of partitions open under a small descriptor limit. The log dir's clean-shutdown
+marker is kept by the logs themselves (pylog/log_dir.py).
 """
 
 from __future__ import annotations
@@ -18,12 +21,13 @@ from pylog.arguments import check_append_options, check_int, check_records_itera
 from pylog.config import LogConfig, build_config
 from pylog.errors import InvalidConfigError, InvalidRecordError, UnknownTopicError
 from pylog.io import DEFAULT_IO, FileIO
-from pylog.layout import CLEAN_SHUTDOWN_CONTENT, CLEAN_SHUTDOWN_FILE, INT32_RANGE
+from pylog.layout import INT32_RANGE
 from pylog.log import AppendInfo, Log
 from pylog.partition_dir import directory_path, ensure_directory, parse_partition_dir, validate_topic
 from pylog.partitioner import partition_for_key
 from pylog.record.encode import check_record
 from pylog.record.record import as_record
+from pylog.segment.open_files import OpenFiles
 
 TOPIC_CONFIGS_FILE = "topic-configs.json"
 MAX_PARTITIONS = 100_000
@@ -41,7 +45,10 @@ class LogManager:
     """
 
     def __init__(self, root, config: LogConfig | dict | None = None, *, read_only: bool = False,
-                 io: FileIO | None = None, **overrides):
+                 io: FileIO | None = None, max_open_files: int | None = None, **overrides):
+        """``max_open_files``: file descriptors the segments of all its logs may hold at once
+        (default: half the process's ``RLIMIT_NOFILE``, at most 1,000; least recently used
+        segments give theirs back, see :class:`OpenFiles`)."""
         self.root = directory_path(root)
         self.config = build_config(config, overrides)
         self.read_only = read_only
@@ -49,8 +56,8 @@ class LogManager:
         self._lock = threading.RLock()
         self._logs: dict[tuple[str, int], Log] = {}
         self._topic_overrides: dict[str, dict] = {}
+        self._open_files = OpenFiles(max_open_files)
         ensure_directory(self.root, create=not read_only, what="log dir")
-        self._clean = self._take_root_clean_marker()
         self._load_topic_overrides()
         self._cleaner = None
 
@@ -121,7 +128,7 @@ class LogManager:
             if not os.path.isdir(path) and (not create or self.read_only):
                 raise UnknownTopicError(f"no partition {topic}-{partition} in {self.root}")
             log = Log.open(path, self.topic_config(topic), read_only=self.read_only, io=self.io,
-                           clean_shutdown=True if self._clean else None)
+                           open_files=self._open_files)
             self._logs[key] = log
             return log
 
@@ -145,7 +152,8 @@ class LogManager:
             return self._cleaner
 
     def close(self) -> None:
-        """Close every log (each flushes and leaves its clean marker), then the log dir's marker."""
+        """Close every log: each flushes, and the last to close writes the log dir's
+        clean-shutdown marker when every partition is known clean (pylog/log_dir.py)."""
         with self._lock:
             if self._cleaner is not None:
                 self._cleaner.stop()
@@ -153,8 +161,6 @@ class LogManager:
             for log in self._logs.values():
                 log.close()
             self._logs.clear()
-            if not self.read_only:
-                self.io.write_file(os.path.join(self.root, CLEAN_SHUTDOWN_FILE), CLEAN_SHUTDOWN_CONTENT)
 
     def __enter__(self) -> "LogManager":
         return self
@@ -163,16 +169,6 @@ class LogManager:
         self.close()
 
     # -- files -------------------------------------------------------------------------------------
-    def _take_root_clean_marker(self) -> bool:
-        """Kafka's log-dir marker: present means every log closed cleanly. Removed at once."""
-        marker = os.path.join(self.root, CLEAN_SHUTDOWN_FILE)
-        if not os.path.exists(marker):
-            return False
-        if not self.read_only:
-            self.io.remove(marker)
-            self.io.fsync_dir(self.root)
-        return True
-
     def _load_topic_overrides(self) -> None:
         path = os.path.join(self.root, TOPIC_CONFIGS_FILE)
         try:

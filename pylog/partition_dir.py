@@ -1,6 +1,6 @@
-"""What a partition directory keeps besides its segments: its name, its writer lock,
-its clean-shutdown marker and its entries in the log dir's checkpoint files
-(docs/format/checkpoints.md).
+"""What a partition directory keeps besides its segments: its name, its writer lock and
+the log dir's clean-shutdown marker (both kept by pylog/log_dir.py), and its entries in the
+log dir's checkpoint files (docs/format/checkpoints.md).
 
 Kafka keeps recovery points, log start offsets and high watermarks in files at the
 log-dir root (the partition directory's parent), one line per partition. pylog does
@@ -18,14 +18,15 @@ import stat
 
 from pylog.checkpoint import OffsetCheckpoint
 from pylog.errors import (
-    CorruptCheckpointError, InvalidArgumentError, InvalidTopicError, LogDirNotFoundError, LogLockedError,
+    CorruptCheckpointError, InvalidArgumentError, InvalidTopicError, LogDirNotFoundError,
     StorageError,
 )
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
-    CLEAN_SHUTDOWN_CONTENT, CLEAN_SHUTDOWN_FILE, INT32_MAX, LOG_START_OFFSET_CHECKPOINT,
+    CLEAN_SHUTDOWN_FILE, INT32_MAX, LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 )
+from pylog.log_dir import LogDirWriters, has_marker, lock_partition
 
 MAX_TOPIC_LENGTH = 249
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -128,9 +129,10 @@ class PartitionDir:
         self.path = directory_path(path)
         self.log_dir = os.path.dirname(self.path)
         self.topic, self.partition = parse_partition_dir(os.path.basename(self.path))
+        self.name = os.path.basename(self.path)
         self.key = (self.topic, self.partition)
         self.io = io
-        self._lock_fd: int | None = None
+        self._writers: LogDirWriters | None = None
 
     @classmethod
     def open(cls, path, *, io: FileIO = DEFAULT_IO, create: bool) -> "PartitionDir":
@@ -141,39 +143,30 @@ class PartitionDir:
         return pdir
 
     # -- writer lock -------------------------------------------------------------------
+    # -- writer lock and clean-shutdown marker (both belong to the log dir: pylog/log_dir.py) ----
     def lock(self) -> None:
-        """Take the exclusive writer lock (``flock`` on the directory). Raises
-        :class:`LogLockedError` if another writer holds it, in this process or another."""
-        fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise LogLockedError(f"{self.path} is open for writing elsewhere (its lock is held)") from None
-        self._lock_fd = fd
+        """Take the exclusive writer lock. Raises :class:`LogLockedError` if another writer
+        holds it, in this process or another."""
+        self._writers = lock_partition(self.log_dir, self.name, self.io)
 
-    def unlock(self) -> None:
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)  # closing the fd releases the flock
-            self._lock_fd = None
+    def unlock(self, *, clean: bool = False) -> None:
+        """Release the writer lock. ``clean``: the log was flushed and closed, so the log dir's
+        marker is written back if no other writer is left and every partition is known clean."""
+        if self._writers is not None:
+            writers, self._writers = self._writers, None
+            writers.unlock(self.name, clean=clean)
 
-    # -- clean-shutdown marker ---------------------------------------------------------------
     def take_clean_shutdown_marker(self) -> bool:
-        """True if the last writer closed cleanly; removes the marker (before any write),
-        so a crash from now on counts as unclean."""
-        marker = os.path.join(self.path, CLEAN_SHUTDOWN_FILE)
-        if not os.path.exists(marker):
-            return False
-        self.io.remove(marker)
-        self.io.fsync_dir(self.path)
-        return True
+        """On a writable open (lock held): True if recovery may be skipped. The log dir's
+        marker is removed before any write, so a crash from now on counts as unclean. A
+        marker inside the partition directory (written by earlier pylog versions; Kafka never
+        has one) is ignored and removed."""
+        self.io.remove(os.path.join(self.path, CLEAN_SHUTDOWN_FILE))
+        return self._writers.take_marker(self.name)
 
     def has_clean_shutdown_marker(self) -> bool:
-        return os.path.exists(os.path.join(self.path, CLEAN_SHUTDOWN_FILE))
-
-    def write_clean_shutdown_marker(self) -> None:
-        """Written last on close, after every file was flushed."""
-        self.io.write_file(os.path.join(self.path, CLEAN_SHUTDOWN_FILE), CLEAN_SHUTDOWN_CONTENT)
+        """Whether the log dir's marker is present (what a read-only open reports)."""
+        return has_marker(self.log_dir)
 
     # -- checkpoints ----------------------------------------------------------------------------
     def read_offsets(self) -> dict[str, int | None]:
@@ -183,7 +176,11 @@ class PartitionDir:
         for name in (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT):
             try:
                 out[name] = OffsetCheckpoint(os.path.join(self.log_dir, name), io=self.io).read().get(self.key)
-            except (CorruptCheckpointError, OSError):
+            except OSError as e:
+                if e.errno in (errno.EMFILE, errno.ENFILE):  # no descriptor left: the file is not unreadable
+                    raise StorageError(e.errno, f"cannot read {name} in {self.log_dir}: {e.strerror}") from None
+                out[name] = None
+            except CorruptCheckpointError:
                 out[name] = None
         return out
 

@@ -10,6 +10,8 @@ valid snapshot and replays the log after it.
 
 from __future__ import annotations
 
+import bisect
+import errno
 import os
 import time
 from collections import deque
@@ -19,7 +21,7 @@ from typing import Callable, Iterable, NamedTuple
 import crc32c as _crc32c
 
 from pylog.errors import (
-    CorruptSnapshotError, InvalidTxnStateError, OutOfOrderSequenceError, ProducerFencedError,
+    CorruptSnapshotError, InvalidTxnStateError, OutOfOrderSequenceError, ProducerFencedError, StorageError,
 )
 from pylog.index.txn_index import AbortedTxn
 from pylog.io import DEFAULT_IO, FileIO
@@ -117,12 +119,20 @@ class ProducerStateManager:
         self.producers: dict[int, ProducerEntry] = {}
         self._unreplicated: list[tuple[int, int]] = []  # (first offset, marker offset) of completed txns
         self.map_end_offset = 0
+        self._snapshots: list[int] | None = None  # offsets of the .snapshot files, ascending
 
     # -- snapshots -------------------------------------------------------------------------
+    # Which snapshots are kept follows Kafka: at load, those of no segment go except the newest
+    # when it lies past every segment (the close snapshot), then those past the log end or at or
+    # below the log start; retention removes those of deleted segments; and every recovery-point
+    # checkpoint removes those below the last two segments (``delete_snapshots_below``).
     def snapshot_offsets(self, names: list[str] | Listing | None = None) -> list[int]:
-        """Offsets of the ``.snapshot`` files (``names``: a listing of the directory, if at hand)."""
-        names = os.listdir(self.log_dir) if names is None else names
-        return (names if isinstance(names, Listing) else Listing(names)).offsets(SNAPSHOT_SUFFIX)
+        """Offsets of the ``.snapshot`` files, ascending (``names``: a listing of the directory,
+        if at hand). Known in memory after the first call; O(1) then."""
+        if names is not None or self._snapshots is None:
+            names = os.listdir(self.log_dir) if names is None else names
+            self._snapshots = (names if isinstance(names, Listing) else Listing(names)).offsets(SNAPSHOT_SUFFIX)
+        return list(self._snapshots)
 
     def snapshot_path(self, offset: int) -> str:
         return os.path.join(self.log_dir, f"{offset:020d}{SNAPSHOT_SUFFIX}")
@@ -131,46 +141,56 @@ class ProducerStateManager:
         """Write the state as ``<offset>.snapshot`` (tmp, fsync, rename). None if read-only."""
         if self.read_only:
             return None
+        offsets = self.snapshot_offsets()
         path = self.snapshot_path(offset)
         self.io.write_file(path, encode_snapshot(self.producers.values()), fsync=fsync)
+        if offset not in offsets:
+            bisect.insort(self._snapshots, offset)
         return path
 
-    def delete_snapshots_below(self, offset: int) -> None:
+    def _delete_snapshots(self, doomed: Iterable[int]) -> None:
         if self.read_only:
             return
-        for off in self.snapshot_offsets():
-            if off < offset:
-                self.io.remove(self.snapshot_path(off))
+        for off in list(doomed):
+            self.io.remove(self.snapshot_path(off))
+            self._snapshots.remove(off)
+
+    def delete_snapshots_below(self, offset: int) -> None:
+        """Remove every snapshot below ``offset``. O(snapshots removed)."""
+        self._delete_snapshots(off for off in self.snapshot_offsets() if off < offset)
 
     def delete_snapshots_above(self, offset: int) -> None:
-        if self.read_only:
-            return
-        for off in self.snapshot_offsets():
-            if off > offset:
-                self.io.remove(self.snapshot_path(off))
+        self._delete_snapshots(off for off in self.snapshot_offsets() if off > offset)
+
+    def remove_stray_snapshots(self, segment_base_offsets: list[int], names: list[str] | Listing | None = None) -> None:
+        """Kafka's rule at load: a snapshot whose offset is no segment's base offset goes,
+        except the newest such one when it lies past every segment (written by the last close)."""
+        bases = set(segment_base_offsets)
+        strays = [off for off in self.snapshot_offsets(names) if off not in bases]
+        keep = strays[-1:] if strays and (not bases or strays[-1] > max(bases)) else []
+        self._delete_snapshots(off for off in strays if off not in keep)
 
     # -- loading -----------------------------------------------------------------------------
     def load(self, log_start_offset: int, log_end_offset: int, segment_base_offsets: list[int],
              read_batches: Callable[[int, int], Iterable], now_ms: int, *, replay_from: int | None = None,
              on_aborted: Callable[[AbortedTxn], None] | None = None, names: list[str] | None = None) -> None:
         """Newest valid snapshot <= ``log_end_offset`` (and <= ``replay_from`` if given),
-        then replay the batches after it. Corrupt or out-of-range snapshots are skipped
-        (and deleted unless read-only). Cost: O(bytes after the snapshot)."""
+        then replay the batches after it. Corrupt snapshots and, as Kafka, those past the log
+        end or at or below the log start are skipped (and deleted unless read-only).
+        Cost: O(bytes after the snapshot)."""
         self.producers = {}
         self._unreplicated = []
         limit = log_end_offset if replay_from is None else min(replay_from, log_end_offset)
         start = log_start_offset
-        for off in reversed(self.snapshot_offsets(names)):
-            if off > log_end_offset:
-                self.delete_snapshots_above(log_end_offset)
-                continue
+        self._delete_snapshots(off for off in self.snapshot_offsets(names)
+                               if off > log_end_offset or off <= log_start_offset)
+        for off in reversed(self.snapshot_offsets()):
             if off > limit or off < log_start_offset:
                 continue
             try:
                 entries = read_snapshot(self.snapshot_path(off))
             except CorruptSnapshotError:
-                if not self.read_only:
-                    self.io.remove(self.snapshot_path(off))
+                self._delete_snapshots([off])
                 continue
             self.producers = {e.producer_id: e for e in entries}
             start = off
@@ -313,6 +333,8 @@ def read_snapshot(path) -> list[ProducerEntry]:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
+        if e.errno in (errno.EMFILE, errno.ENFILE):  # no descriptor left: the file is not damaged
+            raise StorageError(e.errno, f"cannot read {os.fspath(path)}: {e.strerror}") from None
         raise CorruptSnapshotError(f"cannot read snapshot: {e}", path=os.fspath(path)) from None
     if len(data) < SNAPSHOT_HEADER.size:
         raise CorruptSnapshotError(f"snapshot of {len(data)} bytes is shorter than its header", path=os.fspath(path))

@@ -65,7 +65,10 @@ class EntryFile:
             self._ragged = size % self.entry_bytes != 0
             count = size // self.entry_bytes
             if count:
-                raw = np.fromfile(self.path, dtype=self.dtype, count=count)
+                try:
+                    raw = np.fromfile(self.path, dtype=self.dtype, count=count)
+                except OSError as e:
+                    raise StorageError(e.errno, f"cannot read {self.path}: {e.strerror}") from None
                 keys = raw["k"].astype(np.int64)
                 vals = raw["v"].astype(np.int64)
                 n = self._valid_prefix(keys, vals)
@@ -211,6 +214,11 @@ class EntryFile:
             else:
                 self.io.fsync_path(self.path)
             self._unsynced = False
+
+    def release(self) -> None:
+        """Give back the file descriptor, keeping the entries in memory; the next
+        append opens the file again."""
+        self._release_fd()
 
     def close(self) -> None:
         """Give back the fd and the cached columns; the index reloads on next use."""

@@ -88,10 +88,11 @@ class _Handle:
 class LogFile:
     """A ``.log`` file. ``size_bytes`` is its logical size (what readers may see)."""
 
-    def __init__(self, path: str, *, writable: bool, io: FileIO = DEFAULT_IO):
+    def __init__(self, path: str, *, writable: bool, io: FileIO = DEFAULT_IO, on_open=None):
         self.path = str(path)
         self.writable = writable
         self.io = io
+        self.on_open = on_open  # called after each open of the file (what bounds open files counts)
         self._handle: _Handle | None = None
         self._size: int | None = None
 
@@ -124,6 +125,8 @@ class LogFile:
                 except OSError as e:
                     raise StorageError(e.errno, f"cannot open {self.path}: {e.strerror}") from None
             h = self._handle = _Handle(fd, self.io)
+            if self.on_open is not None:
+                self.on_open()
         return h
 
     def handle(self) -> _Handle:

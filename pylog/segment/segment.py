@@ -52,9 +52,11 @@ class Segment:
     _next_offset: int | None = None
     rolling_based_timestamp: int | None = None
     _created_ms: int | None = None
+    open_files = None  # the log's OwnedFiles: told when a file opens and when all close
 
     def __init__(self, directory: str, base_offset: int, *, index_bytes: int, index_interval_bytes: int,
-                 writable: bool, io: FileIO = DEFAULT_IO, suffix: str = "", roll_jitter_ms: int = 0):
+                 writable: bool, io: FileIO = DEFAULT_IO, suffix: str = "", roll_jitter_ms: int = 0,
+                 open_files=None):
         self.directory = directory if type(directory) is str else str(directory)
         self.base_offset = base_offset
         self.writable = writable
@@ -63,6 +65,8 @@ class Segment:
         self.index_bytes = index_bytes
         self.index_interval_bytes = index_interval_bytes
         self.roll_jitter_ms = roll_jitter_ms
+        if open_files is not None:
+            self.open_files = open_files
 
     @property
     def created_ms(self) -> int:
@@ -84,7 +88,8 @@ class Segment:
     @property
     def log(self) -> LogFile:
         if self._log is None:
-            self._log = LogFile(self._prefix + LOG_SUFFIX + self.suffix, writable=self.writable, io=self.io)
+            self._log = LogFile(self._prefix + LOG_SUFFIX + self.suffix, writable=self.writable, io=self.io,
+                                on_open=self._opened)
         return self._log
 
     @property
@@ -342,6 +347,20 @@ class Segment:
         self.time_index.flush()
         self.txn_index.flush()
 
+    def _opened(self) -> None:
+        if self.open_files is not None:
+            self.open_files.touch(self)
+
+    def release_files(self) -> None:
+        """Give back the ``.log`` descriptor and the index maps, keeping everything known in
+        memory; the files reopen on next use. Called by the log's bound on open files (with
+        the log's lock held, so never under a write)."""
+        if self._log is not None:
+            self._log.release()
+        for index in (self._offset_index, self._time_index):
+            if index is not None:
+                index.release()
+
     def close(self) -> None:
         """Release maps and fds; they reopen on next use (the final time-index entry and
         trims happen on roll and on the log's close)."""
@@ -350,6 +369,8 @@ class Segment:
                 part.close()
         if self._log is not None:
             self._log.release()
+        if self.open_files is not None:
+            self.open_files.forget(self)
 
     # -- recovery -------------------------------------------------------------------------------
     def recover(self, on_batch=None) -> int:

@@ -14,7 +14,7 @@ from pylog.partitioner import murmur2, partition_for_key
 def test_create_topic_makes_kafka_partition_dirs(tmp_path):
     with LogManager(tmp_path) as m:
         m.create_topic("orders", partitions=3)
-        assert sorted(os.listdir(tmp_path)) >= ["orders-0", "orders-1", "orders-2"]
+        assert set(os.listdir(tmp_path)) >= {"orders-0", "orders-1", "orders-2"}
         assert m.topics() == ["orders"] and m.partitions("orders") == [0, 1, 2]
 
 

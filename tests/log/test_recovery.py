@@ -25,8 +25,8 @@ def _write(path, batches, **cfg):
 
 
 def _crash_state(path):
-    """Make the directory look like the writer died: no clean-shutdown marker."""
-    os.remove(os.path.join(path, CLEAN_SHUTDOWN_FILE))
+    """Make the directory look like the writer died: no clean-shutdown marker in its log dir."""
+    os.remove(os.path.join(os.path.dirname(path), CLEAN_SHUTDOWN_FILE))
 
 
 def test_torn_tail_at_every_byte_keeps_complete_batches(tmp_path):

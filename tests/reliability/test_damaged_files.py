@@ -37,7 +37,7 @@ def test_damaged_side_files_never_change_what_is_read(tmp_path, suffix, damage):
     before = _make(d)
     victims = sorted(p for p in d.iterdir() if p.name.endswith(suffix))
     assert victims
-    for p in victims[:3] + victims[-1:]:
+    for p in dict.fromkeys(victims[:3] + victims[-1:]):  # a log keeps only a few snapshots
         if DAMAGE[damage] is None:
             p.unlink()
         else:

@@ -132,7 +132,7 @@ def test_killed_after_recovering_one_segment(tmp_path):
     rebuilt: whatever that left on disk, committed reads stay right."""
     d = tmp_path / "t-0"
     expected = _make(d)
-    (d / CLEAN_SHUTDOWN_FILE).unlink()
+    (d.parent / CLEAN_SHUTDOWN_FILE).unlink()  # the log dir's marker: the next open recovers
     env = {**os.environ, "PYTHONPATH": os.getcwd(), "PYLOG_FAILPOINTS": "recover.segment-recovered"}
     opener = "import sys; from pylog import Log; Log.open(sys.argv[1], segment_bytes=int(sys.argv[2]))"
     proc = subprocess.run([sys.executable, "-c", opener, str(d), str(SEGMENT_BYTES)], env=env)
@@ -157,8 +157,8 @@ OPENER = textwrap.dedent("""
 def _unclean_copy(src, dst) -> None:
     """``src`` as a writer would leave it after dying with everything unflushed: no
     clean-shutdown marker and no recovery-point checkpoint: the next open recovers every segment."""
-    shutil.copytree(src, dst)
-    (dst / CLEAN_SHUTDOWN_FILE).unlink()
+    shutil.copytree(src, dst)  # the marker and the checkpoints stay behind, in src's log dir
+    assert not (dst.parent / CLEAN_SHUTDOWN_FILE).exists()
 
 
 class _Opener:

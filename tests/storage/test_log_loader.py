@@ -69,7 +69,7 @@ def open_writable(path, **kwargs):
 
 
 def unclean(path) -> None:
-    os.remove(path / CLEAN_SHUTDOWN_FILE)
+    os.remove(path.parent / CLEAN_SHUTDOWN_FILE)  # the marker belongs to the log dir
 
 
 # -- .swap files ---------------------------------------------------------------------------------

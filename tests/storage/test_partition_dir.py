@@ -113,20 +113,27 @@ def test_the_lock_goes_with_a_killed_writer(tmp_path):
 
 
 # -- clean-shutdown marker -------------------------------------------------------------------------
-def test_clean_shutdown_marker_bytes_are_kafkas(tmp_path):
+def test_a_clean_unlock_writes_kafkas_marker_bytes_in_the_log_dir(tmp_path):
     pdir = PartitionDir.open(tmp_path / "orders-0", create=True)
-    pdir.write_clean_shutdown_marker()
-    assert (tmp_path / "orders-0" / ".kafka_cleanshutdown").read_bytes() == b'{"version":0,"brokerEpoch":-1}'
+    pdir.lock()
+    assert not pdir.take_clean_shutdown_marker()
+    pdir.unlock(clean=True)
+    assert (tmp_path / ".kafka_cleanshutdown").read_bytes() == b'{"version":0,"brokerEpoch":-1}'
+    assert not (tmp_path / "orders-0" / ".kafka_cleanshutdown").exists()
 
 
 def test_taking_the_marker_removes_it(tmp_path):
     pdir = PartitionDir.open(tmp_path / "orders-0", create=True)
-    assert not pdir.take_clean_shutdown_marker()
-    pdir.write_clean_shutdown_marker()
+    pdir.lock()
+    pdir.take_clean_shutdown_marker()
+    pdir.unlock(clean=True)
     assert pdir.has_clean_shutdown_marker()
+    pdir.lock()
     assert pdir.take_clean_shutdown_marker()
     assert not pdir.has_clean_shutdown_marker()
-    assert not (tmp_path / "orders-0" / ".kafka_cleanshutdown").exists()
+    assert not (tmp_path / ".kafka_cleanshutdown").exists()
+    pdir.unlock()
+    assert not pdir.has_clean_shutdown_marker()  # an unclean unlock leaves no marker
 
 
 # -- checkpoint lines ------------------------------------------------------------------------------
