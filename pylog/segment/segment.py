@@ -24,6 +24,9 @@ from pylog.segment.file import BatchHeader, LogFile
 
 #: Bytes read at a time while recovering (whole batches are validated in memory).
 RECOVERY_CHUNK_BYTES = 4 * 1024 * 1024
+#: Leading bytes of a batch that tell whether it is still the same batch: base offset,
+#: length, leader epoch, magic and the CRC (which covers the rest; magic 0/1 keep it at 12).
+BATCH_IDENTITY_BYTES = 21
 
 
 def segment_paths(directory: str, base_offset: int, suffix: str = "") -> dict[str, str]:
@@ -52,6 +55,7 @@ class Segment:
     _next_offset: int | None = None
     rolling_based_timestamp: int | None = None
     _created_ms: int | None = None
+    _tail: tuple[int, bytes] | None = None  # (position, identity bytes) of the last batch a follower saw
 
     def __init__(self, directory: str, base_offset: int, *, index_bytes: int, index_interval_bytes: int,
                  writable: bool, io: FileIO = DEFAULT_IO, suffix: str = "", roll_jitter_ms: int = 0):
@@ -160,6 +164,47 @@ class Segment:
                     last = h
             self._next_offset = self.base_offset if last is None else last.last_offset + 1
         return self._next_offset
+
+    def follow(self) -> bool:
+        """Read-only segments of a log another process writes: take in the batches
+        appended since the last call. Returns False when the file was rewritten under
+        this object instead (it shrank, its last batch seen changed, or another file
+        took its name, as truncation and compaction do): the caller then opens a new
+        Segment. Cost: one ``stat``, one small read, a walk over the new batch headers."""
+        if self._log is None:
+            return True  # nothing read yet, so nothing to take back
+        try:
+            st = os.stat(self.log.path)
+        except FileNotFoundError:
+            return False
+        log = self.log
+        if log.inode not in (None, st.st_ino) or st.st_size < log.size_bytes:
+            return False
+        if self._tail is None:  # first look: nothing seen yet to compare
+            log.inode, log.size_bytes = st.st_ino, st.st_size
+            self._take_tail(self._safe_lookup(2**62)[1])
+            return True
+        position, identity = self._tail
+        if st.st_size == log.size_bytes:
+            return True
+        if log.read(position, len(identity)) != identity:
+            return False
+        log.size_bytes = st.st_size
+        self._max_ts_and_offset = None
+        self._take_tail(position)
+        return True
+
+    def _take_tail(self, position: int) -> None:
+        """Walk the headers from ``position`` (a batch start) to the end; remember the last."""
+        last = None
+        for last in self.log.headers(position):
+            pass
+        if last is None and position:
+            for last in self.log.headers(0):
+                pass
+        self._next_offset = self.base_offset if last is None else last.last_offset + 1
+        self._tail = (0, b"") if last is None else (last.position,
+                                                     self.log.read(last.position, BATCH_IDENTITY_BYTES))
 
     def _safe_lookup(self, offset: int) -> tuple[int, int]:
         self.ensure_indexes()
