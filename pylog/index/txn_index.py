@@ -4,10 +4,15 @@ ABORT marker lies in the segment (docs/format/txnindex.md).
 Entry: version (int16, 0), producer id, first offset, last offset (the marker's), last
 stable offset when the abort was written; all big-endian int64. A plain append-only file
 (not mapped), created only when the first entry is written.
+
+A read-only index follows its file: when the file's size changed since it was read
+(another process appends), it is read again. Entries a read-only log learns from its
+own replay are kept in memory beside the file's, one per ABORT marker.
 """
 
 from __future__ import annotations
 
+import bisect
 import os
 from typing import NamedTuple
 
@@ -37,11 +42,26 @@ class TxnIndex:
         self.base_offset = base_offset
         self.writable = writable
         self._entries: list[AbortedTxn] | None = None
+        self._file_bytes = 0  # size of the file when read
+        self._in_memory: list[AbortedTxn] = []
 
     def _load(self) -> list[AbortedTxn]:
-        if self._entries is None:
-            self._entries = list(read_txn_entries(self.path)) if os.path.exists(self.path) else []
+        """The entries, ordered by marker offset. Read-only: one ``stat`` per call, and a
+        re-read of the file (O(entries)) when its size changed."""
+        size = self._file_bytes if self.writable and self._entries is not None else self._file_size()
+        if self._entries is None or size != self._file_bytes:
+            self._file_bytes = size
+            entries = list(read_txn_entries(self.path)) if self._file_bytes else []
+            for txn in self._in_memory:
+                _insert(entries, txn)
+            self._entries = entries
         return self._entries
+
+    def _file_size(self) -> int:
+        try:
+            return os.stat(self.path).st_size
+        except FileNotFoundError:
+            return 0
 
     def entries(self) -> list[AbortedTxn]:
         return list(self._load())
@@ -62,8 +82,10 @@ class TxnIndex:
         entries.append(txn)
 
     def add_in_memory(self, txn: AbortedTxn) -> None:
-        """Record an entry without writing it (an index rebuilt for a read-only log)."""
-        self._load().append(txn)
+        """Record an entry without writing it (a read-only log's replay found its ABORT
+        marker); the file's entry for the same marker, if any, wins. O(log entries)."""
+        self._in_memory.append(txn)
+        _insert(self._load(), txn)
 
     def collect(self, fetch_offset: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]:
         """Entries overlapping [fetch_offset, upper_bound); ``complete`` is True when later
@@ -79,6 +101,7 @@ class TxnIndex:
     def truncate_to(self, offset: int) -> None:
         """Remove entries whose marker is at or after ``offset``."""
         entries = self._load()
+        self._in_memory = [t for t in self._in_memory if t.last_offset < offset]
         keep = [t for t in entries if t.last_offset < offset]
         if len(keep) != len(entries):
             self._entries = keep
@@ -88,6 +111,7 @@ class TxnIndex:
 
     def reset(self) -> None:
         self._entries = []
+        self._in_memory = []
         if self.writable and os.path.exists(self.path):
             with open(self.path, "r+b") as f:
                 f.truncate(0)
@@ -113,10 +137,18 @@ class TxnIndex:
 
     def delete(self) -> None:
         self._entries = None
+        self._in_memory = []
         try:
             os.remove(self.path)
         except FileNotFoundError:
             pass
+
+
+def _insert(entries: list[AbortedTxn], txn: AbortedTxn) -> None:
+    """Put ``txn`` in place by marker offset, unless an entry for that marker is there."""
+    i = bisect.bisect_left(entries, txn.last_offset, key=lambda t: t.last_offset)
+    if i == len(entries) or entries[i].last_offset != txn.last_offset:
+        entries.insert(i, txn)
 
 
 def read_txn_entries(path: str):
