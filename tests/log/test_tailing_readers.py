@@ -457,3 +457,23 @@ def test_consume_follow_prints_every_record_once_while_the_writer_rolls(tmp_path
             proc.kill()
             proc.wait()
     assert lines == ["r%d" % i for i in range(n)]
+
+
+def test_consume_follow_goes_on_from_the_log_start_when_retention_passed_it(tmp_path):
+    with LogManager(tmp_path, segment_bytes=300, file_delete_delay_ms=0) as manager:
+        log = manager.create_topic("t", 1).log(0)
+        for i in range(20):
+            log.append([b"r%d" % i])
+        log.delete_records(12)
+        proc = subprocess.Popen([sys.executable, "-m", "pylog", "consume", str(tmp_path), "--topic", "t",
+                                 "--offset", "3", "--follow"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env={**os.environ, "PYTHONPATH": os.getcwd()})
+        pending = _line_queue(proc.stdout)
+        deadline = time.monotonic() + WAIT_S
+        try:
+            lines = [_next_line(pending, deadline, "consume printed nothing") for _ in range(8)]
+        finally:
+            proc.kill()
+            proc.wait()
+    assert lines == ["r%d" % i for i in range(12, 20)]
+    assert b"offset 3 is no longer in the log; going on from 12" in proc.stderr.read()
