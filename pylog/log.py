@@ -26,7 +26,6 @@ from pylog.errors import (
     CorruptRecordError, IncompleteBatchError, InvalidOffsetError, InvalidRecordError, LogClosedError,
     OffsetOutOfRangeError, ReadOnlyError, RecordTooLargeError, StorageError,
 )
-from pylog.dir_watch import DirWatch
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
     INT64_MAX, LOG_START_OFFSET_CHECKPOINT, LOG_SUFFIX, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
@@ -44,6 +43,7 @@ from pylog.record.encode import (
 from pylog.record.record import as_record
 from pylog.segment.fetch import FetchData
 from pylog.segment.segment import Segment, roll_jitter_ms, segment_paths
+from pylog.stat_watch import StatWatch
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -210,10 +210,12 @@ class Log:
 
     def _load_read_only(self) -> None:
         log_dir = self._dir.log_dir
-        self._watch = DirWatch(self._dir.path, [os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT),
-                                                os.path.join(log_dir, REPLICATION_OFFSET_CHECKPOINT)])
+        self._dir_watch = StatWatch([self._dir.path])
+        self._checkpoint_watch = StatWatch([os.path.join(log_dir, name) for name in
+                                            (LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT)])
         self._txn_replayed_to = 0  # committed reads replayed producer batches up to here
-        self._watch.mark()
+        self._dir_watch.mark()
+        self._checkpoint_watch.mark()
         for base, suffix in live_segment_bases(self._dir.path, read_only=True):
             self._segments[base] = self._new_segment_object(base, suffix=suffix)
         self.load_report.clean = self._dir.has_clean_shutdown_marker()
@@ -293,7 +295,8 @@ class Log:
         costs O(1) system calls whatever the number of segments: a ``stat`` of the active
         segment, of the file a roll would create (the next segment starts at the active
         one's next offset), of the directory and of two checkpoints. The directory is
-        listed again, O(segments), only when one of those moved or ``relist`` asks."""
+        listed again, O(segments), only when it or the active segment changed otherwise
+        than by appends, or ``relist`` asks; moved checkpoints are read again."""
         if not self.read_only:
             return
         with self._lock:
@@ -301,8 +304,11 @@ class Log:
                 active = self.active_segment
                 relist = relist or not active.follow() or os.path.exists(
                     segment_paths(self._dir.path, active.next_offset)[LOG_SUFFIX])
-            if relist or self._watch.changed():
+            if relist or self._dir_watch.changed():
                 self._relist()
+            elif self._checkpoint_watch.changed():
+                self._checkpoint_watch.mark()
+                self._take_checkpointed_offsets()
             elif self.auto_high_watermark:
                 self._high_watermark = self.log_end_offset
 
@@ -310,6 +316,7 @@ class Log:
         """Read-only logs: reconcile the segments with a new listing. Segments gone or
         rewritten (truncation, compaction) are dropped or opened anew, and then the
         producer state of committed reads is replayed again. O(segments)."""
+        self._checkpoint_watch.mark()
         listed = self._list_live_segments()
         first_listed = min(listed, default=None)
         rewritten = False
@@ -333,7 +340,7 @@ class Log:
         list again, up to RELIST_ATTEMPTS times."""
         attempts = 0
         while True:
-            self._watch.mark()
+            self._dir_watch.mark()
             try:
                 return dict(live_segment_bases(self._dir.path, read_only=True))
             except OSError as e:

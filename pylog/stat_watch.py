@@ -1,15 +1,14 @@
-"""``DirWatch``: whether a directory (and a few files beside it) may have changed since
-it was last listed, in O(1) system calls.
+"""``StatWatch``: whether directories or files may have changed since they were last
+read, in one ``stat`` each.
 
 A reader following a writer in another process must notice new, renamed and deleted
-segment files without listing the directory on every poll. A directory's mtime moves
-on every create, rename and delete in it, but only as finely as the file system stamps
-it: two changes within one tick of its clock leave the same mtime. So a listing counts
-as settled only when the mtime seen before it is at least one tick older than the
-clock at that moment; until then ``changed()`` keeps answering True and the caller
-lists again (a tick's worth of extra listings, never a missed change). Files watched
-beside it (the checkpoints, replaced by rename) are judged by their inode, mtime and
-size, under the same rule.
+segment files without listing the directory on every poll, and moved checkpoints
+without reading them. A directory's mtime moves on every create, rename and delete in
+it, and a file replaced by rename gets a new inode; but an mtime is only as fine as the
+file system's clock: two changes within one tick leave the same mtime. So a reading
+counts as settled only when every stamp seen before it is at least one tick older than
+the clock at that moment; until then ``changed()`` keeps answering True and the caller
+reads again (a tick's worth of extra readings, never a missed change).
 
 Assumes the stamps come from this machine's clock (a local file system), as Linux's
 coarse real-time clock, and that the wall clock does not step backwards meanwhile.
@@ -45,7 +44,7 @@ def stamp_granularity_ns(mtime_ns: int) -> int:
     return _SECOND_STAMPS_NS if step >= 1_000_000_000 else step
 
 
-def _file_stamp(path: str):
+def _stamp(path: str):
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -58,33 +57,29 @@ def _settled(stamps: tuple, now_ns: int) -> bool:
     return all(s is None or now_ns >= s[1] + stamp_granularity_ns(s[1]) for s in stamps)
 
 
-class DirWatch:
-    """Watches ``directory`` and ``files`` (paths of files replaced by rename).
+class StatWatch:
+    """Watches ``paths`` (directories, or files replaced by rename) by their stat stamps.
 
     >>> import tempfile
     >>> d = tempfile.mkdtemp()
-    >>> w = DirWatch(d)
-    >>> w.changed()          # never listed
+    >>> w = StatWatch([d])
+    >>> w.changed()          # never read
     True
     >>> w.mark(); open(os.path.join(d, "new"), "w").close(); w.changed()
     True
     """
 
-    def __init__(self, directory: str, files=()):
-        self.directory = directory
-        self.files = tuple(files)
-        self._seen = None  # the stamps at the last settled mark(); None: list again
-
-    def _stamps(self) -> tuple:
-        st = os.stat(self.directory)
-        return ((st.st_ino, st.st_mtime_ns, 0),) + tuple(_file_stamp(f) for f in self.files)
+    def __init__(self, paths):
+        self.paths = tuple(paths)
+        self._seen = None  # the stamps at the last settled mark(); None: read again
 
     def changed(self) -> bool:
-        """True if something may have changed since the last :meth:`mark`. O(1 + files) stats."""
-        return self._seen is None or self._stamps() != self._seen
+        """True if something may have changed since the last :meth:`mark`. One stat per path."""
+        return self._seen is None or tuple(map(_stamp, self.paths)) != self._seen
 
     def mark(self) -> None:
-        """Call right before listing the directory: later changes will show in ``changed()``."""
+        """Call right before reading (listing the directory, reading the files): later
+        changes will show in ``changed()``."""
         now = _now_ns()
-        stamps = self._stamps()
+        stamps = tuple(map(_stamp, self.paths))
         self._seen = stamps if _settled(stamps, now) else None

@@ -1,11 +1,11 @@
-"""DirWatch: a change is never missed, even within one tick of the file system's clock."""
+"""StatWatch: a change is never missed, even within one tick of the file system's clock."""
 
 from __future__ import annotations
 
 import os
 import time
 
-from pylog.dir_watch import DirWatch, stamp_granularity_ns
+from pylog.stat_watch import StatWatch, stamp_granularity_ns
 
 HOUR_NS = 3600 * 10**9
 
@@ -16,7 +16,7 @@ def _set_mtime(path, mtime_ns: int) -> None:
 
 def test_a_settled_listing_reports_nothing_until_a_file_comes(tmp_path):
     _set_mtime(tmp_path, time.time_ns() - HOUR_NS + 123)
-    watch = DirWatch(str(tmp_path))
+    watch = StatWatch([str(tmp_path)])
     watch.mark()
     assert not watch.changed()
     (tmp_path / "00000000000000000010.log").write_bytes(b"")
@@ -28,7 +28,7 @@ def test_a_listing_in_the_same_tick_as_the_last_change_is_never_trusted(tmp_path
     until the stamp is a tick old, every check says 'list again'."""
     recent = time.time_ns() + 10**9 + 7  # the change's tick has not passed yet
     _set_mtime(tmp_path, recent)
-    watch = DirWatch(str(tmp_path))
+    watch = StatWatch([str(tmp_path)])
     watch.mark()
     (tmp_path / "new").write_bytes(b"")
     _set_mtime(tmp_path, recent)  # the same stamp, as a coarse clock would give
@@ -49,7 +49,7 @@ def test_a_replaced_checkpoint_is_a_change(tmp_path):
     part = tmp_path / "t-0"
     part.mkdir()
     _set_mtime(part, old)
-    watch = DirWatch(str(part), [str(cp)])
+    watch = StatWatch([str(part), str(cp)])
     watch.mark()
     assert not watch.changed()
     tmp = tmp_path / "tmp"
