@@ -341,7 +341,7 @@ def test_reader_process_sees_every_record_once_across_rolls_retention_truncation
         model = Model(isolation)
         model.appended(0, [b"first"])
         reader = OtherProcess(path, isolation, tmp_path)
-        Writer(log, model, reader, rounds=40 if soak else 1).run()
+        Writer(log, model, reader, rounds=200 if soak else 1).run()
         out = reader.finish()
         _check(out, model, log, isolation)
 
@@ -477,3 +477,20 @@ def test_consume_follow_goes_on_from_the_log_start_when_retention_passed_it(tmp_
             proc.wait()
     assert lines == ["r%d" % i for i in range(12, 20)]
     assert b"offset 3 is no longer in the log; going on from 12" in proc.stderr.read()
+
+
+def test_reader_bounded_by_the_high_watermark_never_sees_what_truncation_removes(tmp_path):
+    """As a Kafka follower does, the writer truncates only above its high watermark;
+    a reader bounded by the checkpointed high watermark never saw those records."""
+    path = tmp_path / "t-0"
+    with Log.open(path, auto_high_watermark=False) as w, \
+            Log.open(path, read_only=True, auto_high_watermark=False) as r:
+        w.append([b"a", b"b"])
+        w.high_watermark = 2
+        w.append([b"doomed"])
+        assert [x.value for x in r.records(isolation="high_watermark")] == [b"a", b"b"]
+        w.truncate_to(2)
+        w.append([b"c"])
+        assert r.read(2, isolation="high_watermark").records() == []
+        w.high_watermark = 3
+        assert [x.value for x in r.read(2, isolation="high_watermark").records()] == [b"c"]
