@@ -55,7 +55,8 @@ class Segment:
     _next_offset: int | None = None
     rolling_based_timestamp: int | None = None
     _created_ms: int | None = None
-    _tail: tuple[int, bytes] | None = None  # (position, identity bytes) of the last batch a follower saw
+    _tail: tuple[int, int, bytes] | None = None  # (position, base offset, identity bytes) of the last
+    # batch a follower saw: where lookups past it start, and what tells the file unchanged
 
     def __init__(self, directory: str, base_offset: int, *, index_bytes: int, index_interval_bytes: int,
                  writable: bool, io: FileIO = DEFAULT_IO, suffix: str = "", roll_jitter_ms: int = 0):
@@ -184,7 +185,7 @@ class Segment:
             log.inode, log.size_bytes = st.st_ino, st.st_size
             self._take_tail(self._safe_lookup(2**62)[1])
             return True
-        position, identity = self._tail
+        position, _, identity = self._tail
         if st.st_size == log.size_bytes:
             return True
         if log.read(position, len(identity)) != identity:
@@ -203,8 +204,8 @@ class Segment:
             for last in self.log.headers(0):
                 pass
         self._next_offset = self.base_offset if last is None else last.last_offset + 1
-        self._tail = (0, b"") if last is None else (last.position,
-                                                     self.log.read(last.position, BATCH_IDENTITY_BYTES))
+        self._tail = (0, self.base_offset, b"") if last is None else (
+            last.position, last.base_offset, self.log.read(last.position, BATCH_IDENTITY_BYTES))
 
     def _safe_lookup(self, offset: int) -> tuple[int, int]:
         self.ensure_indexes()
@@ -463,8 +464,11 @@ class Segment:
     # -- reads ----------------------------------------------------------------------------------
     def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None:
         """The first batch whose last offset is >= ``offset`` (index floor, then a forward
-        walk over headers). O(log entries + index_interval)."""
+        walk over headers). O(log entries + index_interval); a follower's lookups past the
+        last batch it saw start there, not at an index it loaded long before."""
         _, position = self._safe_lookup(offset)
+        if self._tail is not None and offset >= self._tail[1]:
+            position = max(position, self._tail[0])
         for h in self.log.headers(max(position, start_position)):
             if h.last_offset >= offset:
                 return h
