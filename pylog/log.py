@@ -322,7 +322,7 @@ class Log:
         rewritten = False
         for base in list(self._segments.keys()):
             seg = self._segments[base]
-            if listed.get(base) == seg.suffix and seg.follow():
+            if listed.get(base) == seg.suffix and (not seg.is_loaded or seg.follow()):
                 continue
             rewritten = rewritten or (first_listed is not None and base >= first_listed)
             self._segments.pop(base).close()

@@ -150,6 +150,11 @@ class Segment:
     def __repr__(self) -> str:
         return f"Segment(base_offset={self.base_offset}, size_bytes={self.size_bytes})"
 
+    @property
+    def is_loaded(self) -> bool:
+        """Whether anything was read from the files yet (so sizes or offsets are cached)."""
+        return self._log is not None
+
     # -- lazily known facts ------------------------------------------------------------------
     @property
     def next_offset(self) -> int:
@@ -172,8 +177,6 @@ class Segment:
         this object instead (it shrank, its last batch seen changed, or another file
         took its name, as truncation and compaction do): the caller then opens a new
         Segment. Cost: one ``stat``, one small read, a walk over the new batch headers."""
-        if self._log is None:
-            return True  # nothing read yet, so nothing to take back
         try:
             st = os.stat(self.log.path)
         except FileNotFoundError:
@@ -183,6 +186,7 @@ class Segment:
             return False
         if self._tail is None:  # first look: nothing seen yet to compare
             log.inode, log.size_bytes = st.st_ino, st.st_size
+            self._max_ts_and_offset = None
             self._take_tail(self._safe_lookup(2**62)[1])
             return True
         position, _, identity = self._tail

@@ -378,12 +378,15 @@ def test_read_only_reader_notices_truncation_and_regrowth_between_two_polls(tmp_
     directory did not change, only the active segment's bytes."""
     path = tmp_path / "t-0"
     with Log.open(path) as w, Log.open(path, read_only=True) as r:
-        w.append([b"keep"])
-        w.append([b"old-1"])
-        assert [x.value for x in r.read(0).records()] == [b"keep", b"old-1"]
-        w.truncate_to(1)
-        w.append([b"new-1", b"new-2-longer"])
-        assert [x.value for x in r.records(1)] == [b"new-1", b"new-2-longer"]
+        for value in (b"keep", b"old-1", b"old-2"):
+            w.append([value])
+        assert [x.value for x in r.read(0).records()] == [b"keep", b"old-1", b"old-2"]
+        size = w.active_segment.size_bytes
+        w.truncate_to(1)  # the last batch the reader saw now lies inside the new one
+        new = [b"new-1 " + b"x" * 80, b"new-2 " + b"y" * 80]
+        w.append(new)
+        assert w.active_segment.size_bytes > size
+        assert [x.value for x in r.records(1)] == new
 
 
 def test_read_only_committed_reads_follow_an_open_then_aborted_transaction(tmp_path):
