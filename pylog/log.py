@@ -24,7 +24,7 @@ from pylog import failpoints
 from pylog.config import LogConfig, build_config
 from pylog.errors import (
     CorruptRecordError, IncompleteBatchError, InvalidOffsetError, InvalidRecordError, LogClosedError,
-    OffsetOutOfRangeError, ReadOnlyError, RecordTooLargeError, StorageError,
+    OffsetOutOfRangeError, ReadOnlyError, RecordTooLargeError,
 )
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
@@ -255,6 +255,7 @@ class Log:
                         aborted = self._producers.on_append(batch_info(batch))
                         if aborted is not None:
                             self._index_aborted_in_memory(aborted)
+                    self._txn_replayed_to = batch.next_offset  # a failed read resumes here
                 self._txn_replayed_to = end
             self._update_first_unstable_offset()
 
@@ -688,14 +689,15 @@ class Log:
             raise InvalidRecordError(f"isolation must be one of {', '.join(ISOLATIONS)}, got {isolation!r}")
         if not self.read_only:
             return self._read_segments(offset, max_bytes, isolation, max_offset, min_one_message)
-        self.refresh()
-        try:
-            return self._read_segments(offset, max_bytes, isolation, max_offset, min_one_message)
-        except StorageError as e:
-            if e.errno not in (errno.ENOENT, errno.ESTALE):
-                raise
-        self.refresh(relist=True)  # a segment was deleted or replaced since the last listing
-        return self._read_segments(offset, max_bytes, isolation, max_offset, min_one_message)
+        attempts = 0
+        while True:
+            self.refresh(relist=attempts > 0)  # again: a file was deleted or replaced since the listing
+            try:
+                return self._read_segments(offset, max_bytes, isolation, max_offset, min_one_message)
+            except OSError as e:
+                attempts += 1
+                if e.errno not in (errno.ENOENT, errno.ESTALE) or attempts == RELIST_ATTEMPTS:
+                    raise
 
     def _read_segments(self, offset: int, max_bytes: int, isolation: str, max_offset: int | None,
                        min_one_message: bool) -> FetchData:
