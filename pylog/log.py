@@ -691,8 +691,8 @@ class Log:
             return self._read_segments(offset, max_bytes, isolation, max_offset, min_one_message)
         attempts = 0
         while True:
-            self.refresh(relist=attempts > 0)  # again: a file was deleted or replaced since the listing
             try:
+                self.refresh(relist=attempts > 0)  # again: a file was deleted or replaced since the listing
                 return self._read_segments(offset, max_bytes, isolation, max_offset, min_one_message)
             except OSError as e:
                 attempts += 1

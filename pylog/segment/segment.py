@@ -9,6 +9,7 @@ entry, trimmed indexes). Indexes are opened lazily; nothing is mapped until used
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 import time
@@ -178,9 +179,14 @@ class Segment:
         took its name, as truncation and compaction do): the caller then opens a new
         Segment. Cost: one ``stat``, one small read, a walk over the new batch headers."""
         try:
-            st = os.stat(self.log.path)
-        except FileNotFoundError:
-            return False
+            return self._follow()
+        except OSError as e:
+            if e.errno in (errno.ENOENT, errno.ESTALE):
+                return False  # deleted or replaced while being looked at
+            raise
+
+    def _follow(self) -> bool:
+        st = os.stat(self.log.path)
         log = self.log
         if log.inode not in (None, st.st_ino) or st.st_size < log.size_bytes:
             return False
