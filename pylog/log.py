@@ -331,6 +331,8 @@ class Log:
         for base, suffix in listed.items():
             if base not in self._segments:
                 self._segments[base] = self._new_segment_object(base, suffix=suffix)
+        if self._segments:
+            self.active_segment.follow()  # measured now, so any later rewrite shows
         if rewritten:
             self._producers = None
         self._take_checkpointed_offsets()

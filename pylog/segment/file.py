@@ -77,6 +77,7 @@ class LogFile:
     ``inode`` is the file's identity as first measured or opened: a read-only file
     refuses to open another file that took its name since (compaction and truncation
     replace segment files), so sizes and indexes never get mixed with other bytes.
+    ``mtime_ns`` is its modification time when the size was measured.
     """
 
     def __init__(self, path: str, *, writable: bool, io: FileIO = DEFAULT_IO):
@@ -86,6 +87,7 @@ class LogFile:
         self._handle: _Handle | None = None
         self._size: int | None = None
         self.inode: int | None = None
+        self.mtime_ns: int | None = None
 
     @property
     def size_bytes(self) -> int:
@@ -93,7 +95,7 @@ class LogFile:
         if self._size is None:
             try:
                 st = os.stat(self.path)
-                size = st.st_size
+                size, self.mtime_ns = st.st_size, st.st_mtime_ns
                 self.inode = st.st_ino if self.inode is None else self.inode
             except FileNotFoundError:
                 size = 0

@@ -190,7 +190,9 @@ class Segment:
         log = self.log
         if log.inode not in (None, st.st_ino) or st.st_size < log.size_bytes:
             return False
-        if self._tail is None:  # first look: nothing seen yet to compare
+        if self._tail is None:  # first look: only the size and mtime measured before to compare
+            if log.mtime_ns is not None and (st.st_size, st.st_mtime_ns) != (log.size_bytes, log.mtime_ns):
+                return False  # changed since measured: appended to or rewritten, no telling which
             log.inode, log.size_bytes = st.st_ino, st.st_size
             self._max_ts_and_offset = None
             self._take_tail(self._safe_lookup(2**62)[1])
