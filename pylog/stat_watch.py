@@ -28,7 +28,7 @@ _CLOCK_LAG_NS = 20_000_000
 _SECOND_STAMPS_NS = 2_000_000_000
 
 
-def _now_ns() -> int:
+def fs_clock_ns() -> int:
     """The clock new file timestamps are taken from, or a bound below it."""
     if _COARSE_CLOCK is not None:
         return time.clock_gettime_ns(_COARSE_CLOCK)
@@ -52,9 +52,14 @@ def _stamp(path: str):
     return st.st_ino, st.st_mtime_ns, st.st_size
 
 
+def settled(mtime_ns: int, now_ns: int) -> bool:
+    """Whether ``mtime_ns`` was at least one tick older than ``now_ns`` (read from
+    :func:`fs_clock_ns` before the stat): any later change then gives another mtime."""
+    return now_ns >= mtime_ns + stamp_granularity_ns(mtime_ns)
+
+
 def _settled(stamps: tuple, now_ns: int) -> bool:
-    """Whether every stamp is at least one tick older than ``now_ns``."""
-    return all(s is None or now_ns >= s[1] + stamp_granularity_ns(s[1]) for s in stamps)
+    return all(s is None or settled(s[1], now_ns) for s in stamps)
 
 
 class StatWatch:
@@ -80,6 +85,6 @@ class StatWatch:
     def mark(self) -> None:
         """Call right before reading (listing the directory, reading the files): later
         changes will show in ``changed()``."""
-        now = _now_ns()
+        now = fs_clock_ns()
         stamps = tuple(map(_stamp, self.paths))
         self._seen = stamps if _settled(stamps, now) else None

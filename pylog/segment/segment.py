@@ -22,6 +22,7 @@ from pylog.layout import (
 )
 from pylog.record.batch import decode_batches
 from pylog.segment.file import BatchHeader, LogFile
+from pylog.stat_watch import fs_clock_ns, settled
 
 #: Bytes read at a time while recovering (whole batches are validated in memory).
 RECOVERY_CHUNK_BYTES = 4 * 1024 * 1024
@@ -58,6 +59,7 @@ class Segment:
     _created_ms: int | None = None
     _tail: tuple[int, int, bytes] | None = None  # (position, base offset, identity bytes) of the last
     # batch a follower saw: where lookups past it start, and what tells the file unchanged
+    _mtime_settled = False  # the mtime a follower last saw was a tick old: any write since changed it
 
     def __init__(self, directory: str, base_offset: int, *, index_bytes: int, index_interval_bytes: int,
                  writable: bool, io: FileIO = DEFAULT_IO, suffix: str = "", roll_jitter_ms: int = 0):
@@ -186,25 +188,27 @@ class Segment:
             raise
 
     def _follow(self) -> bool:
+        now_ns = fs_clock_ns()
         st = os.stat(self.log.path)
         log = self.log
         if log.inode not in (None, st.st_ino) or st.st_size < log.size_bytes:
             return False
+        unchanged = (st.st_size, st.st_mtime_ns) == (log.size_bytes, log.mtime_ns)
         if self._tail is None:  # first look: only the size and mtime measured before to compare
-            if log.mtime_ns is not None and (st.st_size, st.st_mtime_ns) != (log.size_bytes, log.mtime_ns):
-                return False  # changed since measured: appended to or rewritten, no telling which
+            if log.mtime_ns is not None and not unchanged:
+                return False  # appended to or rewritten since measured, no telling which
             log.inode, log.size_bytes = st.st_ino, st.st_size
             self._max_ts_and_offset = None
             self._take_tail(self._safe_lookup(2**62)[1])
+        elif unchanged and self._mtime_settled:
             return True
-        position, _, identity = self._tail
-        if st.st_size == log.size_bytes:
-            return True
-        if log.read(position, len(identity)) != identity:
-            return False
-        log.size_bytes = st.st_size
-        self._max_ts_and_offset = None
-        self._take_tail(position)
+        elif self.log.read(self._tail[0], len(self._tail[2])) != self._tail[2]:
+            return False  # truncated and written again, maybe to the same size
+        elif st.st_size > log.size_bytes:
+            log.size_bytes = st.st_size
+            self._max_ts_and_offset = None
+            self._take_tail(self._tail[0])
+        log.mtime_ns, self._mtime_settled = st.st_mtime_ns, settled(st.st_mtime_ns, now_ns)
         return True
 
     def _take_tail(self, position: int) -> None:

@@ -229,6 +229,13 @@ READER = textwrap.dedent("""
             if command == "pause":
                 print("P", offset, flush=True)
                 command = sys.stdin.readline().strip()
+            if command == "state":  # what the reader knows, for a failure message
+                with Log.open(path, read_only=True) as fresh:
+                    print("S", offset, "end", log.log_end_offset, "lso", log.last_stable_offset,
+                          "open", log._producers.ongoing_transactions() if log._producers else None,
+                          "segments", [s.base_offset for s in log.segments][-4:], "fresh end",
+                          fresh.log_end_offset, "lso", fresh.last_stable_offset,
+                          "open", fresh._producers.ongoing_transactions(), flush=True)
             if command in ("stop", ""):
                 break
             reported = None
@@ -253,7 +260,10 @@ class OtherProcess:
     def _expect(self, kind: str, at_least: int = 0) -> int:
         deadline = time.monotonic() + WAIT_S
         while True:
-            line = _next_line(self.lines, deadline, f"reader sent no {kind} >= {at_least} within {WAIT_S} s")
+            try:
+                line = _next_line(self.lines, deadline, f"reader sent no {kind} >= {at_least} within {WAIT_S} s")
+            except AssertionError as e:
+                raise AssertionError(f"{e}; reader state: {self._state()}") from None
             if line is None:
                 raise AssertionError(f"reader exited: {self.proc.wait()} {self.proc.stderr.read().decode()}")
             tag, offset, *rest = line.split(" ", 2)
@@ -265,6 +275,13 @@ class OtherProcess:
                 self.at_end = int(offset)
             if tag == kind and int(offset) >= at_least:
                 return int(offset)
+
+    def _state(self) -> str:
+        self._send("state")
+        deadline = time.monotonic() + WAIT_S
+        while (line := _next_line(self.lines, deadline, "no state")) is not None and not line.startswith("S "):
+            pass
+        return line
 
     def _send(self, command: str) -> None:
         self.proc.stdin.write(command.encode() + b"\n")
@@ -387,6 +404,21 @@ def test_read_only_reader_notices_truncation_and_regrowth_between_two_polls(tmp_
         w.append(new)
         assert w.active_segment.size_bytes > size
         assert [x.value for x in r.records(1)] == new
+
+
+def test_read_only_reader_notices_a_truncation_rewritten_to_the_same_size(tmp_path):
+    """An open transaction's batch truncated and replaced by a plain batch of the same
+    size: the file's size is as before, yet the transaction is gone."""
+    path = tmp_path / "t-0"
+    with Log.open(path) as w, Log.open(path, read_only=True) as r:
+        w.append([b"a"])
+        w.append([b"x1"], producer_id=3, producer_epoch=0, base_sequence=0, is_transactional=True)
+        assert [x.value for x in r.read(0, isolation="committed").records()] == [b"a"]
+        size = w.active_segment.size_bytes
+        w.truncate_to(1)
+        w.append([b"y1"])
+        assert w.active_segment.size_bytes == size
+        assert [x.value for x in r.read(1, isolation="committed").records()] == [b"y1"]
 
 
 def test_read_only_committed_reads_follow_an_open_then_aborted_transaction(tmp_path):
