@@ -11,6 +11,7 @@ recovery.
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import threading
@@ -30,7 +31,7 @@ from pylog.errors import (
 )
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
-    INT64_MAX, LOG_START_OFFSET_CHECKPOINT, OFFSET_RANGE, RECOVERY_POINT_CHECKPOINT,
+    INT64_MAX, LOG_START_OFFSET_CHECKPOINT, LOG_SUFFIX, OFFSET_RANGE, RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
 )
 from pylog.listing import Listing
@@ -46,13 +47,16 @@ from pylog.record.encode import (
 from pylog.record.record import as_record
 from pylog.segment.fetch import FetchData
 from pylog.segment.open_files import OpenFiles
-from pylog.segment.segment import Segment, roll_jitter_ms
-from pylog.txn_check import TxnIndexChecker, replay_aborted
+from pylog.segment.segment import Segment, roll_jitter_ms, segment_paths
+from pylog.stat_watch import StatWatch
+from pylog.txn_check import TxnIndexChecker
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
 ISOLATIONS = ("uncommitted", "high_watermark", "committed")
+#: Listings a read-only log takes in a row while files vanish under it (a writer's renames).
+RELIST_ATTEMPTS = 100
 
 
 @dataclass(frozen=True)
@@ -213,39 +217,76 @@ class Log:
             self.io.fsync_dir(self._dir.path)
 
     def _load_read_only(self) -> None:
+        log_dir = self._dir.log_dir
+        self._dir_watch = StatWatch([self._dir.path])
+        self._checkpoint_watch = StatWatch([os.path.join(log_dir, name) for name in
+                                            (LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT)])
+        self._txn_replayed_to = 0  # committed reads replayed producer batches up to here
+        self._dir_watch.mark()
+        self._checkpoint_watch.mark()
         for base, suffix in live_segment_bases(self._dir.path, read_only=True):
             self._segments[base] = self._new_segment_object(base, suffix=suffix)
+        self.load_report.clean = self._dir.has_clean_shutdown_marker()
+        self._take_checkpointed_offsets()
+
+    def _take_checkpointed_offsets(self) -> None:
+        """Read-only logs: log start, recovery point and high watermark as the writer
+        checkpointed them, within the segments found."""
         offsets = self._dir.read_offsets()
         if not self._segments:
-            start = offsets[LOG_START_OFFSET_CHECKPOINT] or 0
-            self._empty_start = start
-        self.load_report.clean = self._dir.has_clean_shutdown_marker()
+            self._empty_start = offsets[LOG_START_OFFSET_CHECKPOINT] or 0
         leo = self.log_end_offset
         first_base = self._segments.keys()[0] if self._segments else leo
         self.log_start_offset = min(max(offsets[LOG_START_OFFSET_CHECKPOINT] or 0, first_base), leo)
         self.recovery_point = min(offsets[RECOVERY_POINT_CHECKPOINT] or 0, leo)
         hw = offsets[REPLICATION_OFFSET_CHECKPOINT]
         self._high_watermark = leo if self.auto_high_watermark or hw is None else min(max(hw, self.log_start_offset), leo)
-        self._txn_state_loaded = False
 
     def _ensure_read_only_txn_state(self) -> None:
-        """Read-only logs learn open and aborted transactions on the first committed read:
-        one replay of the log's producer batches, which also checks every segment's
-        ``.txnindex`` (one that disagrees is rebuilt in memory). O(log bytes), once."""
-        if not self.read_only or self._txn_state_loaded:
+        """Read-only logs learn open and aborted transactions by replaying producer
+        batches: the whole log on the first committed read (O(log bytes)), then only the
+        batches appended since (O(new bytes)); from the log start again after a
+        truncation or compaction, or once retention passed the replayed part. Aborts
+        found are indexed in memory beside the ``.txnindex`` files' entries, and a whole
+        replay checks every segment's ``.txnindex`` against them (one that disagrees is
+        rebuilt in memory, docs/format/txnindex.md)."""
+        if not self.read_only:
             return
-        from pylog.producer_state import ProducerStateManager
-        self._txn_state_loaded = True
-        producers = ProducerStateManager(self._dir.path, producer_id_expiration_ms=2**62, read_only=True)
+        from pylog.producer_state import ProducerStateManager, batch_info
+        with self._lock:
+            whole = self._producers is None or self._txn_replayed_to < self.log_start_offset
+            if whole:
+                self._producers = ProducerStateManager(self._dir.path, producer_id_expiration_ms=2**62,
+                                                       read_only=True)
+                self._txn_replayed_to = self.log_start_offset
+            end = self.log_end_offset
+            found: dict[int, list] = {}
+            if self._txn_replayed_to < end:
+                for batch in self._batches_between(self._txn_replayed_to, end):
+                    if batch.magic == 2 and batch.producer_id >= 0:
+                        aborted = self._producers.on_append(batch_info(batch))
+                        if aborted is not None:
+                            self._index_aborted_in_memory(aborted, found)
+                    self._txn_replayed_to = batch.next_offset  # a failed read resumes here
+                self._txn_replayed_to = end
+            if whole:
+                self._check_txn_indexes(found, end)
+            self._update_first_unstable_offset()
+
+    def _index_aborted_in_memory(self, txn, found: dict) -> None:
+        base = self._segment_base_of(txn.last_offset)
+        entry = txn._replace(last_stable_offset=self._lso_after(txn.last_offset))
+        self._segments[base].txn_index.add_in_memory(entry)
+        found.setdefault(base, []).append(entry)
+
+    def _check_txn_indexes(self, found: dict, end: int) -> None:
+        """After a whole replay: trust each segment's ``.txnindex`` that holds exactly the
+        aborts found, rebuild (in memory) the others. The last segment may have grown since
+        the replay read it."""
         segments = list(self._segments.values())
-        end = self.log_end_offset
-        aborted = replay_aborted(producers, self._batches_between(self.log_start_offset, end),
-                                 self._segment_base_of)
-        for seg in segments:  # the last one may have grown since the replay read it
-            seg.txn_index.verify(aborted.get(seg.base_offset, []), checked_to=min(seg.next_offset, end),
+        for seg in segments:
+            seg.txn_index.verify(found.get(seg.base_offset, []), checked_to=min(seg.next_offset, end),
                                  may_grow=seg is segments[-1])
-        self._producers = producers
-        self._update_first_unstable_offset()
 
     def _segment_base_of(self, offset: int) -> int:
         """Base offset of the segment holding ``offset`` (the first one if below all)."""
@@ -291,25 +332,65 @@ class Log:
         fuo = self._producers.first_unstable_offset(self._high_watermark) if self._producers else None
         return marker_offset + 1 if fuo is None else min(fuo, marker_offset + 1)
 
-    def refresh(self) -> None:
-        """Read-only logs: pick up segments and bytes another process appended since."""
+    def refresh(self, *, relist: bool = False) -> None:
+        """Read-only logs: take in what the writing process did since (appends, rolls,
+        retention, truncation, compaction). Reads call it. A poll that finds nothing new
+        costs O(1) system calls whatever the number of segments: a ``stat`` of the active
+        segment, of the file a roll would create (the next segment starts at the active
+        one's next offset), of the directory and of two checkpoints. The directory is
+        listed again, O(segments), only when it or the active segment changed otherwise
+        than by appends, or ``relist`` asks; moved checkpoints are read again."""
         if not self.read_only:
             return
         with self._lock:
-            for base, suffix in live_segment_bases(self._dir.path, read_only=True):
-                if base not in self._segments:
-                    self._segments[base] = self._new_segment_object(base, suffix=suffix)
-            for base in list(self._segments.keys()):
-                seg = self._segments[base]
-                if not os.path.exists(seg.log_path):
-                    self._segments.pop(base).close()
             if self._segments:
-                seg = self.active_segment
-                seg.log.refresh_size()
-                seg._next_offset = None
-                seg._max_ts_and_offset = None
-            if self.auto_high_watermark:
+                active = self.active_segment
+                relist = relist or not active.follow() or os.path.exists(
+                    segment_paths(self._dir.path, active.next_offset)[LOG_SUFFIX])
+            if relist or self._dir_watch.changed():
+                self._relist()
+            elif self._checkpoint_watch.changed():
+                self._checkpoint_watch.mark()
+                self._take_checkpointed_offsets()
+            elif self.auto_high_watermark:
                 self._high_watermark = self.log_end_offset
+
+    def _relist(self) -> None:
+        """Read-only logs: reconcile the segments with a new listing. Segments gone or
+        rewritten (truncation, compaction) are dropped or opened anew, and then the
+        producer state of committed reads is replayed again. O(segments)."""
+        self._checkpoint_watch.mark()
+        listed = self._list_live_segments()
+        first_listed = min(listed, default=None)
+        rewritten = False
+        for base in list(self._segments.keys()):
+            seg = self._segments[base]
+            if listed.get(base) == seg.suffix and (not seg.is_loaded or seg.follow()):
+                continue
+            rewritten = rewritten or (first_listed is not None and base >= first_listed)
+            self._segments.pop(base).close()
+        for base, suffix in listed.items():
+            if base not in self._segments:
+                self._segments[base] = self._new_segment_object(base, suffix=suffix)
+        if self._segments:
+            self.active_segment.follow()  # measured now, so any later rewrite shows
+        if rewritten:
+            self._producers = None
+        self._take_checkpointed_offsets()
+
+    def _list_live_segments(self) -> dict[int, str]:
+        """Base offset -> suffix of the live segments. A file gone between the listing and
+        its use (a compaction renaming its ``.swap`` files) means the writer moved on:
+        list again, up to RELIST_ATTEMPTS times."""
+        attempts = 0
+        while True:
+            self._dir_watch.mark()
+            try:
+                return dict(live_segment_bases(self._dir.path, read_only=True))
+            except OSError as e:
+                attempts += 1
+                if e.errno != errno.ENOENT or attempts == RELIST_ATTEMPTS:
+                    raise
 
     # ==== basic facts =============================================================================
     @property
@@ -665,15 +746,28 @@ class Log:
         and by ``max_offset`` (exclusive) when given.
 
         Raises :class:`OffsetOutOfRangeError` below the log start or past the log end;
-        at the bound the fetch is empty. Cost: O(log segments + log index entries +
+        at the bound the fetch is empty. A read-only log first takes in what its writer
+        did since (:meth:`refresh`). Cost: O(log segments + log index entries +
         index_interval_bytes); the bytes are not read until asked for.
         """
         self._check_open()
         _check_offset(offset, "offset")
         check_int(max_bytes, "max_bytes", OFFSET_RANGE)
         check_choice(isolation, "isolation", ISOLATIONS)
-        if self.read_only and offset >= self.log_end_offset:
-            self.refresh()
+        if not self.read_only:
+            return self._read_segments(offset, max_bytes, isolation, max_offset, min_one_message)
+        attempts = 0
+        while True:
+            try:
+                self.refresh(relist=attempts > 0)  # again: a file was deleted or replaced since the listing
+                return self._read_segments(offset, max_bytes, isolation, max_offset, min_one_message)
+            except OSError as e:
+                attempts += 1
+                if e.errno not in (errno.ENOENT, errno.ESTALE) or attempts == RELIST_ATTEMPTS:
+                    raise
+
+    def _read_segments(self, offset: int, max_bytes: int, isolation: str, max_offset: int | None,
+                       min_one_message: bool) -> FetchData:
         if isolation == "committed" and self.read_only:
             self._ensure_read_only_txn_state()
         with self._lock:

@@ -1,5 +1,11 @@
 """``pylog consume ROOT --topic T``: print records, from the beginning, an offset or a
-timestamp; ``--follow`` keeps tailing."""
+timestamp; ``--follow`` keeps tailing.
+
+Following, every record is printed once, in offset order, across rolls, retention,
+compaction and truncation by the writing process. A position the writer removed meanwhile
+(retention passed it, or truncation cut below it) is reported on stderr and reading
+goes on from the log start, or the log end, as Kafka's consumers reset.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ import sys
 import time
 
 from pylog.cli.common import open_topic_log
+from pylog.errors import OffsetOutOfRangeError
 
 
 def add_parser(sub) -> None:
@@ -51,7 +58,13 @@ def run(args) -> int:
         isolation = "committed" if args.isolation == "committed" else "uncommitted"
         printed = 0
         while args.max_records is None or printed < args.max_records:
-            fetch = log.read(offset, 1 << 20, isolation=isolation)
+            try:
+                fetch = log.read(offset, 1 << 20, isolation=isolation)
+            except OffsetOutOfRangeError:
+                if not args.follow:
+                    raise
+                offset = _reset(log, offset)
+                continue
             records = fetch.records()
             for r in records:
                 if args.max_records is not None and printed >= args.max_records:
@@ -70,3 +83,10 @@ def run(args) -> int:
             sys.stdout.flush()
             time.sleep(0.2)
     return 0
+
+
+def _reset(log, offset: int) -> int:
+    """Where to go on from an offset the writer removed: the log start, or the log end."""
+    to = log.log_start_offset if offset < log.log_start_offset else log.log_end_offset
+    print(f"offset {offset} is no longer in the log; going on from {to}", file=sys.stderr)
+    return to

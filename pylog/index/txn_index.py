@@ -9,10 +9,16 @@ I/O seam (``pylog/io.py``).
 The file has no checksum, and a missing or emptied one reads like a segment without
 aborted transactions, so an index starts untrusted: the log compares it with the
 segment's ABORT markers (``verify``) before a committed read uses it.
+
+A read-only index follows its file: when the file's size changed since it was read
+(another process appends), it is read again. Entries a read-only log learns from its
+own replay are kept in memory beside the file's, one per ABORT marker; once the file was
+found wrong, only those count.
 """
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import os
 from typing import NamedTuple
@@ -47,12 +53,27 @@ class TxnIndex:
         self.trusted = False
         self._entries: list[AbortedTxn] | None = None
         self._unsynced = False
-        self._in_memory = False  # entries rebuilt for a read-only log: not in the file
+        self._file_bytes = 0  # size of the file when read
+        self._in_memory: list[AbortedTxn] = []  # learned by a read-only log, or its rebuilt index
+        self._file_ignored = False  # a read-only index found wrong: its file no longer counts
 
     def _load(self) -> list[AbortedTxn]:
-        if self._entries is None:
-            self._entries = list(read_txn_entries(self.path)) if os.path.exists(self.path) else []
+        """The entries, ordered by marker offset. Read-only: one ``stat`` per call, and a
+        re-read of the file (O(entries)) when its size changed."""
+        size = self._file_bytes if self.writable and self._entries is not None else self._file_size()
+        if self._entries is None or size != self._file_bytes:
+            self._file_bytes = size
+            entries = list(read_txn_entries(self.path)) if self._file_bytes and not self._file_ignored else []
+            for txn in self._in_memory:
+                _insert(entries, txn)
+            self._entries = entries
         return self._entries
+
+    def _file_size(self) -> int:
+        try:
+            return os.stat(self.path).st_size
+        except FileNotFoundError:
+            return 0
 
     def entries(self) -> list[AbortedTxn]:
         return list(self._load())
@@ -101,16 +122,25 @@ class TxnIndex:
 
     def replace(self, entries: list[AbortedTxn]) -> None:
         """Make ``entries`` the index (trusted): the file is rewritten in one write when
-        writable, the entries kept in memory when read-only. Not fsynced: no open trusts
-        the file before checking it again."""
+        writable, the entries kept in memory (the file ignored) when read-only. Not
+        fsynced: no open trusts the file before checking it again."""
         if self.writable:
             if entries or os.path.exists(self.path):
                 self.io.write_file(self.path, b"".join(t.pack() for t in entries), fsync=False)
                 self._unsynced = True
+            self._file_bytes = len(entries) * TXN_INDEX_ENTRY_BYTES
         else:
-            self._in_memory = True
+            self._file_ignored = True
+            self._in_memory = list(entries)
         self._entries = list(entries)
         self.trusted = True
+
+    def add_in_memory(self, txn: AbortedTxn) -> None:
+        """Record an entry without writing it (a read-only log's replay found its ABORT
+        marker); the file's entry for the same marker, if any, wins. O(log entries)."""
+        self._in_memory.append(txn)
+        if self._entries is not None:  # else merged when next loaded (a damaged file is left to ``verify``)
+            _insert(self._entries, txn)
 
     def collect(self, fetch_offset: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]:
         """Entries overlapping [fetch_offset, upper_bound); ``complete`` is True when later
@@ -126,6 +156,7 @@ class TxnIndex:
     def truncate_to(self, offset: int) -> None:
         """Remove entries whose marker is at or after ``offset`` (an unreadable file is
         emptied, to be rebuilt when next checked)."""
+        self._in_memory = [t for t in self._in_memory if t.last_offset < offset]
         try:
             keep = [t for t in self._load() if t.last_offset < offset]
         except CorruptIndexError:
@@ -142,6 +173,7 @@ class TxnIndex:
             finally:
                 self.io.close(fd)
             self._unsynced = True
+            self._file_bytes = size
 
     def sanity_check(self) -> None:
         """Raise :class:`CorruptIndexError` for a bad size, version or an entry below the base offset."""
@@ -157,8 +189,8 @@ class TxnIndex:
             self._unsynced = False
 
     def close(self) -> None:
-        if not self._in_memory:
-            self._entries = None
+        """Drop the cached entries (the in-memory ones stay, merged again on next use)."""
+        self._entries = None
 
     def rename(self, new_path: str) -> None:
         if os.path.exists(self.path):
@@ -167,6 +199,7 @@ class TxnIndex:
 
     def delete(self) -> None:
         self._entries = None
+        self._in_memory = []
         self.io.remove(self.path)
 
 
@@ -178,6 +211,13 @@ def _agrees(entries: list[AbortedTxn], expected: list[AbortedTxn], checked_to: i
     if len(below) != len(expected) or (len(below) != len(entries) and not may_grow):
         return False
     return all(t[:3] == x[:3] and t.last_stable_offset <= x.last_stable_offset for t, x in zip(below, expected))
+
+
+def _insert(entries: list[AbortedTxn], txn: AbortedTxn) -> None:
+    """Put ``txn`` in place by marker offset, unless an entry for that marker is there."""
+    i = bisect.bisect_left(entries, txn.last_offset, key=lambda t: t.last_offset)
+    if i == len(entries) or entries[i].last_offset != txn.last_offset:
+        entries.insert(i, txn)
 
 
 def read_txn_entries(path: str):

@@ -8,6 +8,7 @@ handle keeps reading a segment that was deleted meanwhile.
 
 from __future__ import annotations
 
+import errno
 import os
 from typing import Iterator, NamedTuple
 
@@ -86,7 +87,13 @@ class _Handle:
 
 
 class LogFile:
-    """A ``.log`` file. ``size_bytes`` is its logical size (what readers may see)."""
+    """A ``.log`` file. ``size_bytes`` is its logical size (what readers may see).
+
+    ``inode`` is the file's identity as first measured or opened: a read-only file
+    refuses to open another file that took its name since (compaction and truncation
+    replace segment files), so sizes and indexes never get mixed with other bytes.
+    ``mtime_ns`` is its modification time when the size was measured.
+    """
 
     def __init__(self, path: str, *, writable: bool, io: FileIO = DEFAULT_IO, on_open=None):
         self.path = str(path)
@@ -95,13 +102,17 @@ class LogFile:
         self.on_open = on_open  # called after each open of the file (what bounds open files counts)
         self._handle: _Handle | None = None
         self._size: int | None = None
+        self.inode: int | None = None
+        self.mtime_ns: int | None = None
 
     @property
     def size_bytes(self) -> int:
         """Logical size: what readers may see (the file's size until this process writes)."""
         if self._size is None:
             try:
-                size = os.stat(self.path).st_size
+                st = os.stat(self.path)
+                size, self.mtime_ns = st.st_size, st.st_mtime_ns
+                self.inode = st.st_ino if self.inode is None else self.inode
             except FileNotFoundError:
                 size = 0
             if size > MAX_FILE_BYTES:
@@ -120,14 +131,23 @@ class LogFile:
             if self.writable:
                 fd = self.io.open(self.path)
             else:
-                try:
-                    fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-                except OSError as e:
-                    raise StorageError(e.errno, f"cannot open {self.path}: {e.strerror}") from None
+                fd = self._open_read_only()
             h = self._handle = _Handle(fd, self.io)
             if self.on_open is not None:
                 self.on_open()
         return h
+
+    def _open_read_only(self) -> int:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError as e:
+            raise StorageError(e.errno, f"cannot open {self.path}: {e.strerror}") from None
+        inode = os.fstat(fd).st_ino
+        if self.inode is not None and inode != self.inode:
+            os.close(fd)
+            raise StorageError(errno.ESTALE, f"{self.path} was replaced by another file since it was read")
+        self.inode = inode
+        return fd
 
     def handle(self) -> _Handle:
         """The open handle (opened on first use)."""
@@ -140,11 +160,6 @@ class LogFile:
     @property
     def is_open(self) -> bool:
         return self._handle is not None and self._handle.fd >= 0
-
-    def refresh_size(self) -> int:
-        """Re-read the size from the file system (a reader following another process's writes)."""
-        self.size_bytes = os.fstat(self._open().fd).st_size
-        return self.size_bytes
 
     # -- writes ----------------------------------------------------------------------
     def append(self, data) -> int:

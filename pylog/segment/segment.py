@@ -9,6 +9,7 @@ entry, trimmed indexes). Indexes are opened lazily; nothing is mapped until used
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 import time
@@ -21,9 +22,13 @@ from pylog.layout import (
 )
 from pylog.record.batch import decode_batches
 from pylog.segment.file import BatchHeader, LogFile, check_offsets_follow
+from pylog.stat_watch import fs_clock_ns, settled
 
 #: Bytes read at a time while recovering (whole batches are validated in memory).
 RECOVERY_CHUNK_BYTES = 4 * 1024 * 1024
+#: Leading bytes of a batch that tell whether it is still the same batch: base offset,
+#: length, leader epoch, magic and the CRC (which covers the rest; magic 0/1 keep it at 12).
+BATCH_IDENTITY_BYTES = 21
 
 
 def segment_paths(directory: str, base_offset: int, suffix: str = "") -> dict[str, str]:
@@ -53,6 +58,9 @@ class Segment:
     rolling_based_timestamp: int | None = None
     _created_ms: int | None = None
     open_files = None  # the log's OwnedFiles: told when a file opens and when all close
+    _tail: tuple[int, int, bytes] | None = None  # (position, base offset, identity bytes) of the last
+    # batch a follower saw: where lookups past it start, and what tells the file unchanged
+    _mtime_settled = False  # the mtime a follower last saw was a tick old: any write since changed it
 
     def __init__(self, directory: str, base_offset: int, *, index_bytes: int, index_interval_bytes: int,
                  writable: bool, io: FileIO = DEFAULT_IO, suffix: str = "", roll_jitter_ms: int = 0,
@@ -152,6 +160,11 @@ class Segment:
     def __repr__(self) -> str:
         return f"Segment(base_offset={self.base_offset}, size_bytes={self.size_bytes})"
 
+    @property
+    def is_loaded(self) -> bool:
+        """Whether anything was read from the files yet (so sizes or offsets are cached)."""
+        return self._log is not None
+
     # -- lazily known facts ------------------------------------------------------------------
     @property
     def next_offset(self) -> int:
@@ -167,6 +180,55 @@ class Segment:
                     last = h
             self._next_offset = self.base_offset if last is None else last.last_offset + 1
         return self._next_offset
+
+    def follow(self) -> bool:
+        """Read-only segments of a log another process writes: take in the batches
+        appended since the last call. Returns False when the file was rewritten under
+        this object instead (it shrank, its last batch seen changed, or another file
+        took its name, as truncation and compaction do): the caller then opens a new
+        Segment. Cost: one ``stat``, one small read, a walk over the new batch headers."""
+        try:
+            return self._follow()
+        except OSError as e:
+            if e.errno in (errno.ENOENT, errno.ESTALE):
+                return False  # deleted or replaced while being looked at
+            raise
+
+    def _follow(self) -> bool:
+        now_ns = fs_clock_ns()
+        st = os.stat(self.log.path)
+        log = self.log
+        if log.inode not in (None, st.st_ino) or st.st_size < log.size_bytes:
+            return False
+        unchanged = (st.st_size, st.st_mtime_ns) == (log.size_bytes, log.mtime_ns)
+        if self._tail is None:  # first look: only the size and mtime measured before to compare
+            if log.mtime_ns is not None and not unchanged:
+                return False  # appended to or rewritten since measured, no telling which
+            log.inode, log.size_bytes = st.st_ino, st.st_size
+            self._max_ts_and_offset = None
+            self._take_tail(self._safe_lookup(2**62)[1])
+        elif unchanged and self._mtime_settled:
+            return True
+        elif self.log.read(self._tail[0], len(self._tail[2])) != self._tail[2]:
+            return False  # truncated and written again, maybe to the same size
+        elif st.st_size > log.size_bytes:
+            log.size_bytes = st.st_size
+            self._max_ts_and_offset = None
+            self._take_tail(self._tail[0])
+        log.mtime_ns, self._mtime_settled = st.st_mtime_ns, settled(st.st_mtime_ns, now_ns)
+        return True
+
+    def _take_tail(self, position: int) -> None:
+        """Walk the headers from ``position`` (a batch start) to the end; remember the last."""
+        last = None
+        for last in self.log.headers(position):
+            pass
+        if last is None and position:
+            for last in self.log.headers(0):
+                pass
+        self._next_offset = self.base_offset if last is None else last.last_offset + 1
+        self._tail = (0, self.base_offset, b"") if last is None else (
+            last.position, last.base_offset, self.log.read(last.position, BATCH_IDENTITY_BYTES))
 
     def _safe_lookup(self, offset: int) -> tuple[int, int]:
         self.ensure_indexes()
@@ -451,11 +513,14 @@ class Segment:
     # -- reads ----------------------------------------------------------------------------------
     def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None:
         """The first batch whose last offset is >= ``offset`` (index floor, then a forward
-        walk over headers). O(log entries + index_interval). Raises
+        walk over headers). O(log entries + index_interval); a follower's lookups past the
+        last batch it saw start there, not at an index it loaded long before. Raises
         :class:`CorruptRecordError` for a walked batch whose offsets do not follow the
         previous one's or lie below the segment's base offset."""
         _, position = self._safe_lookup(offset)
         previous_last = self.base_offset - 1
+        if self._tail is not None and offset >= self._tail[1] and self._tail[0] > position:
+            position, previous_last = self._tail[0], self._tail[1] - 1
         for h in self.log.headers(max(position, start_position)):
             previous_last = check_offsets_follow(h, previous_last, path=self.log.path)
             if h.last_offset >= offset:
