@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 import pytest
 
 from pylog import LogManager, Record
-from tests.conftest import needs_samples, sample_partitions
+from tests.conftest import needs_samples, sample_logs
 from tests.record.expected import expected_rows
 
 pytestmark = pytest.mark.spark
+
+
+def _read(spark, reader):
+    return spark.read.format("pylog").option("reader", reader)
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +31,8 @@ def root(tmp_path_factory):
     return path
 
 
-def test_reading_a_root_returns_every_record_once_with_kafkas_schema(spark, root):
-    df = spark.read.format("pylog").load(str(root))
+def test_reading_a_root_returns_every_record_once_with_kafkas_schema(spark, reader, root):
+    df = _read(spark, reader).load(str(root))
     assert [f.name for f in df.schema.fields] == ["key", "value", "topic", "partition", "offset", "timestamp",
                                                   "timestampType"]
     rows = df.select("topic", "partition", "offset", "value").collect()
@@ -40,53 +43,76 @@ def test_reading_a_root_returns_every_record_once_with_kafkas_schema(spark, root
     assert df.rdd.getNumPartitions() >= 5
 
 
-def test_subscribe_assign_and_offset_bounds(spark, root):
-    df = (spark.read.format("pylog").option("subscribe", "beta")
+def test_subscribe_assign_and_offset_bounds(spark, reader, root):
+    df = (_read(spark, reader).option("subscribe", "beta")
           .option("startingOffsets", json.dumps({"beta": {"0": 100, "1": -2}}))
           .option("endingOffsets", json.dumps({"beta": {"0": 200, "1": -1}})).load(str(root)))
     got = sorted((r.partition, r.offset) for r in df.select("partition", "offset").collect())
     assert got == [(0, o) for o in range(100, 200)] + [(1, o) for o in range(500)]
-    df = spark.read.format("pylog").option("assign", '{"alpha":[2]}').load(str(root))
+    df = _read(spark, reader).option("assign", '{"alpha":[2]}').load(str(root))
     assert {r.partition for r in df.select("partition").collect()} == {2}
 
 
-def test_timestamp_bounds(spark, root):
-    df = (spark.read.format("pylog").option("subscribe", "alpha").option("startingTimestamp", "1000450")
+def test_timestamp_bounds(spark, reader, root):
+    df = (_read(spark, reader).option("subscribe", "alpha").option("startingTimestamp", "1000450")
           .option("endingTimestamp", "1000460").load(str(root)))
     assert sorted(r.offset for r in df.collect() if r.partition == 0) == list(range(450, 460))
 
 
-def test_min_partitions_splits_large_partitions(spark, root):
-    df = spark.read.format("pylog").option("subscribe", "alpha").option("minPartitions", "9").load(str(root))
+def test_min_partitions_splits_large_partitions(spark, reader, root):
+    df = _read(spark, reader).option("subscribe", "alpha").option("minPartitions", "9").load(str(root))
     assert df.rdd.getNumPartitions() >= 9
     assert df.count() == 1500
-    df = spark.read.format("pylog").option("subscribe", "alpha").option("maxRecordsPerPartition", "100").load(str(root))
+    df = _read(spark, reader).option("subscribe", "alpha").option("maxRecordsPerPartition", "100").load(str(root))
     assert df.rdd.getNumPartitions() == 15 and df.count() == 1500
 
 
-def test_bad_options_name_the_option(spark, root):
+def test_bad_options_name_the_option(spark, reader, root):
     with pytest.raises(Exception, match="startingOffsets"):
-        spark.read.format("pylog").option("startingOffsets", "{not json").load(str(root)).count()
+        _read(spark, reader).option("startingOffsets", "{not json").load(str(root)).count()
     with pytest.raises(Exception, match="bogusOption|bogusoption"):
-        spark.read.format("pylog").option("bogusOption", "1").load(str(root)).count()
+        _read(spark, reader).option("bogusOption", "1").load(str(root)).count()
+
+
+@pytest.fixture(scope="module")
+def samples_root(tmp_path_factory):
+    """Every sample .log with an expected decoding, each as the only segment of its own
+    topic ``s<n>`` in one root, so one query per reader reads them all."""
+    import shutil
+    root = tmp_path_factory.mktemp("samples")
+    logs = sample_logs()
+    for n, log in enumerate(logs):
+        (root / f"s{n}-0").mkdir()
+        shutil.copy(log, root / f"s{n}-0" / log.name)
+    return root, logs
+
+
+def _as_consumed(rows, start, end):
+    """Expected rows as a consumer of offsets [start, end) gets them: in range and rising
+    (a few fixtures hold offsets below their segment's base or going backwards)."""
+    out = []
+    for r in rows:
+        if start <= r[0] < end and (not out or r[0] > out[-1][0]):
+            out.append(r)
+    return out
 
 
 @needs_samples
-def test_kafka_samples_read_through_spark_match_kafkas_decoder(spark, tmp_path):
-    import shutil
-    for part in sample_partitions():
-        if part.name in ("orders-0", "multi-batch-index-0", "TEST-TOPIC-0"):
-            continue  # large; covered by the engine tests
-        root = tmp_path / part.name
-        shutil.copytree(part, root / part.name)
-        rows = [r for n in sorted(p.name for p in part.iterdir() if p.name.endswith(".log"))
-                for r in expected_rows(part / n) if r["control_type"] is None]
-        df = spark.read.format("pylog").option("includeHeaders", "true").load(str(root))
-        got = sorted(df.collect(), key=lambda r: r.offset)
-        assert [r.offset for r in got] == [r["offset"] for r in rows], part.name
-        assert [None if r.value is None else hashlib.sha256(r.value).hexdigest() for r in got] == \
-            [r["value_sha256"] for r in rows]
-        assert [int(r.timestamp.timestamp() * 1000) for r in got] == [r["timestamp"] for r in rows]
+def test_every_kafka_sample_read_through_spark_matches_kafkas_decoder(spark, reader, samples_root):
+    from pylog.spark.jvm.plan import plan_request
+    root, logs = samples_root
+    ranges = {r[0]: r[2:] for r in plan_request({"options": {"path": str(root)}})["ranges"]}
+    df = _read(spark, reader).option("includeHeaders", "true").load(str(root))
+    got = {}
+    for r in df.selectExpr("topic", "offset", "base64(key) as key", "sha2(value, 256) as sha", "unix_millis(timestamp) as ms",
+                           "transform(headers, h -> array(h.key, base64(h.value))) as headers").collect():
+        got.setdefault(r.topic, []).append((r.offset, r.key, r.sha, r.ms, [list(h) for h in r.headers]))
+    for n, log in enumerate(logs):
+        want = [(e["offset"], e["key"], e["value_sha256"], e["timestamp"], e["headers"])
+                for e in expected_rows(log) if e["control_type"] is None]
+        want = _as_consumed(want, *ranges.get(f"s{n}", (0, 0)))
+        assert want or f"s{n}" not in ranges
+        assert sorted(got.get(f"s{n}", [])) == want, log
 
 
 def test_write_then_read_back(spark, tmp_path):
@@ -128,10 +154,10 @@ def test_streaming_available_now_consumes_appends_in_micro_batches(spark, tmp_pa
     assert sum(1 for r in rows if r.value.startswith(b"late")) == 15
 
 
-def test_filter_pushdown_prunes_and_results_stay_exact(spark, root):
+def test_filter_pushdown_prunes_and_results_stay_exact(spark, reader, root):
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     try:
-        df = spark.read.format("pylog").load(str(root))
+        df = _read(spark, reader).load(str(root))
         rows = df.where("topic = 'alpha' and partition = 1 and offset >= 490").select("offset").collect()
         assert sorted(r.offset for r in rows) == list(range(490, 500))
         rows = df.where("partition in (0, 1) and offset < 3 and topic = 'beta'").select("partition", "offset").collect()
@@ -167,19 +193,19 @@ def _expected_at_or_after(timestamp_ms):
     return out
 
 
-def test_timestamp_pushdown_seeks_without_losing_late_or_early_records(spark, unordered_times):
+def test_timestamp_pushdown_seeks_without_losing_late_or_early_records(spark, reader, unordered_times):
     from pylog.spark.options import parse_read_options
     from pylog.spark.source import PylogPushdownReader, _timestamp_ms
     import datetime
     bound = datetime.datetime.fromtimestamp(140, tz=datetime.timezone.utc)  # 140,000 ms
     assert _timestamp_ms(bound) == 140_000
-    reader = PylogPushdownReader(parse_read_options({"path": str(unordered_times)}))
-    reader.pruned["timestamp_min_ms"] = 140_000
-    (part,) = reader.partitions()
+    pushdown = PylogPushdownReader(parse_read_options({"path": str(unordered_times)}))
+    pushdown.pruned["timestamp_min_ms"] = 140_000
+    (part,) = pushdown.partitions()
     assert 0 < part.range.start <= min(_expected_at_or_after(140_000))  # seeked, nothing matching skipped
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     try:
-        df = spark.read.format("pylog").load(str(unordered_times))
+        df = _read(spark, reader).load(str(unordered_times))
         for where, ms in (("timestamp >= timestamp'1970-01-01 00:02:20'", 140_000),
                           ("timestamp > timestamp'1970-01-01 00:00:00.009'", 10),
                           ("timestamp >= timestamp'1970-01-01 00:03:10.009'", 190_009),
@@ -207,7 +233,7 @@ def test_auto_discovery_module_names_the_format():
     assert pyspark_pylog.DefaultSource.name() == "pylog"
 
 
-def test_read_committed_leaves_out_aborted_transactions(spark, tmp_path):
+def test_read_committed_leaves_out_aborted_transactions(spark, reader, tmp_path):
     from pylog import Log
     root = tmp_path / "txn"
     with Log.open(root / "t-0") as log:
@@ -218,7 +244,7 @@ def test_read_committed_leaves_out_aborted_transactions(spark, tmp_path):
         log.append([b"kept"], producer_id=9, producer_epoch=0, base_sequence=2, is_transactional=True)
         log.append_txn_marker(9, 0, commit=True)
         log.append([b"open"], producer_id=10, producer_epoch=0, base_sequence=0, is_transactional=True)
-    df = spark.read.format("pylog").option("isolationLevel", "read_committed").load(str(root))
+    df = _read(spark, reader).option("isolationLevel", "read_committed").load(str(root))
     assert sorted(r.value for r in df.collect()) == [b"kept", b"plain"]
-    df = spark.read.format("pylog").load(str(root))
+    df = _read(spark, reader).load(str(root))
     assert len(df.collect()) == 5
