@@ -113,6 +113,9 @@ def test_every_kafka_sample_read_through_spark_matches_kafkas_decoder(spark, rea
         want = _as_consumed(want, *ranges.get(f"s{n}", (0, 0)))
         assert want or f"s{n}" not in ranges
         assert sorted(got.get(f"s{n}", [])) == want, log
+    assert df.count() == sum(map(len, got.values()))  # no record column: batch headers only
+    offsets = sorted((r.topic, r.offset) for r in df.select("topic", "offset").collect())
+    assert offsets == sorted((t, row[0]) for t, rows in got.items() for row in rows)
 
 
 def test_write_then_read_back(spark, tmp_path):
