@@ -96,6 +96,9 @@ def parse_read_options(options: dict, *, streaming: bool = False) -> ReadOptions
     ending = _offsets_option(opts, "endingoffsets", "latest", allow_latest=True)
     if streaming and "endingoffsets" in opts:
         raise InvalidConfigError("option endingOffsets is not valid in streaming queries")
+    if ending == "earliest":
+        raise InvalidConfigError("option endingOffsets=earliest is not valid: a batch query would read nothing "
+                                 "(use latest or JSON offsets)")
     if isinstance(ending, dict) and any(v == EARLIEST for parts in ending.values() for v in parts.values()):
         raise InvalidConfigError("option endingOffsets cannot use -2 (earliest)")
     reader = opts.get("reader", "auto").lower()

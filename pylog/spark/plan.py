@@ -30,10 +30,15 @@ class OffsetRange:
         return self.end - self.start
 
 
-def open_manager(root: str):
-    from pylog.manager import LogManager
+def require_log_dir(root: str) -> None:
+    """A read names an existing log dir, or fails when the DataFrame is created (``load()``)."""
     if not os.path.isdir(root):
         raise InvalidConfigError(f"no log dir at {root}")
+
+
+def open_manager(root: str):
+    from pylog.manager import LogManager
+    require_log_dir(root)
     return LogManager(root, read_only=True)
 
 

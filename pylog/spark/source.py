@@ -70,6 +70,8 @@ class PylogDataSource(DataSource):
 
     def schema(self):
         opts = parse_read_options(self.options) if "path" in self.options else None
+        if opts is not None:
+            plan.require_log_dir(opts.root)
         if opts is not None and opts.include_headers:
             return StructType(KAFKA_SCHEMA.fields + [HEADERS_FIELD])
         return KAFKA_SCHEMA

@@ -72,6 +72,10 @@ def test_bad_options_name_the_option(spark, reader, root):
         _read(spark, reader).option("startingOffsets", "{not json").load(str(root)).count()
     with pytest.raises(Exception, match="bogusOption|bogusoption"):
         _read(spark, reader).option("bogusOption", "1").load(str(root)).count()
+    with pytest.raises(Exception, match="endingOffsets=earliest"):
+        _read(spark, reader).option("endingOffsets", "earliest").load(str(root)).count()
+    with pytest.raises(Exception, match="no log dir"):
+        _read(spark, reader).load(str(root / "missing"))
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +134,17 @@ def test_write_then_read_back(spark, tmp_path):
     assert not list((root / ".pylog-staging").glob("*/*"))
 
 
+def test_a_write_naming_a_partition_the_topic_lacks_fails_before_commit(spark, tmp_path):
+    root = tmp_path / "out"
+    with LogManager(root) as m:
+        m.create_topic("two", 2).append([(None, b"before")])
+    df = spark.createDataFrame([(b"v%d" % i, (0, 1, 4)[i % 3]) for i in range(30)], "value binary, partition int")
+    with pytest.raises(Exception, match="names partition 4 of topic 'two'"):
+        df.write.format("pylog").mode("append").option("topic", "two").save(str(root))
+    assert spark.read.format("pylog").load(str(root)).count() == 1
+    assert not list((root / ".pylog-staging").glob("*/*"))
+
+
 def test_streaming_available_now_consumes_appends_in_micro_batches(spark, tmp_path):
     root = tmp_path / "stream"
     with LogManager(root) as m:
@@ -165,6 +180,20 @@ def test_filter_pushdown_prunes_and_results_stay_exact(spark, reader, root):
         assert sorted(r.offset for r in rows) == list(range(490, 500))
         rows = df.where("partition in (0, 1) and offset < 3 and topic = 'beta'").select("partition", "offset").collect()
         assert sorted((r.partition, r.offset) for r in rows) == [(p, o) for p in (0, 1) for o in range(3)]
+    finally:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
+
+
+def test_python_source_pushes_filters_exactly_when_spark_enables_it(spark, root):
+    """Pins ``_pushdown_enabled`` (which reads the calling frame of PySpark's planning worker)
+    to the installed PySpark: pruned partitions show as fewer scan tasks."""
+    def tasks():
+        df = spark.read.format("pylog").option("reader", "python").load(str(root))
+        return df.where("topic = 'alpha'").rdd.getNumPartitions()
+    assert tasks() == 5
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    try:
+        assert tasks() == 3
     finally:
         spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
 

@@ -1,9 +1,11 @@
 """``python -m pylog.spark.jvm.plan``: the JVM reader's planning, done by the Python planner.
 
-Reads ``{"options": {...}, "pruned": {...}}`` (the query's options, the bounds of pushed
-filters) as JSON on stdin; writes ``{"root", "committed", "failOnDataLoss", "ranges":
-[[topic, partition, start, end], ...]}``, or ``{"error": message}`` for bad options or
-offsets. One option parser and one range planner serve both readers (docs/spark.md).
+A long-lived process (one per Spark driver, so a query pays no Python start): each line on
+stdin is a request ``{"options": {...}, "pruned": {...}}`` (the query's options, the bounds
+of pushed filters); each reply is one line, ``{"root", "committed", "failOnDataLoss",
+"ranges": [[topic, partition, start, end], ...]}``, or ``{"error": message}`` for bad
+options or offsets. It ends when stdin closes. One option parser and one range planner
+serve both readers (docs/spark.md).
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ def plan_request(request: dict) -> dict:
 
 
 def main() -> int:
-    try:
-        reply = plan_request(json.load(sys.stdin))
-    except PylogError as e:
-        reply = {"error": f"{type(e).__name__}: {e}"}
-    json.dump(reply, sys.stdout)
+    for line in sys.stdin:
+        try:
+            reply = plan_request(json.loads(line))
+        except PylogError as e:
+            reply = {"error": f"{type(e).__name__}: {e}"}
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
     return 0
 
 

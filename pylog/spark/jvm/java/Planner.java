@@ -1,9 +1,9 @@
 package pylog.spark;
 
-import java.io.ByteArrayOutputStream;
+import java.io.BufferedReader;
 import java.io.File;
 import java.io.IOException;
-import java.io.InputStream;
+import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -16,8 +16,9 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.spark.sql.SparkSession;
 
 /** Planning is Python's: the options and the pushed bounds go to {@code python -m pylog.spark.jvm.plan}
- *  (the one option parser and range planner), the offset ranges come back as JSON. Cost: one
- *  Python process per query plan, ~0.2 s. */
+ *  (the one option parser and range planner), the offset ranges come back as JSON. The planner
+ *  process lives as long as the driver: the first query pays its start (~0.5 s), the others
+ *  a request (milliseconds plus opening the logs). */
 final class Planner {
     static final String PYTHON_CONF = "spark.pylog.python", PATH_CONF = "spark.pylog.pythonPath";
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -54,42 +55,48 @@ final class Planner {
         return value != null ? value : fallback;
     }
 
-    private static JsonNode run(ObjectNode request) {
+    private static Process process;
+    private static BufferedReader replies;
+    private static String started;
+
+    /** One request and its reply, over the planner process (started, or restarted after it
+     *  died or the settings changed, here). Synchronized: one driver, one planner. */
+    private static synchronized JsonNode run(ObjectNode request) {
         String python = conf(PYTHON_CONF, "PYSPARK_DRIVER_PYTHON", null);
         if (python == null) python = conf(PYTHON_CONF, "PYSPARK_PYTHON", "python3");
-        ProcessBuilder pb = new ProcessBuilder(python, "-m", "pylog.spark.jvm.plan");
         String path = conf(PATH_CONF, null, null);
+        try {
+            if (process == null || !process.isAlive() || !(python + "\0" + path).equals(started)) start(python, path);
+            OutputStream in = process.getOutputStream();
+            in.write(JSON.writeValueAsBytes(request));
+            in.write('\n');
+            in.flush();
+            String line = replies.readLine();
+            if (line == null) {
+                process.destroy();
+                throw new IllegalStateException("the pylog planner (" + python + " -m pylog.spark.jvm.plan) exited; "
+                    + "its error is on the driver's stderr");
+            }
+            JsonNode reply = JSON.readTree(line);
+            if (reply.has("error")) throw new IllegalArgumentException(reply.get("error").asText());
+            return reply;
+        } catch (IOException e) {
+            if (process != null) process.destroy();
+            throw new IllegalStateException("cannot run the pylog planner with " + python + " (set " + PYTHON_CONF
+                + " to a Python that has pylog): " + e.getMessage(), e);
+        }
+    }
+
+    private static void start(String python, String path) throws IOException {
+        if (process != null) process.destroy();
+        ProcessBuilder pb = new ProcessBuilder(python, "-m", "pylog.spark.jvm.plan");
         if (path != null) {
             String old = pb.environment().get("PYTHONPATH");
             pb.environment().put("PYTHONPATH", old == null || old.isEmpty() ? path : path + File.pathSeparator + old);
         }
         pb.redirectError(ProcessBuilder.Redirect.INHERIT);
-        try {
-            Process p = pb.start();
-            try (OutputStream in = p.getOutputStream()) {
-                in.write(JSON.writeValueAsBytes(request));
-            }
-            byte[] out = readAll(p.getInputStream());
-            int rc = p.waitFor();
-            JsonNode reply = out.length == 0 ? null : JSON.readTree(out);
-            if (reply != null && reply.has("error")) throw new IllegalArgumentException(reply.get("error").asText());
-            if (rc != 0 || reply == null) {
-                throw new IllegalStateException("the pylog planner (" + python + " -m pylog.spark.jvm.plan) exited with "
-                    + rc + ": " + new String(out, StandardCharsets.UTF_8));
-            }
-            return reply;
-        } catch (IOException e) {
-            throw new IllegalStateException("cannot run the pylog planner with " + python + " (set " + PYTHON_CONF
-                + " to a Python that has pylog): " + e.getMessage(), e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while planning", e);
-        }
-    }
-
-    private static byte[] readAll(InputStream in) throws IOException {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        in.transferTo(out);
-        return out.toByteArray();
+        process = pb.start();
+        replies = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+        started = python + "\0" + path;
     }
 }

@@ -45,6 +45,7 @@ final class PylogScan implements ScanBuilder, SupportsPushDownRequiredColumns, S
     private final Set<String> topics = new LinkedHashSet<>();
     private final Set<Integer> partitions = new LinkedHashSet<>();
     private Long offsetMin, offsetMax, timestampMinMs;
+    private InputPartition[] planned;
 
     PylogScan(StructType schema, Map<String, String> options, Supplier<Scan> streaming) {
         this.required = schema;
@@ -131,6 +132,11 @@ final class PylogScan implements ScanBuilder, SupportsPushDownRequiredColumns, S
 
     @Override
     public InputPartition[] planInputPartitions() {
+        if (planned == null) planned = plan();  // Spark may ask more than once per query
+        return planned;
+    }
+
+    private InputPartition[] plan() {
         ObjectNode pruned = JSON.createObjectNode();
         if (!topics.isEmpty()) topics.forEach(pruned.putArray("topic")::add);
         if (!partitions.isEmpty()) partitions.forEach(pruned.putArray("partition")::add);
