@@ -64,3 +64,8 @@ def reader(request, spark):
     if request.param == "jvm" and jar_path(build=False) is None:
         pytest.skip("no JVM reader: pylog's jar cannot be built here (no JDK)")
     return request.param
+
+
+def read_with(spark, reader):
+    """``spark.read.format("pylog")`` with the given reader."""
+    return spark.read.format("pylog").option("reader", reader)

@@ -11,14 +11,11 @@ from pathlib import Path
 import pytest
 
 from pylog import Log, LogManager, Record
+from tests.spark.conftest import read_with
 
 pytestmark = pytest.mark.spark
 
 CHECKOUT = Path(__file__).resolve().parents[2]
-
-
-def _read(spark, reader):
-    return spark.read.format("pylog").option("reader", reader)
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +32,7 @@ def gappy(tmp_path_factory):
 
 def test_count_and_pruned_columns_agree_with_full_rows_inside_batches(spark, reader, gappy):
     import json
-    df = (_read(spark, reader).option("includeHeaders", "true")
+    df = (read_with(spark, reader).option("includeHeaders", "true")
           .option("startingOffsets", json.dumps({"g": {"0": 37}}))
           .option("endingOffsets", json.dumps({"g": {"0": 912}})).load(str(gappy)))
     rows = df.collect()
@@ -67,7 +64,7 @@ def _corrupt_middle_batch(root: Path) -> tuple[Path, int]:
 def test_a_corrupt_batch_fails_the_query_naming_file_and_position(spark, reader, tmp_path):
     seg, pos = _corrupt_middle_batch(tmp_path)
     with pytest.raises(Exception) as e:
-        _read(spark, reader).load(str(tmp_path)).count()
+        read_with(spark, reader).load(str(tmp_path)).count()
     assert seg.name in str(e.value) and str(pos) in str(e.value)
 
 

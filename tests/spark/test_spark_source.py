@@ -10,11 +10,9 @@ from pylog import LogManager, Record
 from tests.conftest import needs_samples, sample_logs
 from tests.record.expected import expected_rows
 
+from tests.spark.conftest import read_with
+
 pytestmark = pytest.mark.spark
-
-
-def _read(spark, reader):
-    return spark.read.format("pylog").option("reader", reader)
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +30,7 @@ def root(tmp_path_factory):
 
 
 def test_reading_a_root_returns_every_record_once_with_kafkas_schema(spark, reader, root):
-    df = _read(spark, reader).load(str(root))
+    df = read_with(spark, reader).load(str(root))
     assert [f.name for f in df.schema.fields] == ["key", "value", "topic", "partition", "offset", "timestamp",
                                                   "timestampType"]
     rows = df.select("topic", "partition", "offset", "value").collect()
@@ -44,38 +42,38 @@ def test_reading_a_root_returns_every_record_once_with_kafkas_schema(spark, read
 
 
 def test_subscribe_assign_and_offset_bounds(spark, reader, root):
-    df = (_read(spark, reader).option("subscribe", "beta")
+    df = (read_with(spark, reader).option("subscribe", "beta")
           .option("startingOffsets", json.dumps({"beta": {"0": 100, "1": -2}}))
           .option("endingOffsets", json.dumps({"beta": {"0": 200, "1": -1}})).load(str(root)))
     got = sorted((r.partition, r.offset) for r in df.select("partition", "offset").collect())
     assert got == [(0, o) for o in range(100, 200)] + [(1, o) for o in range(500)]
-    df = _read(spark, reader).option("assign", '{"alpha":[2]}').load(str(root))
+    df = read_with(spark, reader).option("assign", '{"alpha":[2]}').load(str(root))
     assert {r.partition for r in df.select("partition").collect()} == {2}
 
 
 def test_timestamp_bounds(spark, reader, root):
-    df = (_read(spark, reader).option("subscribe", "alpha").option("startingTimestamp", "1000450")
+    df = (read_with(spark, reader).option("subscribe", "alpha").option("startingTimestamp", "1000450")
           .option("endingTimestamp", "1000460").load(str(root)))
     assert sorted(r.offset for r in df.collect() if r.partition == 0) == list(range(450, 460))
 
 
 def test_min_partitions_splits_large_partitions(spark, reader, root):
-    df = _read(spark, reader).option("subscribe", "alpha").option("minPartitions", "9").load(str(root))
+    df = read_with(spark, reader).option("subscribe", "alpha").option("minPartitions", "9").load(str(root))
     assert df.rdd.getNumPartitions() >= 9
     assert df.count() == 1500
-    df = _read(spark, reader).option("subscribe", "alpha").option("maxRecordsPerPartition", "100").load(str(root))
+    df = read_with(spark, reader).option("subscribe", "alpha").option("maxRecordsPerPartition", "100").load(str(root))
     assert df.rdd.getNumPartitions() == 15 and df.count() == 1500
 
 
 def test_bad_options_name_the_option(spark, reader, root):
     with pytest.raises(Exception, match="startingOffsets"):
-        _read(spark, reader).option("startingOffsets", "{not json").load(str(root)).count()
+        read_with(spark, reader).option("startingOffsets", "{not json").load(str(root)).count()
     with pytest.raises(Exception, match="bogusOption|bogusoption"):
-        _read(spark, reader).option("bogusOption", "1").load(str(root)).count()
+        read_with(spark, reader).option("bogusOption", "1").load(str(root)).count()
     with pytest.raises(Exception, match="endingOffsets=earliest"):
-        _read(spark, reader).option("endingOffsets", "earliest").load(str(root)).count()
+        read_with(spark, reader).option("endingOffsets", "earliest").load(str(root)).count()
     with pytest.raises(Exception, match="no log dir"):
-        _read(spark, reader).load(str(root / "missing"))
+        read_with(spark, reader).load(str(root / "missing"))
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +104,7 @@ def test_every_kafka_sample_read_through_spark_matches_kafkas_decoder(spark, rea
     from pylog.spark.jvm.plan import plan_request
     root, logs = samples_root
     ranges = {r[0]: r[2:] for r in plan_request({"options": {"path": str(root)}})["ranges"]}
-    df = _read(spark, reader).option("includeHeaders", "true").load(str(root))
+    df = read_with(spark, reader).option("includeHeaders", "true").load(str(root))
     got = {}
     for r in df.selectExpr("topic", "offset", "base64(key) as key", "sha2(value, 256) as sha", "unix_millis(timestamp) as ms",
                            "transform(headers, h -> array(h.key, base64(h.value))) as headers").collect():
@@ -175,7 +173,7 @@ def test_streaming_available_now_consumes_appends_in_micro_batches(spark, tmp_pa
 def test_filter_pushdown_prunes_and_results_stay_exact(spark, reader, root):
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     try:
-        df = _read(spark, reader).load(str(root))
+        df = read_with(spark, reader).load(str(root))
         rows = df.where("topic = 'alpha' and partition = 1 and offset >= 490").select("offset").collect()
         assert sorted(r.offset for r in rows) == list(range(490, 500))
         rows = df.where("partition in (0, 1) and offset < 3 and topic = 'beta'").select("partition", "offset").collect()
@@ -237,7 +235,7 @@ def test_timestamp_pushdown_seeks_without_losing_late_or_early_records(spark, re
     assert 0 < part.range.start <= min(_expected_at_or_after(140_000))  # seeked, nothing matching skipped
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     try:
-        df = _read(spark, reader).load(str(unordered_times))
+        df = read_with(spark, reader).load(str(unordered_times))
         for where, ms in (("timestamp >= timestamp'1970-01-01 00:02:20'", 140_000),
                           ("timestamp > timestamp'1970-01-01 00:00:00.009'", 10),
                           ("timestamp >= timestamp'1970-01-01 00:03:10.009'", 190_009),
@@ -276,7 +274,7 @@ def test_read_committed_leaves_out_aborted_transactions(spark, reader, tmp_path)
         log.append([b"kept"], producer_id=9, producer_epoch=0, base_sequence=2, is_transactional=True)
         log.append_txn_marker(9, 0, commit=True)
         log.append([b"open"], producer_id=10, producer_epoch=0, base_sequence=0, is_transactional=True)
-    df = _read(spark, reader).option("isolationLevel", "read_committed").load(str(root))
+    df = read_with(spark, reader).option("isolationLevel", "read_committed").load(str(root))
     assert sorted(r.value for r in df.collect()) == [b"kept", b"plain"]
-    df = _read(spark, reader).load(str(root))
+    df = read_with(spark, reader).load(str(root))
     assert len(df.collect()) == 5
