@@ -1,15 +1,46 @@
 """Spark integration: ``spark.read.format("pylog")`` and friends (docs/spark.md).
 
-Importing ``pylog.spark`` does not import pyspark; ``register`` and the classes in
-``pylog.spark.source`` do.
+Importing ``pylog.spark`` does not import pyspark; ``register``, ``session`` and the classes
+in ``pylog.spark.source`` do. Batch reads go to the JVM reader when pylog's jar is on the
+session's classpath (``session()`` puts it there), else to the Python source.
 """
+
+import os
+import sys
+
+#: SQL confs the JVM reader reads to start its Python planner
+PYTHON_CONF, PYTHON_PATH_CONF = "spark.pylog.python", "spark.pylog.pythonPath"
+
+
+def jar_path(*, build: bool = True):
+    """Path of pylog's Spark jar for ``spark.jars``, built on first use; None without a JDK
+    or pyspark (see :func:`pylog.spark.jvm.jar_path`)."""
+    from pylog.spark.jvm import jar_path as _jar_path
+    return _jar_path(build=build)
 
 
 def register(spark) -> None:
     """Register the ``pylog`` format on a SparkSession (auto-discovery through the
-    ``pyspark_pylog`` module also works once pylog is installed)."""
+    ``pyspark_pylog`` module also works once pylog is installed), and tell the JVM reader,
+    if its jar is loaded, which Python plans its queries: this interpreter and this pylog."""
     from pylog.spark.source import PylogDataSource
     spark.dataSource.register(PylogDataSource)
+    spark.conf.set(PYTHON_CONF, sys.executable)
+    spark.conf.set(PYTHON_PATH_CONF, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
-__all__ = ["register"]
+def session(builder=None):
+    """``builder.getOrCreate()`` with pylog's jar added to ``spark.jars`` (when it can be
+    built) and the format registered. A session that already runs keeps its classpath."""
+    from pyspark.sql import SparkSession
+    builder = builder or SparkSession.builder
+    jar = jar_path()
+    if jar is not None:
+        jars = [j for j in builder._options.get("spark.jars", "").split(",") if j]
+        builder = builder.config("spark.jars", ",".join(jars + [jar]))
+    spark = builder.getOrCreate()
+    register(spark)
+    return spark
+
+
+__all__ = ["jar_path", "register", "session"]

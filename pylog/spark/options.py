@@ -17,7 +17,7 @@ EARLIEST, LATEST = -2, -1
 _CANONICAL = ["path", "subscribe", "subscribePattern", "assign", "startingOffsets", "endingOffsets",
               "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
               "startingOffsetsByTimestampStrategy", "minPartitions", "maxRecordsPerPartition", "isolationLevel",
-              "failOnDataLoss", "includeHeaders", "maxOffsetsPerTrigger", "topic", "partitions"]
+              "failOnDataLoss", "includeHeaders", "maxOffsetsPerTrigger", "topic", "partitions", "reader"]
 #: option names as users write them (Spark hands them over lower-cased)
 DISPLAY = {name.lower(): name for name in _CANONICAL}
 
@@ -31,8 +31,10 @@ KNOWN = {
     "startingtimestamp", "endingtimestamp", "startingoffsetsbytimestamp", "endingoffsetsbytimestamp",
     "startingoffsetsbytimestampstrategy", "minpartitions", "maxrecordsperpartition", "isolationlevel",
     "kafka.isolation.level", "failondataloss", "includeheaders", "maxoffsetspertrigger", "topic",
-    "partitions", "pushdown",
+    "partitions", "pushdown", "reader",
 }
+#: values of option ``reader``: which implementation reads a batch query (docs/spark.md)
+READERS = ("auto", "jvm", "python")
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class ReadOptions:
     fail_on_data_loss: bool = True
     include_headers: bool = False
     max_offsets_per_trigger: int | None = None
+    reader: str = "auto"
 
 
 def parse_read_options(options: dict, *, streaming: bool = False) -> ReadOptions:
@@ -93,8 +96,14 @@ def parse_read_options(options: dict, *, streaming: bool = False) -> ReadOptions
     ending = _offsets_option(opts, "endingoffsets", "latest", allow_latest=True)
     if streaming and "endingoffsets" in opts:
         raise InvalidConfigError("option endingOffsets is not valid in streaming queries")
+    if ending == "earliest":
+        raise InvalidConfigError("option endingOffsets=earliest is not valid: a batch query would read nothing "
+                                 "(use latest or JSON offsets)")
     if isinstance(ending, dict) and any(v == EARLIEST for parts in ending.values() for v in parts.values()):
         raise InvalidConfigError("option endingOffsets cannot use -2 (earliest)")
+    reader = opts.get("reader", "auto").lower()
+    if reader not in READERS:
+        raise InvalidConfigError(f"option reader must be one of {', '.join(READERS)}, got {opts['reader']!r}")
     strategy = opts.get("startingoffsetsbytimestampstrategy", "error").lower()
     if strategy not in ("error", "latest"):
         raise InvalidConfigError("option startingOffsetsByTimestampStrategy must be error or latest")
@@ -111,6 +120,7 @@ def parse_read_options(options: dict, *, streaming: bool = False) -> ReadOptions
         fail_on_data_loss=_bool_option(opts, "failondataloss", True),
         include_headers=_bool_option(opts, "includeheaders", False),
         max_offsets_per_trigger=_int_option(opts, "maxoffsetspertrigger", minimum=1),
+        reader=reader,
     )
 
 

@@ -30,10 +30,15 @@ class OffsetRange:
         return self.end - self.start
 
 
-def open_manager(root: str):
-    from pylog.manager import LogManager
+def require_log_dir(root: str) -> None:
+    """A read names an existing log dir, or fails when the DataFrame is created (``load()``)."""
     if not os.path.isdir(root):
         raise InvalidConfigError(f"no log dir at {root}")
+
+
+def open_manager(root: str):
+    from pylog.manager import LogManager
+    require_log_dir(root)
     return LogManager(root, read_only=True)
 
 
@@ -153,6 +158,44 @@ def _batch_starts(log, start: int, end: int) -> list[int]:
         cuts.append(seg.base_offset)
         cuts += [off + 1 for off, _ in seg.offset_index.entries()]
     return [c for c in cuts if start < c < end]
+
+
+def prune_ranges(ranges: list[OffsetRange], pruned: dict) -> list[OffsetRange]:
+    """Ranges narrowed by pushed bounds: ``topic`` and ``partition`` (sets of allowed values),
+    ``offset_min``/``offset_max`` ([min, max)), ``timestamp_min_ms`` (a time-index seek). Both
+    readers use this; Spark still evaluates every filter."""
+    if "timestamp_min_ms" in pruned:
+        ranges = _seek_timestamps(ranges, pruned["timestamp_min_ms"])
+    out = []
+    for r in ranges:
+        if "topic" in pruned and r.topic not in pruned["topic"]:
+            continue
+        if "partition" in pruned and r.partition not in pruned["partition"]:
+            continue
+        start = max(r.start, pruned.get("offset_min", r.start))
+        end = min(r.end, pruned.get("offset_max", r.end))
+        if end > start:
+            out.append(OffsetRange(r.root, r.topic, r.partition, start, end))
+    return out
+
+
+def _seek_timestamps(ranges, timestamp_ms: int):
+    """Ranges moved past every record older than ``timestamp_ms``. The seek looks for
+    ``timestamp_ms - 1`` so that no record at exactly the bound is skipped, whatever the
+    time index holds; partitions with no record that late drop out."""
+    if not ranges:
+        return ranges
+    firsts = {}
+    out = []
+    with open_manager(ranges[0].root) as manager:
+        for r in ranges:
+            key = (r.topic, r.partition)
+            if key not in firsts:
+                firsts[key] = manager.log(*key).offset_for_timestamp(max(timestamp_ms - 1, 0))
+            first = firsts[key]
+            if first is not None and first < r.end:
+                out.append(OffsetRange(r.root, r.topic, r.partition, max(r.start, first), r.end))
+    return out
 
 
 def read_range(r: OffsetRange, *, include_headers: bool = False, isolation: str = "uncommitted",

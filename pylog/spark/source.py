@@ -70,12 +70,17 @@ class PylogDataSource(DataSource):
 
     def schema(self):
         opts = parse_read_options(self.options) if "path" in self.options else None
+        if opts is not None:
+            plan.require_log_dir(opts.root)
         if opts is not None and opts.include_headers:
             return StructType(KAFKA_SCHEMA.fields + [HEADERS_FIELD])
         return KAFKA_SCHEMA
 
     def reader(self, schema):
         opts = parse_read_options(self.options)
+        if opts.reader == "jvm":
+            raise InvalidConfigError("option reader=jvm needs pylog's jar on the session's classpath: start the "
+                                     "session with pylog.spark.session() or spark.jars=pylog.spark.jar_path()")
         if _pushdown_enabled():
             return PylogPushdownReader(opts)
         return PylogReader(opts)
@@ -113,7 +118,7 @@ class PylogReader(DataSourceReader):
 
     def partitions(self):
         ranges = plan.plan_ranges(self.opts)
-        ranges = _prune(ranges, self.pruned)
+        ranges = plan.prune_ranges(ranges, self.pruned)
         return [RangePartition(r, self.opts.include_headers, self.opts.isolation, self.opts.fail_on_data_loss)
                 for r in ranges] or [InputPartition(None)]
 
@@ -157,41 +162,6 @@ def _timestamp_ms(value) -> int | None:
     if value.tzinfo is None:
         return int(value.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000) - 86_400_000
     return math.floor(value.timestamp() * 1000)
-
-
-def _prune(ranges, pruned):
-    if "timestamp_min_ms" in pruned:
-        ranges = _seek_timestamps(ranges, pruned["timestamp_min_ms"])
-    out = []
-    for r in ranges:
-        if "topic" in pruned and r.topic not in pruned["topic"]:
-            continue
-        if "partition" in pruned and r.partition not in pruned["partition"]:
-            continue
-        start = max(r.start, pruned.get("offset_min", r.start))
-        end = min(r.end, pruned.get("offset_max", r.end))
-        if end > start:
-            out.append(plan.OffsetRange(r.root, r.topic, r.partition, start, end))
-    return out
-
-
-def _seek_timestamps(ranges, timestamp_ms: int):
-    """Ranges moved past every record older than ``timestamp_ms``. The seek looks for
-    ``timestamp_ms - 1`` so that no record at exactly the bound is skipped, whatever the
-    time index holds; partitions with no record that late drop out."""
-    if not ranges:
-        return ranges
-    firsts = {}
-    out = []
-    with plan.open_manager(ranges[0].root) as manager:
-        for r in ranges:
-            key = (r.topic, r.partition)
-            if key not in firsts:
-                firsts[key] = manager.log(*key).offset_for_timestamp(max(timestamp_ms - 1, 0))
-            first = firsts[key]
-            if first is not None and first < r.end:
-                out.append(plan.OffsetRange(r.root, r.topic, r.partition, max(r.start, first), r.end))
-    return out
 
 
 class PylogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

@@ -22,6 +22,10 @@ def _partition_count(root: str, topic: str, default: int) -> int:
     return len(found) or default
 
 
+def _topic_exists(root: str, topic: str) -> bool:
+    return os.path.isdir(os.path.join(root, f"{topic}-0"))
+
+
 def stage_rows(batches, path: str, root: str, default_topic: str | None, default_partitions: int) -> list:
     """Encode the rows of Arrow ``batches`` into one staging file; returns
     [(topic, partition, position, size)] of the batches written."""
@@ -38,9 +42,12 @@ def stage_rows(batches, path: str, root: str, default_topic: str | None, default
             if not topic:
                 raise InvalidRecordError(f"row {i} has no topic")
             part = cols.get("partition", [None] * n)[i]
+            if topic not in counts:
+                counts[topic] = _partition_count(root, topic, default_partitions)
+            if part is not None and not 0 <= part < counts[topic] and _topic_exists(root, topic):
+                raise InvalidRecordError(f"row {i} names partition {part} of topic {topic!r}, which has "
+                                         f"partitions 0-{counts[topic] - 1} in {root}")
             if part is None:
-                if topic not in counts:
-                    counts[topic] = _partition_count(root, topic, default_partitions)
                 if key is None:
                     part, rr = rr % counts[topic], rr + 1
                 else:

@@ -36,7 +36,10 @@ def spark(tmp_path_factory):
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     os.environ["PYTHONPATH"] = repo + os.pathsep + os.environ.get("PYTHONPATH", "")
     from pyspark.sql import SparkSession
+    from pylog.spark import jar_path
+    jar = jar_path()  # None without a JDK: then only the Python source is tested
     session = (SparkSession.builder.master("local[2]").appName("pylog-tests")
+               .config("spark.jars", jar or "")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "2")
@@ -44,6 +47,7 @@ def spark(tmp_path_factory):
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
                .config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.driver.host", "127.0.0.1")
                .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
@@ -51,3 +55,17 @@ def spark(tmp_path_factory):
     register(session)
     yield session
     session.stop()
+
+
+@pytest.fixture(params=["jvm", "python"])
+def reader(request, spark):
+    """Each reader in turn, on the one session (the JVM one when pylog's jar could be built)."""
+    from pylog.spark import jar_path
+    if request.param == "jvm" and jar_path(build=False) is None:
+        pytest.skip("no JVM reader: pylog's jar cannot be built here (no JDK)")
+    return request.param
+
+
+def read_with(spark, reader):
+    """``spark.read.format("pylog")`` with the given reader."""
+    return spark.read.format("pylog").option("reader", reader)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 import pytest
 
 from pylog import LogManager, Record
-from tests.conftest import needs_samples, sample_partitions
+from tests.conftest import needs_samples, sample_logs
 from tests.record.expected import expected_rows
+
+from tests.spark.conftest import read_with
 
 pytestmark = pytest.mark.spark
 
@@ -28,8 +29,8 @@ def root(tmp_path_factory):
     return path
 
 
-def test_reading_a_root_returns_every_record_once_with_kafkas_schema(spark, root):
-    df = spark.read.format("pylog").load(str(root))
+def test_reading_a_root_returns_every_record_once_with_kafkas_schema(spark, reader, root):
+    df = read_with(spark, reader).load(str(root))
     assert [f.name for f in df.schema.fields] == ["key", "value", "topic", "partition", "offset", "timestamp",
                                                   "timestampType"]
     rows = df.select("topic", "partition", "offset", "value").collect()
@@ -40,53 +41,83 @@ def test_reading_a_root_returns_every_record_once_with_kafkas_schema(spark, root
     assert df.rdd.getNumPartitions() >= 5
 
 
-def test_subscribe_assign_and_offset_bounds(spark, root):
-    df = (spark.read.format("pylog").option("subscribe", "beta")
+def test_subscribe_assign_and_offset_bounds(spark, reader, root):
+    df = (read_with(spark, reader).option("subscribe", "beta")
           .option("startingOffsets", json.dumps({"beta": {"0": 100, "1": -2}}))
           .option("endingOffsets", json.dumps({"beta": {"0": 200, "1": -1}})).load(str(root)))
     got = sorted((r.partition, r.offset) for r in df.select("partition", "offset").collect())
     assert got == [(0, o) for o in range(100, 200)] + [(1, o) for o in range(500)]
-    df = spark.read.format("pylog").option("assign", '{"alpha":[2]}').load(str(root))
+    df = read_with(spark, reader).option("assign", '{"alpha":[2]}').load(str(root))
     assert {r.partition for r in df.select("partition").collect()} == {2}
 
 
-def test_timestamp_bounds(spark, root):
-    df = (spark.read.format("pylog").option("subscribe", "alpha").option("startingTimestamp", "1000450")
+def test_timestamp_bounds(spark, reader, root):
+    df = (read_with(spark, reader).option("subscribe", "alpha").option("startingTimestamp", "1000450")
           .option("endingTimestamp", "1000460").load(str(root)))
     assert sorted(r.offset for r in df.collect() if r.partition == 0) == list(range(450, 460))
 
 
-def test_min_partitions_splits_large_partitions(spark, root):
-    df = spark.read.format("pylog").option("subscribe", "alpha").option("minPartitions", "9").load(str(root))
+def test_min_partitions_splits_large_partitions(spark, reader, root):
+    df = read_with(spark, reader).option("subscribe", "alpha").option("minPartitions", "9").load(str(root))
     assert df.rdd.getNumPartitions() >= 9
     assert df.count() == 1500
-    df = spark.read.format("pylog").option("subscribe", "alpha").option("maxRecordsPerPartition", "100").load(str(root))
+    df = read_with(spark, reader).option("subscribe", "alpha").option("maxRecordsPerPartition", "100").load(str(root))
     assert df.rdd.getNumPartitions() == 15 and df.count() == 1500
 
 
-def test_bad_options_name_the_option(spark, root):
+def test_bad_options_name_the_option(spark, reader, root):
     with pytest.raises(Exception, match="startingOffsets"):
-        spark.read.format("pylog").option("startingOffsets", "{not json").load(str(root)).count()
+        read_with(spark, reader).option("startingOffsets", "{not json").load(str(root)).count()
     with pytest.raises(Exception, match="bogusOption|bogusoption"):
-        spark.read.format("pylog").option("bogusOption", "1").load(str(root)).count()
+        read_with(spark, reader).option("bogusOption", "1").load(str(root)).count()
+    with pytest.raises(Exception, match="endingOffsets=earliest"):
+        read_with(spark, reader).option("endingOffsets", "earliest").load(str(root)).count()
+    with pytest.raises(Exception, match="no log dir"):
+        read_with(spark, reader).load(str(root / "missing"))
+
+
+@pytest.fixture(scope="module")
+def samples_root(tmp_path_factory):
+    """Every sample .log with an expected decoding, each as the only segment of its own
+    topic ``s<n>`` in one root, so one query per reader reads them all."""
+    import shutil
+    root = tmp_path_factory.mktemp("samples")
+    logs = sample_logs()
+    for n, log in enumerate(logs):
+        (root / f"s{n}-0").mkdir()
+        shutil.copy(log, root / f"s{n}-0" / log.name)
+    return root, logs
+
+
+def _as_consumed(rows, start, end):
+    """Expected rows as a consumer of offsets [start, end) gets them: in range and rising
+    (a few fixtures hold offsets below their segment's base or going backwards)."""
+    out = []
+    for r in rows:
+        if start <= r[0] < end and (not out or r[0] > out[-1][0]):
+            out.append(r)
+    return out
 
 
 @needs_samples
-def test_kafka_samples_read_through_spark_match_kafkas_decoder(spark, tmp_path):
-    import shutil
-    for part in sample_partitions():
-        if part.name in ("orders-0", "multi-batch-index-0", "TEST-TOPIC-0"):
-            continue  # large; covered by the engine tests
-        root = tmp_path / part.name
-        shutil.copytree(part, root / part.name)
-        rows = [r for n in sorted(p.name for p in part.iterdir() if p.name.endswith(".log"))
-                for r in expected_rows(part / n) if r["control_type"] is None]
-        df = spark.read.format("pylog").option("includeHeaders", "true").load(str(root))
-        got = sorted(df.collect(), key=lambda r: r.offset)
-        assert [r.offset for r in got] == [r["offset"] for r in rows], part.name
-        assert [None if r.value is None else hashlib.sha256(r.value).hexdigest() for r in got] == \
-            [r["value_sha256"] for r in rows]
-        assert [int(r.timestamp.timestamp() * 1000) for r in got] == [r["timestamp"] for r in rows]
+def test_every_kafka_sample_read_through_spark_matches_kafkas_decoder(spark, reader, samples_root):
+    from pylog.spark.jvm.plan import plan_request
+    root, logs = samples_root
+    ranges = {r[0]: r[2:] for r in plan_request({"options": {"path": str(root)}})["ranges"]}
+    df = read_with(spark, reader).option("includeHeaders", "true").load(str(root))
+    got = {}
+    for r in df.selectExpr("topic", "offset", "base64(key) as key", "sha2(value, 256) as sha", "unix_millis(timestamp) as ms",
+                           "transform(headers, h -> array(h.key, base64(h.value))) as headers").collect():
+        got.setdefault(r.topic, []).append((r.offset, r.key, r.sha, r.ms, [list(h) for h in r.headers]))
+    for n, log in enumerate(logs):
+        want = [(e["offset"], e["key"], e["value_sha256"], e["timestamp"], e["headers"])
+                for e in expected_rows(log) if e["control_type"] is None]
+        want = _as_consumed(want, *ranges.get(f"s{n}", (0, 0)))
+        assert want or f"s{n}" not in ranges
+        assert sorted(got.get(f"s{n}", [])) == want, log
+    assert df.count() == sum(map(len, got.values()))  # no record column: batch headers only
+    offsets = sorted((r.topic, r.offset) for r in df.select("topic", "offset").collect())
+    assert offsets == sorted((t, row[0]) for t, rows in got.items() for row in rows)
 
 
 def test_write_then_read_back(spark, tmp_path):
@@ -98,6 +129,17 @@ def test_write_then_read_back(spark, tmp_path):
     assert sorted((r.key, r.value) for r in back) == sorted(data)
     from pylog.partitioner import partition_for_key
     assert all(r.partition == partition_for_key(r.key, 4) for r in back)
+    assert not list((root / ".pylog-staging").glob("*/*"))
+
+
+def test_a_write_naming_a_partition_the_topic_lacks_fails_before_commit(spark, tmp_path):
+    root = tmp_path / "out"
+    with LogManager(root) as m:
+        m.create_topic("two", 2).append([(None, b"before")])
+    df = spark.createDataFrame([(b"v%d" % i, (0, 1, 4)[i % 3]) for i in range(30)], "value binary, partition int")
+    with pytest.raises(Exception, match="names partition 4 of topic 'two'"):
+        df.write.format("pylog").mode("append").option("topic", "two").save(str(root))
+    assert spark.read.format("pylog").load(str(root)).count() == 1
     assert not list((root / ".pylog-staging").glob("*/*"))
 
 
@@ -128,14 +170,28 @@ def test_streaming_available_now_consumes_appends_in_micro_batches(spark, tmp_pa
     assert sum(1 for r in rows if r.value.startswith(b"late")) == 15
 
 
-def test_filter_pushdown_prunes_and_results_stay_exact(spark, root):
+def test_filter_pushdown_prunes_and_results_stay_exact(spark, reader, root):
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     try:
-        df = spark.read.format("pylog").load(str(root))
+        df = read_with(spark, reader).load(str(root))
         rows = df.where("topic = 'alpha' and partition = 1 and offset >= 490").select("offset").collect()
         assert sorted(r.offset for r in rows) == list(range(490, 500))
         rows = df.where("partition in (0, 1) and offset < 3 and topic = 'beta'").select("partition", "offset").collect()
         assert sorted((r.partition, r.offset) for r in rows) == [(p, o) for p in (0, 1) for o in range(3)]
+    finally:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
+
+
+def test_python_source_pushes_filters_exactly_when_spark_enables_it(spark, root):
+    """Pins ``_pushdown_enabled`` (which reads the calling frame of PySpark's planning worker)
+    to the installed PySpark: pruned partitions show as fewer scan tasks."""
+    def tasks():
+        df = spark.read.format("pylog").option("reader", "python").load(str(root))
+        return df.where("topic = 'alpha'").rdd.getNumPartitions()
+    assert tasks() == 5
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    try:
+        assert tasks() == 3
     finally:
         spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
 
@@ -167,19 +223,19 @@ def _expected_at_or_after(timestamp_ms):
     return out
 
 
-def test_timestamp_pushdown_seeks_without_losing_late_or_early_records(spark, unordered_times):
+def test_timestamp_pushdown_seeks_without_losing_late_or_early_records(spark, reader, unordered_times):
     from pylog.spark.options import parse_read_options
     from pylog.spark.source import PylogPushdownReader, _timestamp_ms
     import datetime
     bound = datetime.datetime.fromtimestamp(140, tz=datetime.timezone.utc)  # 140,000 ms
     assert _timestamp_ms(bound) == 140_000
-    reader = PylogPushdownReader(parse_read_options({"path": str(unordered_times)}))
-    reader.pruned["timestamp_min_ms"] = 140_000
-    (part,) = reader.partitions()
+    pushdown = PylogPushdownReader(parse_read_options({"path": str(unordered_times)}))
+    pushdown.pruned["timestamp_min_ms"] = 140_000
+    (part,) = pushdown.partitions()
     assert 0 < part.range.start <= min(_expected_at_or_after(140_000))  # seeked, nothing matching skipped
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     try:
-        df = spark.read.format("pylog").load(str(unordered_times))
+        df = read_with(spark, reader).load(str(unordered_times))
         for where, ms in (("timestamp >= timestamp'1970-01-01 00:02:20'", 140_000),
                           ("timestamp > timestamp'1970-01-01 00:00:00.009'", 10),
                           ("timestamp >= timestamp'1970-01-01 00:03:10.009'", 190_009),
@@ -207,7 +263,7 @@ def test_auto_discovery_module_names_the_format():
     assert pyspark_pylog.DefaultSource.name() == "pylog"
 
 
-def test_read_committed_leaves_out_aborted_transactions(spark, tmp_path):
+def test_read_committed_leaves_out_aborted_transactions(spark, reader, tmp_path):
     from pylog import Log
     root = tmp_path / "txn"
     with Log.open(root / "t-0") as log:
@@ -218,7 +274,7 @@ def test_read_committed_leaves_out_aborted_transactions(spark, tmp_path):
         log.append([b"kept"], producer_id=9, producer_epoch=0, base_sequence=2, is_transactional=True)
         log.append_txn_marker(9, 0, commit=True)
         log.append([b"open"], producer_id=10, producer_epoch=0, base_sequence=0, is_transactional=True)
-    df = spark.read.format("pylog").option("isolationLevel", "read_committed").load(str(root))
+    df = read_with(spark, reader).option("isolationLevel", "read_committed").load(str(root))
     assert sorted(r.value for r in df.collect()) == [b"kept", b"plain"]
-    df = spark.read.format("pylog").load(str(root))
+    df = read_with(spark, reader).load(str(root))
     assert len(df.collect()) == 5

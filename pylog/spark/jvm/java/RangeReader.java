@@ -1,0 +1,206 @@
+package pylog.spark;
+
+import java.io.File;
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.ByteOrder;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.zip.CRC32C;
+
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+
+/** One task: the records of offsets [start, end) of one partition, read from its segment
+ *  files into column batches (docs/spark.md, "The JVM reader").
+ *
+ *  <p>Starts at the position the segment's offset index gives for {@code start}, checks the
+ *  CRC of every batch it reads, and fails on a batch that does not parse or check, naming
+ *  the file and position: nothing is skipped silently. When no column needs the records
+ *  (e.g. {@code count()}), whole batches inside the range are counted from their headers. */
+final class RangeReader implements PartitionReader<ColumnarBatch> {
+    private static final int TARGET_ROWS = 4096;
+    private static final int V2_HEADER = 61;
+
+    private final RangePartition part;
+    private final RowSink sink;
+    private final RecordDecoder decoder;
+    private final Transactions aborts;
+    private final List<File> segments;
+    private final CRC32C crc = new CRC32C();
+    private int segment = -1;
+    private File file;
+    private MappedByteBuffer map;
+    private int position, size;
+    private byte[] buf = new byte[1 << 16];
+    private boolean done;
+
+    RangeReader(RangePartition part, StructType required) throws IOException {
+        this.part = part;
+        this.sink = new RowSink(required, part.topic, part.partition);
+        this.decoder = new RecordDecoder(sink, part.start, part.end);
+        File dir = new File(part.dir);
+        this.aborts = part.committed ? Transactions.load(dir, part.start, part.end) : null;
+        this.segments = segmentsFrom(dir, part.start);
+        if (segments.isEmpty()) {
+            done = true;
+        } else {
+            long first = baseOffset(segments.get(0));
+            if (first > part.start && part.failOnDataLoss) {
+                throw new IOException(part.topic + "-" + part.partition + ": offset " + part.start
+                    + " was removed (the log now starts at " + first + "); set failOnDataLoss=false to skip it");
+            }
+        }
+    }
+
+    /** The .log files of {@code dir} from the one holding {@code start} on, by base offset. */
+    private static List<File> segmentsFrom(File dir, long start) throws IOException {
+        File[] logs = dir.listFiles((d, name) -> name.endsWith(".log") && name.length() == 24);
+        if (logs == null) throw new IOException("no partition dir at " + dir);
+        Arrays.sort(logs, (a, b) -> Long.compare(baseOffset(a), baseOffset(b)));
+        int first = 0;
+        for (int i = 0; i < logs.length; i++) {
+            if (baseOffset(logs[i]) <= start) first = i;
+        }
+        return new ArrayList<>(Arrays.asList(logs).subList(first, logs.length));
+    }
+
+    static long baseOffset(File log) {
+        return Long.parseLong(log.getName().substring(0, 20));
+    }
+
+    private boolean openNext() throws IOException {
+        if (map != null) map = null;
+        if (++segment >= segments.size()) return false;
+        file = segments.get(segment);
+        try (RandomAccessFile raf = new RandomAccessFile(file, "r")) {
+            long length = raf.length();
+            if (length > Integer.MAX_VALUE) throw new IOException("segment " + file + " is over 2 GiB");
+            size = (int) length;
+            map = raf.getChannel().map(FileChannel.MapMode.READ_ONLY, 0, size);
+        }
+        position = segment == 0 ? OffsetIndex.position(file, part.start, size) : 0;
+        return true;
+    }
+
+    @Override
+    public boolean next() throws IOException {
+        sink.clear();
+        while (!done && sink.rows() < TARGET_ROWS) {
+            if (map == null || position >= size) {
+                if (!openNext()) {
+                    done = true;
+                    break;
+                }
+                continue;
+            }
+            readBatch();
+        }
+        return sink.rows() > 0;
+    }
+
+    private IOException corrupt(String what) {
+        return new IOException("corrupt batch in " + file + " at position " + position + ": " + what);
+    }
+
+    private void readBatch() throws IOException {
+        if (size - position < 17) throw corrupt("only " + (size - position) + " bytes left, a batch header is 17+");
+        long base = map.getLong(position);
+        int length = map.getInt(position + 8);
+        int magic = map.get(position + 16);
+        if (length < 14 || length > size - position - 12) throw corrupt("batch length " + length + " does not fit the file");
+        int total = 12 + length;
+        if (magic < 2) {
+            readLegacy(base, total);
+        } else if (magic == 2) {
+            readV2(base, total);
+        } else {
+            throw corrupt("unknown magic " + magic);
+        }
+        position += total;
+    }
+
+    private void readV2(long base, int total) throws IOException {
+        if (total < V2_HEADER) throw corrupt("v2 batch of " + total + " bytes is shorter than its header");
+        long last = base + map.getInt(position + 23);
+        if (base >= part.end) {
+            done = true;
+            return;
+        }
+        crc.reset();
+        crc.update(map.slice(position + 21, total - 21));
+        int stored = map.getInt(position + 17);
+        if ((int) crc.getValue() != stored) {
+            throw corrupt(String.format("CRC mismatch (stored %08x, computed %08x)", stored, (int) crc.getValue()));
+        }
+        if (last >= part.end - 1) done = true;
+        if (last < part.start) return;
+        short attributes = map.getShort(position + 21);
+        boolean control = (attributes & 0x20) != 0, transactional = (attributes & 0x10) != 0;
+        long producerId = map.getLong(position + 43);
+        int count = map.getInt(position + 57);
+        if (control) {
+            if (aborts != null) aborts.control(producerId, last, () -> controlType(total));
+            return;
+        }
+        if (aborts != null && aborts.skip(producerId, transactional, last)) return;
+        if (!sink.needsRecords && base >= part.start && last < part.end
+                && (sink.offset == null || count == last - base + 1)) {
+            sink.reserve(count);
+            for (int i = 0; i < count; i++) sink.setOffset(sink.addRow(), base + i);
+            return;
+        }
+        byte[] batch = copy(total);
+        int codec = attributes & 0x07;
+        long baseTs = Codecs.readLongBE(batch, 27), maxTs = Codecs.readLongBE(batch, 35);
+        boolean appendTime = (attributes & 0x08) != 0;
+        try {
+            if (codec == Codecs.NONE) {
+                decoder.v2(batch, V2_HEADER, total, count, base, baseTs, maxTs, appendTime);
+            } else {
+                Codecs.Bytes records = Codecs.decompress(codec, batch, V2_HEADER, total - V2_HEADER, (total - V2_HEADER) * 4);
+                decoder.v2(records.data, 0, records.length, count, base, baseTs, maxTs, appendTime);
+            }
+        } catch (IOException | RuntimeException e) {
+            throw corrupt(e.getMessage() == null ? e.toString() : e.getMessage());
+        }
+    }
+
+    private int controlType(int total) throws IOException {
+        byte[] batch = copy(total);
+        return RecordDecoder.controlType(batch, V2_HEADER, total);
+    }
+
+    private void readLegacy(long last, int total) throws IOException {
+        if (last < part.start) return;
+        byte[] entry = copy(total);
+        try {
+            decoder.legacy(entry, 0, total, null);
+        } catch (IOException | RuntimeException e) {
+            throw corrupt(e.getMessage() == null ? e.toString() : e.getMessage());
+        }
+        if (last >= part.end - 1) done = true;
+    }
+
+    /** The current batch's bytes, in a reused array. */
+    private byte[] copy(int total) {
+        if (buf.length < total) buf = new byte[Math.max(total, buf.length * 2)];
+        map.get(position, buf, 0, total);
+        return buf;
+    }
+
+    @Override
+    public ColumnarBatch get() {
+        return sink.batch();
+    }
+
+    @Override
+    public void close() {
+        map = null;
+        sink.close();
+    }
+}

@@ -1,0 +1,102 @@
+"""What the JVM reader adds to ``format("pylog")``: choosing it, building its jar, and the
+reading rules it must share with the Python source (corrupt bytes, pruned columns)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pylog import Log, LogManager, Record
+from tests.spark.conftest import read_with
+
+pytestmark = pytest.mark.spark
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def gappy(tmp_path_factory):
+    """One partition of 40 batches of 25 records; reads below start and end inside batches."""
+    root = tmp_path_factory.mktemp("jvm-root")
+    with LogManager(root, segment_bytes=30_000) as m:
+        log = m.create_topic("g", 1).log(0)
+        for b in range(40):
+            log.append([Record(b"v%d" % (25 * b + i), key=None if i % 3 else b"k", timestamp=5_000 + b,
+                               headers=[("h", b"%d" % i)] if i % 2 else []) for i in range(25)])
+    return root
+
+
+def test_count_and_pruned_columns_agree_with_full_rows_inside_batches(spark, reader, gappy):
+    import json
+    df = (read_with(spark, reader).option("includeHeaders", "true")
+          .option("startingOffsets", json.dumps({"g": {"0": 37}}))
+          .option("endingOffsets", json.dumps({"g": {"0": 912}})).load(str(gappy)))
+    rows = df.collect()
+    assert [r.offset for r in sorted(rows, key=lambda r: r.offset)] == list(range(37, 912))
+    assert all(r.value == b"v%d" % r.offset for r in rows)
+    assert all((r.key is None) == bool(r.offset % 25 % 3) for r in rows)
+    assert all(r.headers == ([("h", b"%d" % (r.offset % 25))] if r.offset % 25 % 2 else []) for r in rows)
+    assert df.count() == 875
+    assert df.where("offset >= 100 and offset < 130").count() == 30
+    assert df.selectExpr("sum(length(value))").first()[0] == sum(len(b"v%d" % o) for o in range(37, 912))
+
+
+def _corrupt_middle_batch(root: Path) -> tuple[Path, int]:
+    """Flips a byte inside the 6th batch's records; returns the file and the batch's position."""
+    log_dir = root / "c-0"
+    with Log.open(log_dir) as log:
+        for b in range(10):
+            log.append([b"x%d-%d" % (b, i) for i in range(10)])
+    seg = sorted(log_dir.glob("*.log"))[0]
+    data = bytearray(seg.read_bytes())
+    pos = 0
+    for _ in range(5):
+        pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+    data[pos + 70] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    return seg, pos
+
+
+def test_a_corrupt_batch_fails_the_query_naming_file_and_position(spark, reader, tmp_path):
+    seg, pos = _corrupt_middle_batch(tmp_path)
+    with pytest.raises(Exception) as e:
+        read_with(spark, reader).load(str(tmp_path)).count()
+    assert seg.name in str(e.value) and str(pos) in str(e.value)
+
+
+def test_reader_jvm_without_the_jar_is_a_clear_error():
+    from pylog.errors import InvalidConfigError
+    pytest.importorskip("pyspark")
+    from pylog.spark.source import PylogDataSource
+    with pytest.raises(InvalidConfigError, match="reader=jvm needs pylog's jar"):
+        PylogDataSource({"path": "/nowhere", "reader": "jvm"}).reader(None)
+    with pytest.raises(InvalidConfigError, match="option reader"):
+        PylogDataSource({"path": "/nowhere", "reader": "scala"}).reader(None)
+
+
+def test_without_a_jdk_there_is_no_jar_and_one_notice(tmp_path):
+    """A fresh process with no javac on PATH and no JAVA_HOME: jar_path() is None, said once."""
+    pytest.importorskip("pyspark")
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env.update(PATH=os.path.dirname(sys.executable), PYTHONPATH=str(CHECKOUT), PYLOG_CACHE_DIR=str(tmp_path))
+    code = "import pylog.spark as s; print(s.jar_path(), s.jar_path())"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["None", "None"]
+    assert done.stderr.count("no JDK (javac) found") == 1
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_jar_is_cached_by_source_hash_and_spark_version(tmp_path):
+    pytest.importorskip("pyspark")
+    from pylog.spark import jvm
+    if jvm._javac() is None:
+        pytest.skip("no JDK (javac)")
+    assert jvm.jar_name("4.0.0") != jvm.jar_name("4.0.1")
+    import zipfile
+    with zipfile.ZipFile(jvm.jar_path()) as z:
+        assert z.read(jvm.SERVICE).decode().strip() == jvm.PROVIDER
+        assert "pylog/spark/RangeReader.class" in z.namelist()
