@@ -519,7 +519,7 @@ class Segment:
         previous one's or lie below the segment's base offset."""
         _, position = self._safe_lookup(offset)
         previous_last = self.base_offset - 1
-        if self._tail is not None and offset >= self._tail[1] and self._tail[0] > position:
+        if self._tail is not None and offset > self._tail[1] and self._tail[0] > position:
             position, previous_last = self._tail[0], self._tail[1] - 1
         for h in self.log.headers(max(position, start_position)):
             previous_last = check_offsets_follow(h, previous_last, path=self.log.path)

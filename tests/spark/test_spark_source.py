@@ -82,11 +82,18 @@ def samples_root(tmp_path_factory):
     topic ``s<n>`` in one root, so one query per reader reads them all."""
     import shutil
     root = tmp_path_factory.mktemp("samples")
-    logs = sample_logs()
+    logs = [log for log in sample_logs() if _offsets_rise(log)]
     for n, log in enumerate(logs):
         (root / f"s{n}-0").mkdir()
         shutil.copy(log, root / f"s{n}-0" / log.name)
     return root, logs
+
+
+def _offsets_rise(log) -> bool:
+    """False for a fixture whose batches go back in offset (sessions concatenated into one
+    file): not a segment, and pylog refuses to read it (``CorruptRecordError``)."""
+    offsets = [e["offset"] for e in expected_rows(log)]
+    return all(a < b for a, b in zip(offsets, offsets[1:]))
 
 
 def _as_consumed(rows, start, end):
