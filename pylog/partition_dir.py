@@ -11,7 +11,6 @@ directory, so several partitions (and processes) can share one log dir.
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import re
 import stat
@@ -22,6 +21,7 @@ from pylog.errors import (
     StorageError,
 )
 from pylog.io import DEFAULT_IO, FileIO
+from pylog.platform import require_posix
 from pylog.layout import (
     CLEAN_SHUTDOWN_CONTENT, CLEAN_SHUTDOWN_FILE, INT32_MAX, LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
@@ -143,7 +143,9 @@ class PartitionDir:
     # -- writer lock -------------------------------------------------------------------
     def lock(self) -> None:
         """Take the exclusive writer lock (``flock`` on the directory). Raises
-        :class:`LogLockedError` if another writer holds it, in this process or another."""
+        :class:`LogLockedError` if another writer holds it, in this process or another,
+        :class:`UnsupportedPlatformError` off Linux and macOS."""
+        fcntl = _fcntl("the partition writer lock")
         fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -190,6 +192,7 @@ class PartitionDir:
     def write_offsets(self, values: dict[str, int]) -> None:
         """Set this partition's lines in the given checkpoint files (tmp, fsync, rename),
         under a lock on the log dir so concurrent partitions do not lose each other's lines."""
+        fcntl = _fcntl("the log dir's checkpoint lock")
         fd = os.open(self.log_dir, os.O_RDONLY)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -207,3 +210,10 @@ class PartitionDir:
             raise StorageError(e.errno, f"cannot write checkpoints in {self.log_dir}: {e.strerror}") from None
         finally:
             os.close(fd)  # releases the flock
+
+
+def _fcntl(feature: str):
+    """The ``fcntl`` module (``flock``), after checking the platform has it."""
+    require_posix(feature)
+    import fcntl
+    return fcntl
