@@ -51,6 +51,7 @@ class FetchData:
 
     @property
     def path(self) -> str | None:
+        """The ``.log`` file the bytes come from; None for an empty fetch."""
         return self._path
 
     def raw(self) -> bytes:
