@@ -7,14 +7,28 @@
 [(0, None, b'hello'), (1, b'key', b'world')]
 """
 
+import warnings as _warnings
+
+from pylog import errors as _errors
 from pylog.config import LogConfig
 from pylog.errors import *  # noqa: F401,F403 - the whole hierarchy is public
-from pylog.errors import PylogError  # noqa: F401
+from pylog.errors import PylogError, SpeedupsMissingWarning  # noqa: F401
 from pylog.record import (
     Compression, ControlRecord, LegacyBatch, Record, RecordBatch, decode_batches, encode_batch,
 )
 
 __version__ = "0.1.0"
+
+try:
+    from pylog import _speedups  # noqa: F401
+    SPEEDUPS = True
+except ImportError:
+    SPEEDUPS = False
+    _warnings.warn("pylog's C speedups (pylog._speedups) are not built: pylog works, but encoding and "
+                   "decoding records run in pure Python, several times slower; reinstall with a C "
+                   "compiler present (pip install -e .) to build them", SpeedupsMissingWarning, stacklevel=2)
+SPEEDUPS: bool
+"""True when the optional C extension ``pylog._speedups`` is loaded (``pylog --version`` shows it)."""
 
 _LAZY = {
     "Log": ("pylog.log", "Log"),
@@ -27,6 +41,14 @@ _LAZY = {
     "LogManager": ("pylog.manager", "LogManager"),
     "Topic": ("pylog.manager", "Topic"),
 }
+
+
+__all__ = sorted(
+    ["LogConfig", "Compression", "ControlRecord", "LegacyBatch", "Record", "RecordBatch", "decode_batches",
+     "encode_batch", "SPEEDUPS", *_LAZY]
+    + [n for n, v in vars(_errors).items() if isinstance(v, type) and issubclass(v, (Exception, Warning))
+       and v.__module__ == _errors.__name__]
+)
 
 
 def __getattr__(name):

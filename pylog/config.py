@@ -94,10 +94,12 @@ class LogConfig:
     # -- derived ---------------------------------------------------------------------
     @property
     def compact(self) -> bool:
+        """True when ``cleanup_policy`` includes compact."""
         return "compact" in self.cleanup_policy
 
     @property
     def delete(self) -> bool:
+        """True when ``cleanup_policy`` includes delete."""
         return "delete" in self.cleanup_policy
 
     @property

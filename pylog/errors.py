@@ -157,3 +157,17 @@ class ProducerFencedError(ProducerStateError):
 
 class InvalidTxnStateError(ProducerStateError):
     """Raised for a transaction marker or transactional batch that does not fit the producer's state."""
+
+
+class UnsupportedPlatformError(PylogError, OSError):
+    """Raised where pylog needs a POSIX feature (``flock`` writer locks, ``os.sendfile``)
+    on a platform other than Linux or macOS (:mod:`pylog.platform`)."""
+
+
+class PylogWarning(UserWarning):
+    """Base of the warnings pylog raises; filter them with ``-W ignore::pylog.PylogWarning``."""
+
+
+class SpeedupsMissingWarning(PylogWarning):
+    """Warned once on ``import pylog`` when the optional C extension ``pylog._speedups``
+    is not built: everything works, the record-format hot loops run in pure Python (slower)."""

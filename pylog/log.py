@@ -395,14 +395,17 @@ class Log:
     # ==== basic facts =============================================================================
     @property
     def path(self) -> str:
+        """The partition directory (absolute)."""
         return self._dir.path
 
     @property
     def topic(self) -> str:
+        """The topic, from the directory name ``<topic>-<partition>``."""
         return self._dir.topic
 
     @property
     def partition(self) -> int:
+        """The partition number, from the directory name."""
         return self._dir.partition
 
     @property
@@ -413,6 +416,7 @@ class Log:
 
     @property
     def active_segment(self) -> Segment:
+        """The newest segment, the one appends go to."""
         return self._segments.peekitem(-1)[1]
 
     @property

@@ -138,6 +138,7 @@ class LogManager:
 
     # -- maintenance -----------------------------------------------------------------------
     def flush(self) -> None:
+        """fsync every open writable log (see :meth:`Log.flush`)."""
         for log in list(self._logs.values()):
             if not log.read_only:
                 log.flush()
@@ -197,9 +198,11 @@ class Topic:
 
     @property
     def partitions(self) -> list[int]:
+        """This topic's partition numbers, sorted."""
         return self.manager.partitions(self.name)
 
     def log(self, partition: int) -> Log:
+        """The open :class:`~pylog.log.Log` of one partition of this topic."""
         return self.manager.log(self.name, partition)
 
     def partition_for(self, key: bytes | None) -> int:

@@ -11,7 +11,6 @@ directory, so several partitions (and processes) can share one log dir.
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import re
 import stat
@@ -22,6 +21,7 @@ from pylog.errors import (
     StorageError,
 )
 from pylog.io import DEFAULT_IO, FileIO
+from pylog.platform import require_posix
 from pylog.layout import (
     CLEAN_SHUTDOWN_FILE, INT32_MAX, LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
@@ -142,11 +142,12 @@ class PartitionDir:
         ensure_directory(pdir.path, create=create, what="partition directory")
         return pdir
 
-    # -- writer lock -------------------------------------------------------------------
     # -- writer lock and clean-shutdown marker (both belong to the log dir: pylog/log_dir.py) ----
     def lock(self) -> None:
         """Take the exclusive writer lock. Raises :class:`LogLockedError` if another writer
-        holds it, in this process or another."""
+        holds it, in this process or another, :class:`UnsupportedPlatformError` off Linux
+        and macOS."""
+        require_posix("the partition writer lock")
         self._writers = lock_partition(self.log_dir, self.name, self.io)
 
     def unlock(self, *, clean: bool = False) -> None:
@@ -187,6 +188,7 @@ class PartitionDir:
     def write_offsets(self, values: dict[str, int]) -> None:
         """Set this partition's lines in the given checkpoint files (tmp, fsync, rename),
         under a lock on the log dir so concurrent partitions do not lose each other's lines."""
+        fcntl = _fcntl("the log dir's checkpoint lock")
         fd = os.open(self.log_dir, os.O_RDONLY)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -204,3 +206,10 @@ class PartitionDir:
             raise StorageError(e.errno, f"cannot write checkpoints in {self.log_dir}: {e.strerror}") from None
         finally:
             os.close(fd)  # releases the flock
+
+
+def _fcntl(feature: str):
+    """The ``fcntl`` module (``flock``), after checking the platform has it."""
+    require_posix(feature)
+    import fcntl
+    return fcntl

@@ -1,43 +1,114 @@
-"""``pylog describe ROOT``: topics, partitions, offsets, segments, bytes and timestamps."""
+"""``pylog describe PATH``: what ``kafka-topics.sh --describe`` and ``kafka-log-dirs.sh``
+tell about a broker, read from the files: per partition the log start and end offsets,
+high watermark, last stable offset, segments, size and oldest/newest timestamps, and per
+topic its config overrides. PATH is a broker log dir (every partition in it) or one
+partition directory. Read-only: nothing on disk changes."""
 
 from __future__ import annotations
 
 import json
+import os
+from datetime import datetime, timezone
 
-from pylog.cli.common import open_manager, table
+from pylog.cli.common import is_partition_dir, open_manager, table
+from pylog.errors import InvalidArgumentError, LogDirNotFoundError
+from pylog.partition_dir import parse_partition_dir
+
+COLUMNS = ["topic", "partition", "log_start_offset", "log_end_offset", "high_watermark", "last_stable_offset",
+           "segments", "bytes", "oldest_timestamp", "newest_timestamp"]
+#: the table's header for each column
+HEADERS = {"log_start_offset": "start", "log_end_offset": "end", "high_watermark": "hw",
+           "last_stable_offset": "lso", "oldest_timestamp": "oldest", "newest_timestamp": "newest"}
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("describe", help="topics, partitions, offsets, sizes and timestamps of a log dir")
-    p.add_argument("root")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p = sub.add_parser("describe", help="partitions, offsets, sizes, timestamps and topic configs of a log dir "
+                                        "or of one partition directory")
+    p.add_argument("path", metavar="ROOT|PARTITION",
+                   help="a broker log dir (every partition in it) or one <topic>-<partition> directory")
+    p.add_argument("--json", action="store_true",
+                   help="one JSON list, an object per partition (offsets, bytes, epoch-ms timestamps, topic_config)")
+    p.add_argument("--raw", action="store_true",
+                   help="plain numbers: bytes instead of KiB/MiB, epoch milliseconds instead of UTC times")
     p.set_defaults(run=run)
 
 
-def describe(root: str) -> list[dict]:
-    rows = []
+def describe(path: str) -> list[dict]:
+    """One row per partition of the log dir ``path``, or the one row of the partition
+    directory ``path``. Raises :class:`LogDirNotFoundError` for a missing path and
+    :class:`InvalidArgumentError` for a directory holding no partition. Reads each
+    partition's first batch and its segments' metadata."""
+    if not os.path.isdir(path):
+        raise LogDirNotFoundError(f"no such directory {path}")
+    if is_partition_dir(path):
+        root, name = os.path.split(os.path.abspath(path))
+        wanted = {parse_partition_dir(name)}
+    else:
+        root, wanted = path, None
     with open_manager(root, read_only=True) as m:
-        for topic in m.topics():
-            for p in m.partitions(topic):
-                log = m.log(topic, p)
-                segs = log.segments
-                stamps = [s.max_timestamp for s in segs if s.max_timestamp >= 0]
-                oldest = None
-                for r in log.records(max_bytes=64 << 10):
-                    oldest = r.timestamp
-                    break
-                rows.append({"topic": topic, "partition": p, "log_start_offset": log.log_start_offset,
-                             "log_end_offset": log.log_end_offset, "high_watermark": log.high_watermark,
-                             "segments": len(segs), "bytes": log.size_bytes,
-                             "oldest_timestamp": oldest, "newest_timestamp": max(stamps) if stamps else None})
+        rows = [_row(m, topic, p) for topic in m.topics() for p in m.partitions(topic)
+                if wanted is None or (topic, p) in wanted]
+    if not rows:
+        raise InvalidArgumentError(f"{path} holds no partitions: give a broker log dir or a "
+                                   "<topic>-<partition> directory holding .log files")
     return rows
 
 
+def _row(manager, topic: str, partition: int) -> dict:
+    log = manager.log(topic, partition)
+    stamps = [s.max_timestamp for s in log.segments if s.max_timestamp >= 0]
+    oldest = next((r.timestamp for r in log.records(max_bytes=64 << 10)), None)
+    return {"topic": topic, "partition": partition, "log_start_offset": log.log_start_offset,
+            "log_end_offset": log.log_end_offset, "high_watermark": log.high_watermark,
+            "last_stable_offset": log.last_stable_offset, "segments": len(log.segments), "bytes": log.size_bytes,
+            "oldest_timestamp": oldest, "newest_timestamp": max(stamps) if stamps else None,
+            "topic_config": _config_overrides(manager, topic)}
+
+
+def _config_overrides(manager, topic: str) -> dict[str, str]:
+    """The topic's settings that differ from Kafka's defaults, by Kafka name (what
+    ``kafka-topics.sh --describe`` lists as Configs)."""
+    from pylog.config import LogConfig
+    defaults = LogConfig().to_kafka()
+    return {k: v for k, v in manager.topic_config(topic).to_kafka().items() if defaults.get(k) != v}
+
+
+def human_bytes(n: int) -> str:
+    """``1536`` -> ``"1.5 KiB"``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def human_time(ms: int | None) -> str:
+    """Epoch milliseconds as a UTC time, ``2023-11-14T22:13:20.000Z``; ``-`` for none
+    (also Kafka's -1 of a message without a timestamp)."""
+    if ms is None or ms < 0:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _human(row: dict) -> dict:
+    return {**row, "bytes": human_bytes(row["bytes"]), "oldest_timestamp": human_time(row["oldest_timestamp"]),
+            "newest_timestamp": human_time(row["newest_timestamp"])}
+
+
+def report_lines(rows: list[dict], *, raw: bool) -> list[str]:
+    """Per topic a ``Topic: ... Configs: ...`` line, then its partitions as a table."""
+    lines = []
+    for topic in dict.fromkeys(r["topic"] for r in rows):
+        mine = [r if raw else _human(r) for r in rows if r["topic"] == topic]
+        configs = ",".join(f"{k}={v}" for k, v in sorted(mine[0]["topic_config"].items()))
+        lines.append(f"Topic: {topic}\tPartitionCount: {len(mine)}\tConfigs: {configs}")
+        shown = [{HEADERS.get(c, c): r[c] for c in COLUMNS if c != "topic"} for r in mine]
+        lines += ["  " + line for line in table(shown, [HEADERS.get(c, c) for c in COLUMNS if c != "topic"])
+                  .splitlines()]
+    return lines
+
+
 def run(args) -> int:
-    rows = describe(args.root)
-    if args.json:
-        print(json.dumps(rows, indent=1))
-    else:
-        print(table(rows, ["topic", "partition", "log_start_offset", "log_end_offset", "high_watermark",
-                           "segments", "bytes", "oldest_timestamp", "newest_timestamp"]))
+    rows = describe(args.path)
+    print(json.dumps(rows, indent=1) if args.json else "\n".join(report_lines(rows, raw=args.raw)))
     return 0

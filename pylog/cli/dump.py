@@ -5,10 +5,12 @@ other way round."""
 
 from __future__ import annotations
 
+import binascii
+import json
 import os
 import sys
 
-from pylog.errors import InvalidRecordError, PylogError, RecordFormatError
+from pylog.errors import InvalidArgumentError, InvalidRecordError, PylogError, RecordFormatError
 from pylog.index.txn_index import read_txn_entries
 from pylog.layout import INDEX_SUFFIX, INT32_MAX, KRAFT_SNAPSHOT_SUFFIX, LOG_SUFFIX, OFFSET_INDEX_ENTRY, \
     SNAPSHOT_SUFFIX, TIME_INDEX_ENTRY, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
@@ -21,20 +23,27 @@ RECORD_INDENT = "|"
 def add_parser(sub) -> None:
     p = sub.add_parser("dump", help="print the batches, records and index entries of segment files "
                                     "(kafka-dump-log compatible)")
-    p.add_argument("--files", required=True,
-                   help="comma-separated .log/.index/.timeindex/.txnindex/.snapshot/.checkpoint files")
+    p.add_argument("paths", nargs="*", metavar="FILE",
+                   help=".log/.index/.timeindex/.txnindex/.snapshot/.checkpoint files (or use --files)")
+    p.add_argument("--files", default="",
+                   help="comma-separated files, as kafka-dump-log.sh takes them (added after any FILE)")
     p.add_argument("--deep-iteration", action="store_true", help="print every record, not just batches")
     p.add_argument("--print-data-log", action="store_true", help="print keys and payloads (implies deep iteration)")
     p.add_argument("--verify-index-only", action="store_true", help="only report index entries that disagree with the log")
     p.add_argument("--index-sanity-check", action="store_true", help="only run the index sanity check")
-    p.add_argument("--max-message-size", type=int, default=5 * 1024 * 1024)
+    p.add_argument("--max-message-size", type=int, default=5 * 1024 * 1024,
+                   help="bytes of the .log read to check each index entry (default 5 MiB)")
     p.add_argument("--max-bytes", type=int, default=INT32_MAX, help="read at most this many bytes of a .log")
-    p.add_argument("--skip-record-metadata", action="store_true")
+    p.add_argument("--skip-record-metadata", action="store_true",
+                   help="print only keys and payloads of records, not their offsets, sizes and sequences")
     decoders = p.add_mutually_exclusive_group()
     decoders.add_argument("--offsets-decoder", action="store_true",
                           help="print keys and payloads as __consumer_offsets records (implies --print-data-log)")
     decoders.add_argument("--transaction-log-decoder", action="store_true",
                           help="print keys and payloads as __transaction_state records (implies --print-data-log)")
+    decoders.add_argument("--value-decoder", choices=list(VALUE_DECODERS),
+                          help="print payloads as utf8 text (the default, Kafka's StringDecoder), compact json "
+                               "or hex (implies --print-data-log)")
     p.set_defaults(run=run)
 
 
@@ -49,8 +58,11 @@ def run(args) -> int:
         TXN_INDEX_SUFFIX: dump_txn_index,
         SNAPSHOT_SUFFIX: dump_snapshot,
     }
+    paths = [*args.paths, *(f for f in args.files.split(",") if f)]
+    if not paths:
+        raise InvalidArgumentError("no files to dump: give them as arguments or with --files a.log,b.index")
     status = 0
-    for path in [f for f in args.files.split(",") if f]:
+    for path in paths:
         print(f"Dumping {path}")
         name = os.path.basename(path)
         dump = dumpers.get(name[name.rfind("."):] if "." in name else None)
@@ -165,7 +177,7 @@ def record_line(batch, record, args) -> str:
 def _print_data(args) -> bool:
     """Kafka prints keys and payloads with --print-data-log or any decoder option."""
     return args.print_data_log or getattr(args, "offsets_decoder", False) or \
-        getattr(args, "transaction_log_decoder", False)
+        getattr(args, "transaction_log_decoder", False) or getattr(args, "value_decoder", None) is not None
 
 
 def _payload_parser(args):
@@ -177,12 +189,8 @@ def _payload_parser(args):
     if getattr(args, "transaction_log_decoder", False):
         from pylog.coordinator.txn_records import TXN_RECORDS
         return lambda r: TXN_RECORDS.dump_text(r.key, r.value, r.offset)
-    return _text_parser
-
-
-def _text_parser(record) -> tuple[str | None, str | None]:
-    return (None if record.key is None else _text(record.key),
-            None if record.value is None else _text(record.value))
+    decode_value = VALUE_DECODERS[getattr(args, "value_decoder", None) or "utf8"]
+    return lambda r: (None if r.key is None else _text(r.key), None if r.value is None else decode_value(r.value))
 
 
 def _control_text(batch, record) -> str:
@@ -197,6 +205,18 @@ def _control_text(batch, record) -> str:
 
 def _text(b: bytes) -> str:
     return b.decode("utf-8", "replace")
+
+
+def _json_text(b: bytes) -> str:
+    """A JSON payload on one line (compact separators); text that is not JSON prints as utf8."""
+    try:
+        return json.dumps(json.loads(b), separators=(",", ":"), ensure_ascii=False)
+    except ValueError:
+        return _text(b)
+
+
+#: --value-decoder choices: payload bytes -> printed text
+VALUE_DECODERS = {"utf8": _text, "json": _json_text, "hex": lambda b: binascii.hexlify(b).decode()}
 
 
 def dump_index(path: str, args, *, time_index: bool) -> None:

@@ -29,13 +29,33 @@ COMMANDS = {
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pylog", description="Kafka partition logs from the shell.")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.add_argument("--version", action=_VersionAction, nargs=0,
+                        help="print pylog's version, whether the C speedups are on, and Python's version")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", help="one of these; pylog COMMAND --help "
+                                                                        "lists its options")
     sub.required = True
     for name, module in COMMANDS.items():
         mod = importlib.import_module(f"pylog.cli.{module}")
         adder = getattr(mod, f"add_{name}_parser", None) or mod.add_parser
         adder(sub)
     return parser
+
+
+def version_text() -> str:
+    """``pylog --version``: one line per fact a bug report needs."""
+    import platform
+
+    import pylog
+    return "\n".join([f"pylog {pylog.__version__}", f"C speedups: {'on' if pylog.SPEEDUPS else 'off'}",
+                      f"Python {platform.python_version()} ({platform.python_implementation()}, {sys.platform})"])
+
+
+class _VersionAction(argparse.Action):
+    """Prints :func:`version_text` as it is (argparse's own version action rewraps lines)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text())
+        parser.exit()
 
 
 def main(argv=None) -> int:

@@ -8,13 +8,13 @@ from pylog.cli.common import open_manager
 
 def add_retention_parser(sub) -> None:
     p = sub.add_parser("retention", help="apply the delete policy once to every log")
-    p.add_argument("root")
+    p.add_argument("root", help="the log dir holding <topic>-<partition> directories")
     p.set_defaults(run=run_retention)
 
 
 def add_compact_parser(sub) -> None:
     p = sub.add_parser("compact", help="compact every log whose policy includes compact")
-    p.add_argument("root")
+    p.add_argument("root", help="the log dir holding <topic>-<partition> directories")
     p.add_argument("--force", action="store_true", help="ignore min_cleanable_dirty_ratio")
     p.set_defaults(run=run_compact)
 

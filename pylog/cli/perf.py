@@ -1,13 +1,19 @@
 """``pylog perf``: Kafka's producer and consumer performance tests, for pylog.
 
 Produces N records of S bytes into a log (a temporary directory by default), then
-consumes them back, and prints records/s, MB/s and append latency percentiles.
+consumes them back twice (as ``Record`` objects, then columnar), and prints records/s,
+MB/s, the latency of one append call, the environment (C speedups, codec library) and how
+the figures compare with the ones in docs/PERFORMANCE.md. ``--json`` prints one JSON object
+instead (keys in docs/cli.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import platform
+import re
 import shutil
 import sys
 import tempfile
@@ -19,20 +25,35 @@ from tqdm import tqdm
 from pylog.errors import InvalidConfigError
 
 FLUSH_CHOICES = ("none", "batch")
+#: compression -> (library module doing it, distribution name for its version)
+CODEC_LIBRARIES = {"none": None, "gzip": ("zlib", None), "snappy": ("cramjam", "cramjam"),
+                   "lz4": ("lz4.frame", "lz4"), "zstd": ("zstandard", "zstandard")}
+#: libraries on every code path of the workload
+CORE_LIBRARIES = ("numpy", "crc32c")
+#: docs/PERFORMANCE.md, relative to the package directory (present in a source checkout)
+PERFORMANCE_DOC = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "PERFORMANCE.md")
+#: the workload of the bench rows perf compares with (benches/bench_append.py, bench_read.py)
+BENCH_WORKLOAD = {"record_size": 100, "batch_size": 1000, "compression": "none", "flush": "none"}
+BENCH_ROWS = {"produce": "append batch=1000 value=100B", "consume": "read sequential objects",
+              "consume_columnar": "read sequential columnar"}
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("perf", help="produce then consume N records and report throughput and latency",
-                       description="Producer/consumer performance test on a pylog partition.")
+                       description="Producer/consumer performance test on a pylog partition: produce, consume "
+                                   "as records, consume columnar; compared with docs/PERFORMANCE.md.")
     p.add_argument("--records", type=int, default=2_000_000, help="records to produce (default 2,000,000)")
     p.add_argument("--record-size", type=int, default=100, help="value bytes per record (default 100)")
-    p.add_argument("--batch-size", type=int, default=1000, help="records per append (default 1,000)")
-    p.add_argument("--compression", default="none", choices=["none", "gzip", "snappy", "lz4", "zstd"])
+    p.add_argument("--batch-size", type=int, default=1000, help="records per append call (default 1,000)")
+    p.add_argument("--compression", default="none", choices=list(CODEC_LIBRARIES),
+                   help="batch compression codec (default none)")
     p.add_argument("--flush", default="none", metavar="POLICY",
                    help="none (default), batch (fsync every append) or a message count N")
-    p.add_argument("--segment-bytes", type=int, default=256 * 1024 * 1024)
+    p.add_argument("--segment-bytes", type=int, default=256 * 1024 * 1024,
+                   help="roll a new segment at this size (default 256 MiB)")
     p.add_argument("--dir", help="partition directory to use (default: a temporary one, removed after)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars even on a terminal")
+    p.add_argument("--json", action="store_true", help="print one JSON object (keys in docs/cli.md)")
     p.set_defaults(run=run)
 
 
@@ -66,12 +87,20 @@ def run(args) -> int:
     try:
         with Log.open(path, segment_bytes=args.segment_bytes, flush_messages=flush_messages) as log:
             produced = _produce(log, args, progress)
-            consumed = _consume(log, produced["first_offset"], args.records)
-        _report(args, produced, consumed)
+            consumed = _consume(log, produced["first_offset"], args.records, progress)
+            columnar = _consume_columnar(log, produced["first_offset"], args.records, progress)
+        result = perf_result(args, produced, consumed, columnar)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+    print(json.dumps(result, indent=1) if args.json else "\n".join(report_lines(result)))
     return 0
+
+
+def _bar(desc: str, total: int, progress: bool):
+    """A progress bar on stderr that stays on screen when done."""
+    return tqdm(total=total, desc=desc, unit="rec", unit_scale=True, disable=not progress, file=sys.stderr,
+                leave=True)
 
 
 def _produce(log, args, progress: bool) -> dict:
@@ -81,63 +110,177 @@ def _produce(log, args, progress: bool) -> dict:
     batches, rest = divmod(args.records, args.batch_size)
     latencies = np.empty(batches + (1 if rest else 0))
     first = log.log_end_offset
-    bar = tqdm(total=args.records, desc="produce", unit="rec", unit_scale=True, disable=not progress,
-               file=sys.stderr, leave=False)
-    start = time.perf_counter()
-    for i in range(len(latencies)):
-        chunk = values if i < batches else values[:rest]
-        t0 = time.perf_counter()
-        log.append(chunk, compression=args.compression)
-        latencies[i] = time.perf_counter() - t0
-        bar.update(len(chunk))
-    elapsed = time.perf_counter() - start
-    bar.close()
-    return {"seconds": elapsed, "latencies": latencies, "first_offset": first,
-            "bytes": args.records * args.record_size}
+    with _bar("produce", args.records, progress) as bar:
+        start = time.perf_counter()
+        for i in range(len(latencies)):
+            chunk = values if i < batches else values[:rest]
+            t0 = time.perf_counter()
+            log.append(chunk, compression=args.compression)
+            latencies[i] = time.perf_counter() - t0
+            bar.update(len(chunk))
+        elapsed = time.perf_counter() - start
+    return {"seconds": elapsed, "latencies": latencies, "first_offset": first}
 
 
-def _consume(log, first_offset: int, count: int) -> dict:
-    start = time.perf_counter()
+def _consume(log, first_offset: int, count: int, progress: bool) -> float:
+    """Seconds to read ``count`` records back as ``Record`` objects."""
     n = 0
-    nbytes = 0
-    for r in log.records(first_offset):
-        n += 1
-        nbytes += len(r.value)
-    elapsed = time.perf_counter() - start
+    with _bar("consume (records)", count, progress) as bar:
+        start = time.perf_counter()
+        for r in log.records(first_offset):
+            n += 1
+            if n % 10_000 == 0:
+                bar.update(10_000)
+        elapsed = time.perf_counter() - start
+        bar.update(n % 10_000)
     if n != count:
         raise RuntimeError(f"consumed {n} records, expected {count}")
-    return {"seconds": elapsed, "records": n, "bytes": nbytes,
-            "columnar_seconds": _consume_columnar(log, first_offset, count)}
+    return elapsed
 
 
-def _consume_columnar(log, first_offset: int, count: int) -> float:
+def _consume_columnar(log, first_offset: int, count: int, progress: bool) -> float:
+    """Seconds to read ``count`` records back as columns (8 MiB fetches)."""
     from pylog.record.columnar import decode_columns
-    start = time.perf_counter()
     offset, n = first_offset, 0
-    while n < count:
-        fetch = log.read(offset, 8 << 20)
-        if fetch.size_bytes == 0:
-            break
-        cols = decode_columns(fetch.raw(), min_offset=offset)
-        n += cols.num_rows
-        offset = fetch.next_offset
-    return time.perf_counter() - start
+    with _bar("consume (columnar)", count, progress) as bar:
+        start = time.perf_counter()
+        while n < count:
+            fetch = log.read(offset, 8 << 20)
+            if fetch.size_bytes == 0:
+                break
+            cols = decode_columns(fetch.raw(), min_offset=offset)
+            n += cols.num_rows
+            bar.update(cols.num_rows)
+            offset = fetch.next_offset
+        elapsed = time.perf_counter() - start
+    return elapsed
 
 
-def _report(args, produced: dict, consumed: dict) -> None:
-    mb = produced["bytes"] / 1e6
+def _rate(records: int, nbytes: int, seconds: float) -> dict:
+    return {"seconds": round(seconds, 3), "records_per_s": round(records / seconds),
+            "mb_per_s": round(nbytes / 1e6 / seconds, 1)}
+
+
+def perf_result(args, produced: dict, consume_s: float, columnar_s: float) -> dict:
+    """The figures and their context as one JSON-ready dict (keys documented in docs/cli.md)."""
+    nbytes = args.records * args.record_size
     lat = produced["latencies"] * 1000
     p50, p99, p999 = np.percentile(lat, [50, 99, 99.9])
-    print(f"produce: {args.records:,} records of {args.record_size} B in batches of {args.batch_size:,}, "
-          f"compression {args.compression}, flush {args.flush}")
-    print(f"produce: {args.records / produced['seconds']:,.0f} records/s, {mb / produced['seconds']:,.1f} MB/s, "
-          f"{produced['seconds']:.2f} s")
-    print(f"append latency ms: p50 {p50:.3f}, p99 {p99:.3f}, p999 {p999:.3f}, max {lat.max():.3f}")
-    print(f"consume (records): {consumed['records'] / consumed['seconds']:,.0f} records/s, "
-          f"{consumed['bytes'] / 1e6 / consumed['seconds']:,.1f} MB/s, {consumed['seconds']:.2f} s")
-    if "columnar_seconds" in consumed:
-        s = consumed["columnar_seconds"]
-        print(f"consume (columnar): {args.records / s:,.0f} records/s, {mb / s:,.1f} MB/s, {s:.2f} s")
+    workload = {"records": args.records, "record_size": args.record_size, "batch_size": args.batch_size,
+                "compression": args.compression, "flush": args.flush, "segment_bytes": args.segment_bytes}
+    result = {
+        "workload": workload,
+        "produce": _rate(args.records, nbytes, produced["seconds"]),
+        "append_latency_ms": {"per": f"append of {args.batch_size:,} records", "p50": round(p50, 3),
+                              "p99": round(p99, 3), "p999": round(p999, 3), "max": round(float(lat.max()), 3)},
+        "consume": _rate(args.records, nbytes, consume_s),
+        "consume_columnar": _rate(args.records, nbytes, columnar_s),
+        "environment": environment(args.compression),
+    }
+    result["reference"] = reference(workload, result)
+    return result
+
+
+def _version(dist: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return None
+
+
+def environment(compression: str) -> dict:
+    """What the figures depend on besides pylog: C speedups, codec library, machine, load."""
+    import zlib
+
+    import pylog
+    codec = CODEC_LIBRARIES[compression]
+    codec_info = None
+    if codec is not None:
+        module, dist = codec
+        codec_info = {"library": module, "version": zlib.ZLIB_RUNTIME_VERSION if dist is None else _version(dist)}
+    return {"pylog": pylog.__version__, "speedups": pylog.SPEEDUPS, "codec": codec_info,
+            "libraries": {name: _version(name) for name in CORE_LIBRARIES},
+            "python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
+            "load_average_1m": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}
+
+
+def read_reference(path: str = PERFORMANCE_DOC) -> dict | None:
+    """The machine line and the bench rows perf compares with, from docs/PERFORMANCE.md;
+    None when the file is not there (an install without the source checkout)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return None
+    machine = re.search(r"^Machine: ([^.]*(?:\.\d+[^.]*)*)\.", text, re.M)
+    out = {"source": "docs/PERFORMANCE.md", "machine": machine.group(1) if machine else None}
+    for key, row in BENCH_ROWS.items():
+        m = re.search(rf"^\| {re.escape(row)} \|.*?records_per_s = (\d+)", text, re.M)
+        out[f"{key}_records_per_s"] = int(m.group(1)) if m else None
+    return out
+
+
+def reference(workload: dict, result: dict) -> dict | None:
+    """How this run relates to docs/PERFORMANCE.md: its figures, and what differs."""
+    ref = read_reference()
+    if ref is None:
+        return None
+    differs = [f"{k.replace('_', ' ')} {workload[k]} (bench: {v})" for k, v in BENCH_WORKLOAD.items()
+               if workload[k] != v]
+    differs.append(f"{workload['records']:,} records, about {workload['records'] * (workload['record_size'] + 8) / 1e6:,.0f} MB "
+                   "on disk (bench: 16 MB per run, best of 2, well inside the page cache; a large run waits "
+                   "for the kernel's dirty-page writeback)")
+    differs.append("per-append timing and progress bars (bench: one timer around the whole loop)")
+    if ref["machine"] and result["environment"]["platform"] not in ref["machine"]:
+        differs.append(f"platform {result['environment']['platform']} (bench: another machine or kernel)")
+    load = result["environment"]["load_average_1m"]
+    if load is not None:
+        differs.append(f"load average {load} on {result['environment']['cpus']} CPUs (bench: a machine to itself)")
+    if not result["environment"]["speedups"]:
+        differs.append("C speedups off (bench: on)")
+    ref["same_workload"] = all(workload[k] == v for k, v in BENCH_WORKLOAD.items())
+    ref["differences"] = differs
+    return ref
+
+
+def report_lines(result: dict) -> list[str]:
+    """The human-readable report of :func:`perf_result`."""
+    w, env = result["workload"], result["environment"]
+    lines = [f"workload: {w['records']:,} records of {w['record_size']} B in appends of {w['batch_size']:,}, "
+             f"compression {w['compression']}, flush {w['flush']}",
+             _environment_line(env)]
+    for key, label in (("produce", "produce"), ("consume", "consume (records)"),
+                       ("consume_columnar", "consume (columnar)")):
+        r = result[key]
+        lines.append(f"{label}: {r['records_per_s']:,} records/s, {r['mb_per_s']:,} MB/s, {r['seconds']:.2f} s")
+    lat = result["append_latency_ms"]
+    lines.append(f"latency per {lat['per']} (ms): p50 {lat['p50']:.3f}, p99 {lat['p99']:.3f}, "
+                 f"p999 {lat['p999']:.3f}, max {lat['max']:.3f}")
+    lines += _reference_lines(result)
+    return lines
+
+
+def _environment_line(env: dict) -> str:
+    codec = "no codec" if env["codec"] is None else f"codec {env['codec']['library']} {env['codec']['version']}"
+    libs = ", ".join(f"{k} {v}" for k, v in env["libraries"].items())
+    return (f"pylog {env['pylog']}, C speedups {'on' if env['speedups'] else 'off'}, {codec}, {libs}, "
+            f"Python {env['python']}, {env['cpus']} CPUs, load average {env['load_average_1m']}")
+
+
+def _reference_lines(result: dict) -> list[str]:
+    ref = result["reference"]
+    if ref is None:
+        return ["compared with docs/PERFORMANCE.md: not found beside this install (a source checkout has it)"]
+    lines = [f"compared with docs/PERFORMANCE.md ({ref['machine']}):"]
+    for key in BENCH_ROWS:
+        documented = ref[f"{key}_records_per_s"]
+        if documented:
+            ratio = result[key]["records_per_s"] / documented
+            lines.append(f"  {key.replace('_', ' ')}: {documented:,} records/s documented, this run {ratio:.2f}x")
+    lines.append("  same workload as the bench rows" if ref["same_workload"] else "  a different workload")
+    lines += [f"  differs: {d}" for d in ref["differences"]]
+    return lines
 
 
 def main(argv=None) -> int:

@@ -17,7 +17,8 @@ from pylog.layout import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
 
 def add_parser(sub) -> None:
     p = sub.add_parser("verify", help="check CRCs, indexes, offsets and checkpoints; exit 0 only when clean")
-    p.add_argument("paths", nargs="+", metavar="ROOT|PARTITION")
+    p.add_argument("paths", nargs="+", metavar="ROOT|PARTITION",
+                   help="broker log dirs (every partition in them) or partition directories")
     p.add_argument("--shallow", action="store_true", help="skip the CRC of every batch")
     p.set_defaults(run=run)
 

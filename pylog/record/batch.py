@@ -64,49 +64,60 @@ class RecordBatch:
     # -- derived header fields -------------------------------------------------
     @property
     def last_offset(self) -> int:
+        """Offset of the batch's last record."""
         return self.base_offset + self.last_offset_delta
 
     @property
     def next_offset(self) -> int:
+        """The offset after the batch's last record."""
         return self.base_offset + self.last_offset_delta + 1
 
     @property
     def compression(self) -> str:
+        """Codec name (``none``, ``gzip``, ``snappy``, ``lz4``, ``zstd``)."""
         cid = self.attributes & ATTR_COMPRESSION_MASK
         return COMPRESSION_NAMES[cid] if cid < len(COMPRESSION_NAMES) else f"unknown({cid})"
 
     @property
     def compression_id(self) -> int:
+        """Codec id of the attributes (0 none ... 4 zstd)."""
         return self.attributes & ATTR_COMPRESSION_MASK
 
     @property
     def timestamp_type(self) -> str:
+        """``CreateTime`` or ``LogAppendTime``."""
         return "LogAppendTime" if self.attributes & ATTR_TIMESTAMP_TYPE else "CreateTime"
 
     @property
     def is_transactional(self) -> bool:
+        """True for a batch of a transaction."""
         return bool(self.attributes & ATTR_TRANSACTIONAL)
 
     @property
     def is_control(self) -> bool:
+        """True for a control batch (transaction markers and other control records)."""
         return bool(self.attributes & ATTR_CONTROL)
 
     @property
     def has_delete_horizon(self) -> bool:
+        """True when compaction set a delete horizon (base timestamp)."""
         return bool(self.attributes & ATTR_DELETE_HORIZON)
 
     @property
     def delete_horizon_ms(self) -> int | None:
+        """The delete horizon set by compaction; None if not set."""
         return self.base_timestamp if self.attributes & ATTR_DELETE_HORIZON else None
 
     @property
     def last_sequence(self) -> int:
+        """Sequence number of the last record; -1 without a producer sequence."""
         if self.base_sequence < 0:
             return -1
         return (self.base_sequence + self.last_offset_delta) % (2**31)
 
     @property
     def has_producer_id(self) -> bool:
+        """True when written by an idempotent or transactional producer."""
         return self.producer_id > -1
 
     def raw(self) -> memoryview:

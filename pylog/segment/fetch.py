@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from pylog.platform import require_posix
 from pylog.record.batch import decode_batches
 from pylog.segment.file import _Handle, check_offsets_follow, pread_fully
 
@@ -50,6 +51,7 @@ class FetchData:
 
     @property
     def path(self) -> str | None:
+        """The ``.log`` file the bytes come from; None for an empty fetch."""
         return self._path
 
     def raw(self) -> bytes:
@@ -113,7 +115,9 @@ class FetchData:
         """Send the exact fetched bytes to a socket or fd with ``os.sendfile`` (zero copy).
 
         Returns bytes sent. Blocks until all are sent (a non-blocking socket is waited on).
+        Linux and macOS only (:class:`UnsupportedPlatformError` elsewhere).
         """
+        require_posix("FetchData.transfer_to (os.sendfile)")
         if not self.size_bytes:
             return 0
         out_fd = destination if isinstance(destination, int) else destination.fileno()

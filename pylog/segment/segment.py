@@ -95,6 +95,7 @@ class Segment:
 
     @property
     def log(self) -> LogFile:
+        """The ``.log`` file (opened on first use)."""
         if self._log is None:
             self._log = LogFile(self._prefix + LOG_SUFFIX + self.suffix, writable=self.writable, io=self.io,
                                 on_open=self._opened)
@@ -151,10 +152,12 @@ class Segment:
     # -- identity ----------------------------------------------------------------------------
     @property
     def log_path(self) -> str:
+        """Path of the ``.log`` file."""
         return self.log.path
 
     @property
     def size_bytes(self) -> int:
+        """Bytes in the ``.log`` file."""
         return self.log.size_bytes
 
     def __repr__(self) -> str:
@@ -306,6 +309,7 @@ class Segment:
 
     @property
     def max_timestamp(self) -> int:
+        """Largest batch timestamp in the segment; -1 if none."""
         return self.max_timestamp_and_offset[0]
 
     def largest_timestamp(self) -> int:

@@ -128,7 +128,59 @@ def test_perf_runs_a_small_workload(tmp_path):
     r = pylog("perf", "--records", 20000, "--batch-size", 500)
     assert r.returncode == 0, r.stderr
     out = r.stdout.decode()
-    assert re.search(r"produce: [\d,]+ records/s", out) and "p99" in out and "consume (records)" in out
+    assert re.search(r"produce: [\d,]+ records/s", out) and "consume (records)" in out
+    assert re.search(r"^latency per append of 500 records \(ms\): p50 [\d.]+, p99", out, re.M)
+    assert re.search(r"C speedups (on|off)", out) and "compared with docs/PERFORMANCE.md" in out
+    assert "batch size 500 (bench: 1000)" in out  # the workload difference is named
+
+
+PERF_JSON_KEYS = {"workload", "produce", "append_latency_ms", "consume", "consume_columnar", "environment",
+                  "reference"}
+
+
+def test_perf_json_is_one_object_with_the_documented_keys():
+    r = pylog("perf", "--records", 3000, "--compression", "lz4", "--json")
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert set(result) == PERF_JSON_KEYS
+    assert result["workload"]["records"] == 3000 and result["workload"]["compression"] == "lz4"
+    for phase in ("produce", "consume", "consume_columnar"):
+        assert set(result[phase]) == {"seconds", "records_per_s", "mb_per_s"} and result[phase]["records_per_s"] > 0
+    assert result["append_latency_ms"]["per"] == "append of 1,000 records"
+    assert result["environment"]["codec"]["library"] == "lz4.frame" and result["environment"]["codec"]["version"]
+    assert isinstance(result["environment"]["speedups"], bool)
+    assert result["reference"]["produce_records_per_s"] > 0 and not result["reference"]["same_workload"]
+    assert "compression lz4 (bench: none)" in result["reference"]["differences"]
+    docs = open(os.path.join(os.getcwd(), "docs", "cli.md")).read()
+    assert all(f"`{key}`" in docs for key in PERF_JSON_KEYS)
+
+
+def test_perf_progress_bars_for_every_phase_stay_on_a_terminal():
+    import fcntl
+    import pty
+    import struct
+    import termios
+    primary, secondary = pty.openpty()
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # a 120-column terminal
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    with os.fdopen(primary, "rb") as terminal:
+        proc = subprocess.Popen([sys.executable, "-m", "pylog", "perf", "--records", "5000"], stderr=secondary,
+                                stdout=subprocess.PIPE, env=env)
+        os.close(secondary)
+        err = b""
+        while True:
+            try:
+                chunk = os.read(terminal.fileno(), 4096)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            err += chunk
+        assert proc.wait(timeout=120) == 0
+        proc.stdout.close()
+    lines = [line.split("\r")[-1] for line in err.decode().splitlines()]
+    for phase in ("produce", "consume (records)", "consume (columnar)"):
+        assert any(line.startswith(f"{phase}: 100%") for line in lines), err.decode()
 
 
 def test_retention_and_compact_commands(tmp_path):

@@ -1,0 +1,71 @@
+"""The command line itself: ``pylog --version``, help text on every option, and the ways
+``pylog dump`` takes its files and decodes payloads."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+import pylog as pylog_package
+from pylog import Log, Record
+from pylog.cli.main import build_parser
+from tests.cli.test_cli import pylog
+
+#: commands whose modules are outside this test's reach for now; every other command is checked
+HELP_CHECKED_ELSEWHERE = {"produce", "consume"}
+
+
+def test_version_names_pylog_the_speedups_and_python():
+    r = pylog("--version")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.decode().splitlines()
+    assert lines[0] == f"pylog {pylog_package.__version__}"
+    assert lines[1] == f"C speedups: {'on' if pylog_package.SPEEDUPS else 'off'}"
+    assert re.match(r"Python 3\.\d+\.\d+ ", lines[2])
+
+
+def test_every_option_of_every_command_has_help_text():
+    parser = build_parser()
+    missing = [(None, a.dest) for a in parser._actions if a.help is None]
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for name, sub in commands.items():
+        if name in HELP_CHECKED_ELSEWHERE:
+            continue
+        missing += [(name, a.option_strings or a.dest) for a in sub._actions if not a.help]
+    assert missing == []
+
+
+def _segment(tmp_path):
+    with Log.open(tmp_path / "v-0") as log:
+        log.append([Record(b'{"a": 1,  "b": [1, 2]}', key=b"k"), Record(b"plain \xff")])
+    return tmp_path / "v-0" / "00000000000000000000.log"
+
+
+def test_dump_takes_files_as_arguments_as_well_as_with_files(tmp_path):
+    seg = _segment(tmp_path)
+    index = seg.with_suffix(".timeindex")
+    positional = pylog("dump", seg, index)
+    assert positional.returncode == 0, positional.stderr
+    assert positional.stdout == pylog("dump", "--files", f"{seg},{index}").stdout
+    assert positional.stdout.decode().splitlines()[0] == f"Dumping {seg}"
+
+
+def test_dump_without_files_is_a_one_line_error():
+    r = pylog("dump")
+    assert r.returncode != 0 and r.stderr.decode().count("\n") == 1 and "no files to dump" in r.stderr.decode()
+
+
+def _payloads(out: bytes) -> list[str]:
+    return re.findall(r"payload: (.*)$", out.decode(), re.M)
+
+
+def test_value_decoders_print_payloads_as_text_json_or_hex(tmp_path):
+    seg = _segment(tmp_path)
+    assert _payloads(pylog("dump", seg, "--print-data-log").stdout) == ['{"a": 1,  "b": [1, 2]}', "plain \ufffd"]
+    assert _payloads(pylog("dump", seg, "--value-decoder", "utf8").stdout) == \
+        _payloads(pylog("dump", seg, "--print-data-log").stdout)
+    assert _payloads(pylog("dump", seg, "--value-decoder", "json").stdout) == ['{"a":1,"b":[1,2]}', "plain \ufffd"]
+    assert _payloads(pylog("dump", seg, "--value-decoder", "hex").stdout) == \
+        [b'{"a": 1,  "b": [1, 2]}'.hex(), b"plain \xff".hex()]
+    out = pylog("dump", seg, "--value-decoder", "hex").stdout.decode()
+    assert " key: k payload: " in out  # keys stay text, as with Kafka's default key decoder

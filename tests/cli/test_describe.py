@@ -1,0 +1,79 @@
+"""``pylog describe``: a log dir shows every partition, a partition directory that one,
+anything else is a one-line error; human sizes and times unless --raw; LSO and topic config."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from pylog import Log, LogManager, Record
+from tests.cli.test_cli import pylog
+from tests.conftest import needs_samples, sample_partitions
+
+TS = 1_700_000_000_000  # 2023-11-14T22:13:20.000Z
+
+
+def _log_dir(root):
+    with LogManager(root) as m:
+        m.create_topic("orders", 2, {"retention_ms": 3_600_000})
+        for p in (0, 1):
+            m.log("orders", p).append([Record(b"v" * 600, timestamp=TS + p) for _ in range(3)])
+        m.create_topic("events", 1)
+        m.log("events", 0).append([Record(b"e", timestamp=TS)])
+    return root
+
+
+def test_a_partition_directory_shows_that_partition(tmp_path):
+    root = _log_dir(tmp_path / "root")
+    r = pylog("describe", root / "orders-1", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert [(row["topic"], row["partition"], row["log_end_offset"]) for row in rows] == [("orders", 1, 3)]
+    assert rows[0]["newest_timestamp"] == TS + 1
+
+
+def test_a_log_dir_shows_every_partition_with_its_topic_config(tmp_path):
+    root = _log_dir(tmp_path / "root")
+    r = pylog("describe", root)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode()
+    assert re.search(r"^Topic: orders\tPartitionCount: 2\tConfigs: retention.ms=3600000$", out, re.M)
+    assert re.search(r"^Topic: events\tPartitionCount: 1\tConfigs: $", out, re.M)
+    assert re.search(r"^  partition +start +end +hw +lso +segments +bytes +oldest +newest$", out, re.M)
+    assert len(re.findall(r"^  [01] +0 +3 +3 +3 +1 +1\.\d KiB +2023-11-14T22:13:20\.00[01]Z", out, re.M)) == 2
+
+
+def test_raw_prints_plain_bytes_and_epoch_milliseconds(tmp_path):
+    root = _log_dir(tmp_path / "root")
+    with Log.open(root / "events-0", read_only=True) as log:
+        size = log.size_bytes
+    out = pylog("describe", root / "events-0", "--raw").stdout.decode()
+    assert re.search(rf"^  0 +0 +1 +1 +1 +1 +{size} +{TS} +{TS}$", out, re.M), out
+
+
+def test_the_lso_column_stops_at_an_open_transaction(tmp_path):
+    with Log.open(tmp_path / "root" / "t-0") as log:
+        log.append([b"a", b"b"])
+        log.append([b"c"], producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True)
+        log.append([b"d"])
+        log.high_watermark = log.log_end_offset
+    row = json.loads(pylog("describe", tmp_path / "root", "--json").stdout)[0]
+    assert (row["log_end_offset"], row["high_watermark"], row["last_stable_offset"]) == (4, 4, 2)
+
+
+def test_a_directory_without_partitions_is_a_one_line_error(tmp_path):
+    (tmp_path / "empty" / "not-a-partition").mkdir(parents=True)
+    r = pylog("describe", tmp_path / "empty")
+    assert r.returncode == 1 and r.stdout == b""
+    err = r.stderr.decode()
+    assert err.count("\n") == 1 and "holds no partitions" in err and str(tmp_path / "empty") in err
+
+
+@needs_samples
+def test_a_kafka_partition_directory_is_described_read_only():
+    part = [p for p in sample_partitions() if p.name == "orders-0"][0]
+    before = {f.name: f.stat().st_mtime_ns for f in part.iterdir()}
+    row = json.loads(pylog("describe", part, "--json").stdout)[0]
+    with Log.open(part, read_only=True) as log:
+        assert row["log_end_offset"] == log.log_end_offset and row["bytes"] == log.size_bytes
+    assert {f.name: f.stat().st_mtime_ns for f in part.iterdir()} == before
