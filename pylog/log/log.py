@@ -12,13 +12,10 @@ recovery.
 from __future__ import annotations
 
 import errno
-import functools
 import os
 import threading
 
 from dataclasses import dataclass
-
-from sortedcontainers import SortedDict
 
 from pylog import failpoints
 from pylog.arguments import (
@@ -35,6 +32,7 @@ from pylog.layout import (
     REPLICATION_OFFSET_CHECKPOINT,
 )
 from pylog.listing import Listing
+from pylog.log.segments import LogSegments, SegmentFactory
 from pylog.loader import (
     LoadReport, clean_temp_files, has_temp_files, index_needs_rebuild, live_segment_bases,
     remove_orphan_indexes,
@@ -47,7 +45,7 @@ from pylog.record.encode import (
 from pylog.record.record import as_record
 from pylog.segment.fetch import FetchData
 from pylog.segment.open_files import OpenFiles
-from pylog.segment.segment import Segment, roll_jitter_ms, segment_paths
+from pylog.segment.segment import Segment, segment_paths
 from pylog.stat_watch import StatWatch
 from pylog.txn_check import TxnIndexChecker
 
@@ -92,8 +90,9 @@ class Log:
         self.io = io
         self.auto_high_watermark = auto_high_watermark
         self._lock = threading.RLock()
-        self._segments: SortedDict = SortedDict()
-        self._files = open_files.for_owner(self._lock)
+        files = open_files.for_owner(self._lock)
+        self._segments = LogSegments(files)
+        self._factory = SegmentFactory(pdir.path, config, io, files, writable=not read_only)
         self._closed = False
         self.log_start_offset = 0
         self._high_watermark = 0
@@ -142,13 +141,6 @@ class Log:
             raise
         return log
 
-    def _new_segment_object(self, base: int, *, suffix: str = "", writable: bool | None = None) -> Segment:
-        return Segment(self._dir.path, base, index_bytes=self.config.segment_index_bytes,
-                       index_interval_bytes=self.config.index_interval_bytes,
-                       writable=(not self.read_only) if writable is None else writable, io=self.io,
-                       suffix=suffix, open_files=self._files,
-                       roll_jitter_ms=roll_jitter_ms(self.config.segment_jitter_ms, self.config.segment_ms))
-
     def _load_writable(self, clean_shutdown: bool | None) -> None:
         report = self.load_report
         marker = self._dir.take_clean_shutdown_marker()
@@ -160,24 +152,19 @@ class Log:
         listing = Listing(names)
         bases, missing_indexes = remove_orphan_indexes(self._dir.path, self.io, report, listing)
         self._names_at_open = None if report.removed_files else listing
-        jitter = roll_jitter_ms(self.config.segment_jitter_ms, self.config.segment_ms)
-        segment_at = functools.partial(Segment, self._dir.path, index_bytes=self.config.segment_index_bytes,
-                                       index_interval_bytes=self.config.index_interval_bytes, writable=True,
-                                       io=self.io, roll_jitter_ms=jitter, open_files=self._files)
-        self._segments.update(zip(bases, map(segment_at, bases)))
+        self._segments.add_all(map(self._factory.open, bases))
         offsets = self._dir.read_offsets()
         checkpoint_rp = offsets[RECOVERY_POINT_CHECKPOINT] or 0
         checkpoint_lso = offsets[LOG_START_OFFSET_CHECKPOINT]
         self._recover(checkpoint_rp, missing_indexes)
         if not self._segments:
             start = checkpoint_lso or 0
-            self._segments[start] = self._create_segment(start)
+            self._segments.add(self._factory.create(start))
         leo = self.active_segment.next_offset
         if checkpoint_lso is not None and leo < checkpoint_lso:
             self._truncate_fully_and_start_at(checkpoint_lso)
             leo = checkpoint_lso
-        first_base = self._segments.keys()[0]
-        self.log_start_offset = max(checkpoint_lso or 0, first_base)
+        self.log_start_offset = max(checkpoint_lso or 0, self._segments.first_base_offset)
         self.recovery_point = leo if report.clean else min(checkpoint_rp, leo)
         hw = offsets[REPLICATION_OFFSET_CHECKPOINT]
         self._high_watermark = leo if self.auto_high_watermark or hw is None else \
@@ -188,30 +175,26 @@ class Log:
         """Recover segments from the one holding ``recovery_point`` (none after a clean
         close), plus any whose index is missing, and the active one if its index is damaged."""
         report = self.load_report
-        bases = list(self._segments.keys())
-        if not bases:
+        if not self._segments:
             return
-        if report.clean:
-            start_index = len(bases)
-        else:
-            start_index = max(self._segments.bisect_right(recovery_point) - 1, 0)
-        todo = sorted(missing_indexes | set(bases[start_index:]))
-        if not todo or todo[-1] != bases[-1]:
-            if index_needs_rebuild(self._segments[bases[-1]]):
-                todo.append(bases[-1])
+        last = self._segments.active.base_offset
+        above = [] if report.clean else self._segments.from_floor(recovery_point)
+        todo = sorted(missing_indexes | {s.base_offset for s in above})
+        if not todo or todo[-1] != last:
+            if index_needs_rebuild(self._segments.active):
+                todo.append(last)
         for base in todo:
-            i = self._segments.index(base)
-            seg = self._segments[base]
+            seg = self._segments.get(base)
             truncated = seg.recover()
             failpoints.hit("recover.segment-recovered")
             report.recovered_segments.append(base)
             if truncated:
                 report.truncated_bytes += truncated
-                for later in bases[i + 1:]:
-                    self._segments.pop(later).delete_files()
-                    report.deleted_segments.append(later)
+                for later in self._segments.from_floor(base)[1:]:
+                    self._segments.remove(later.base_offset).delete_files()
+                    report.deleted_segments.append(later.base_offset)
                 break
-            if i < len(bases) - 1:
+            if base != last:
                 seg.on_become_inactive()
         if report.recovered_segments:
             self.io.fsync_dir(self._dir.path)
@@ -225,7 +208,7 @@ class Log:
         self._dir_watch.mark()
         self._checkpoint_watch.mark()
         for base, suffix in live_segment_bases(self._dir.path, read_only=True):
-            self._segments[base] = self._new_segment_object(base, suffix=suffix)
+            self._segments.add(self._factory.open(base, suffix))
         self.load_report.clean = self._dir.has_clean_shutdown_marker()
         self._take_checkpointed_offsets()
 
@@ -236,7 +219,7 @@ class Log:
         if not self._segments:
             self._empty_start = offsets[LOG_START_OFFSET_CHECKPOINT] or 0
         leo = self.log_end_offset
-        first_base = self._segments.keys()[0] if self._segments else leo
+        first_base = self._segments.first_base_offset if self._segments else leo
         self.log_start_offset = min(max(offsets[LOG_START_OFFSET_CHECKPOINT] or 0, first_base), leo)
         self.recovery_point = min(offsets[RECOVERY_POINT_CHECKPOINT] or 0, leo)
         hw = offsets[REPLICATION_OFFSET_CHECKPOINT]
@@ -276,21 +259,21 @@ class Log:
     def _index_aborted_in_memory(self, txn, found: dict) -> None:
         base = self._segment_base_of(txn.last_offset)
         entry = txn._replace(last_stable_offset=self._lso_after(txn.last_offset))
-        self._segments[base].txn_index.add_in_memory(entry)
+        self._segments.get(base).txn_index.add_in_memory(entry)
         found.setdefault(base, []).append(entry)
 
     def _check_txn_indexes(self, found: dict, end: int) -> None:
         """After a whole replay: trust each segment's ``.txnindex`` that holds exactly the
         aborts found, rebuild (in memory) the others. The last segment may have grown since
         the replay read it."""
-        segments = list(self._segments.values())
+        segments = list(self._segments)
         for seg in segments:
             seg.txn_index.verify(found.get(seg.base_offset, []), checked_to=min(seg.next_offset, end),
                                  may_grow=seg is segments[-1])
 
     def _segment_base_of(self, offset: int) -> int:
         """Base offset of the segment holding ``offset`` (the first one if below all)."""
-        return self._segments.keys()[max(self._segments.bisect_right(offset) - 1, 0)]
+        return (self._segments.floor(offset) or self._segments.first).base_offset
 
     def _trusted_txn_index(self, seg: Segment):
         """``seg``'s ``.txnindex``, checked against its ABORT markers on first use and
@@ -301,7 +284,7 @@ class Log:
             with self._lock:
                 if not index.trusted:
                     self._txn_checker.check(seg, log_start_offset=self.log_start_offset,
-                                            is_current=lambda s: self._segments.get(s.base_offset) is s,
+                                            is_current=self._segments.holds,
                                             may_grow=self.read_only and seg is self.active_segment)
         return index
 
@@ -319,12 +302,12 @@ class Log:
             if entries is not None:
                 entries.append(txn._replace(last_stable_offset=self._lso_after(txn.last_offset)))
 
-        bases = list(self._segments.keys())
+        bases = self._segments.bases()
         self._producers.remove_stray_snapshots(bases, None if rebuilt else getattr(self, "_names_at_open", None))
         self._producers.load(self.log_start_offset, self.log_end_offset, bases, self._batches_between, now_ms(),
                              replay_from=min(rebuilt) if rebuilt else None, on_aborted=index_aborted)
         for base, entries in rebuilt.items():
-            self._segments[base].txn_index.replace(entries)
+            self._segments.get(base).txn_index.replace(entries)
         self._names_at_open = None
         self._update_first_unstable_offset()
 
@@ -363,15 +346,15 @@ class Log:
         listed = self._list_live_segments()
         first_listed = min(listed, default=None)
         rewritten = False
-        for base in list(self._segments.keys()):
-            seg = self._segments[base]
+        for seg in self._segments:
+            base = seg.base_offset
             if listed.get(base) == seg.suffix and (not seg.is_loaded or seg.follow()):
                 continue
             rewritten = rewritten or (first_listed is not None and base >= first_listed)
-            self._segments.pop(base).close()
+            self._segments.remove(base).close()
         for base, suffix in listed.items():
             if base not in self._segments:
-                self._segments[base] = self._new_segment_object(base, suffix=suffix)
+                self._segments.add(self._factory.open(base, suffix))
         if self._segments:
             self.active_segment.follow()  # measured now, so any later rewrite shows
         if rewritten:
@@ -409,11 +392,11 @@ class Log:
     def segments(self) -> list[Segment]:
         """The segments, oldest first."""
         with self._lock:
-            return list(self._segments.values())
+            return list(self._segments)
 
     @property
     def active_segment(self) -> Segment:
-        return self._segments.peekitem(-1)[1]
+        return self._segments.active
 
     @property
     def log_end_offset(self) -> int:
@@ -425,7 +408,8 @@ class Log:
     @property
     def size_bytes(self) -> int:
         """Bytes of all ``.log`` files."""
-        return sum(s.size_bytes for s in self.segments)
+        with self._lock:
+            return self._segments.size_bytes()
 
     @property
     def high_watermark(self) -> int:
@@ -615,7 +599,7 @@ class Log:
         self._high_watermark, self.recovery_point = high_watermark, recovery_point
         if self._producers is not None and any(b.magic == 2 and b.producer_id >= 0 for b in batches):
             self._producers.truncate_and_reload(self.log_start_offset, self.log_end_offset,
-                                                list(self._segments.keys()), self._batches_between, now_ms())
+                                                self._segments.bases(), self._batches_between, now_ms())
         self._update_first_unstable_offset()
 
     def _producers_check(self, batches, from_client: bool):
@@ -679,16 +663,10 @@ class Log:
             if self._producers is not None:
                 self._producers.take_snapshot(base)
             self._flush_to(self.log_end_offset)  # a failure up to here leaves the old segment active
-            new = self._create_segment(base)
-            self._segments[base] = new
+            new = self._factory.create(base)
+            self._segments.add(new)
             self._prune_snapshots()  # the old active segment is now one of the last two
             return new
-
-    def _create_segment(self, base: int) -> Segment:
-        return Segment.create(self._dir.path, base, index_bytes=self.config.segment_index_bytes,
-                              index_interval_bytes=self.config.index_interval_bytes, io=self.io,
-                              roll_jitter_ms=roll_jitter_ms(self.config.segment_jitter_ms, self.config.segment_ms),
-                              open_files=self._files)
 
     def _maybe_flush(self, now: int) -> None:
         unflushed = self.log_end_offset - self.recovery_point
@@ -706,11 +684,11 @@ class Log:
     def _flush_to(self, offset: int) -> None:
         if offset <= self.recovery_point and offset != self.log_end_offset:
             return
-        first = self._segments.bisect_right(self.recovery_point) - 1
-        for base in self._segments.keys()[max(first, 0):]:
-            if base >= offset and base != self.active_segment.base_offset:
+        active = self.active_segment
+        for seg in self._segments.from_floor(self.recovery_point):
+            if seg.base_offset >= offset and seg is not active:
                 break
-            self._segments[base].flush()
+            seg.flush()
         self.io.fsync_dir(self._dir.path)
         self.recovery_point = max(self.recovery_point, offset)
         self._last_flush_ms = now_ms()
@@ -725,10 +703,10 @@ class Log:
         """Kafka's bound after a recovery-point checkpoint: snapshots of the last two segments
         stay (a truncation into either reloads from them), and none at or above the segment
         below the recovery point goes (recovery starts there)."""
-        bases = self._segments.keys()
-        two_segments = bases[-2] if len(bases) > 1 else bases[-1]
-        below_rp = self._segments.bisect_left(self.recovery_point) - 1
-        return min(bases[below_rp] if below_rp >= 0 else self.recovery_point, two_segments)
+        active = self._segments.active
+        two_segments = (self._segments.lower(active.base_offset) or active).base_offset
+        below_rp = self._segments.lower(self.recovery_point)
+        return min(below_rp.base_offset if below_rp is not None else self.recovery_point, two_segments)
 
     def _write_checkpoints(self) -> None:
         self._dir.write_offsets({
@@ -778,9 +756,7 @@ class Log:
             if max_offset is not None:
                 _check_offset(max_offset, "max_offset")
                 bound = min(bound, max_offset)
-            segments = self._segments
-            floor = segments.bisect_right(offset) - 1
-            candidates = list(segments.values()[max(floor, 0):])
+            candidates = self._segments.from_floor(offset)
         if offset < start or offset > leo:
             raise OffsetOutOfRangeError(
                 f"offset {offset} is outside the log [{start}, {leo}] of {self.path}")
@@ -797,7 +773,7 @@ class Log:
             size = min(limit, max(max_bytes, header.size) if min_one_message else max_bytes)
             if size <= 0:
                 break
-            self._files.touch(seg)
+            self._segments.touch(seg)
             fetch = FetchData(offset, handle=seg.log.handle(), position=header.position, size_bytes=size,
                               path=seg.log_path, bound=bound, isolation=isolation,
                               offset_range=(seg.base_offset, self._next_base_offset(seg)))
@@ -829,14 +805,14 @@ class Log:
     def _next_base_offset(self, seg: Segment) -> int | None:
         """Base offset of the segment after ``seg``: where its offsets must end (None for the last)."""
         with self._lock:
-            i = self._segments.bisect_right(seg.base_offset)
-            return self._segments.keys()[i] if i < len(self._segments) else None
+            later = self._segments.higher(seg.base_offset)
+            return None if later is None else later.base_offset
 
     def _collect_aborted(self, seg: Segment, offset: int, end_position: int) -> list:
         upper = self.log_end_offset
         out = []
         with self._lock:
-            later = list(self._segments.values()[self._segments.index(seg.base_offset):])
+            later = self._segments.from_floor(seg.base_offset)
         for s in later:
             found, complete = self._trusted_txn_index(s).collect(offset, upper)
             out.extend(found)
@@ -863,8 +839,7 @@ class Log:
     def _batches_between(self, start: int, end: int):
         """Batches whose offsets overlap [start, end) (for producer-state replay)."""
         with self._lock:
-            floor = self._segments.bisect_right(start) - 1
-            segs = list(self._segments.values()[max(floor, 0):])
+            segs = self._segments.from_floor(start)
         for seg in segs:
             if seg.base_offset >= end:
                 return
@@ -911,12 +886,12 @@ class Log:
         with self._lock:
             if offset >= self.log_end_offset:
                 return
-            if offset < self.active_segment.base_offset and offset <= self._segments.keys()[0]:
+            if offset < self.active_segment.base_offset and offset <= self._segments.first_base_offset:
                 self._truncate_fully_and_start_at(offset)
             else:
-                for base in list(self._segments.keys()):
+                for base in self._segments.bases():
                     if base > offset:
-                        self._delete_segment(self._segments.pop(base), delay=False)
+                        self._delete_segment(self._segments.remove(base), delay=False)
                 seg = self.active_segment
                 seg.truncate_to(offset)
                 seg.offset_index.resize(self.config.segment_index_bytes)
@@ -926,16 +901,16 @@ class Log:
             self.recovery_point = min(self.recovery_point, leo)
             self._high_watermark = min(self._high_watermark, leo) if not self.auto_high_watermark else leo
             if self._producers is not None:
-                self._producers.truncate_and_reload(self.log_start_offset, leo, list(self._segments.keys()),
+                self._producers.truncate_and_reload(self.log_start_offset, leo, self._segments.bases(),
                                                     self._batches_between, now_ms())
             self._update_first_unstable_offset()
             self.active_segment.flush()
             self._write_checkpoints()
 
     def _truncate_fully_and_start_at(self, offset: int) -> None:
-        for base in list(self._segments.keys()):
-            self._delete_segment(self._segments.pop(base), delay=False)
-        self._segments[offset] = self._create_segment(offset)
+        for base in self._segments.bases():
+            self._delete_segment(self._segments.remove(base), delay=False)
+        self._segments.add(self._factory.create(offset))
         self.log_start_offset = offset
         self.recovery_point = offset
         self._high_watermark = offset
@@ -967,19 +942,19 @@ class Log:
         with self._lock:
             active = self.active_segment
             for seg in segments:
-                if seg is active or self._segments.get(seg.base_offset) is not seg:
+                if seg is active or not self._segments.holds(seg):
                     continue
-                self._segments.pop(seg.base_offset)
+                self._segments.remove(seg.base_offset)
                 self._delete_segment(seg, delay=True)
                 removed.append(seg.base_offset)
             if removed:
-                first = self._segments.keys()[0]
+                first = self._segments.first_base_offset
                 if first > self.log_start_offset:
                     self.log_start_offset = first
                 self._high_watermark = max(self._high_watermark, self.log_start_offset)
                 self.recovery_point = max(self.recovery_point, self.log_start_offset)
                 if self._producers is not None:
-                    self._producers.delete_snapshots_below(self._segments.keys()[0])
+                    self._producers.delete_snapshots_below(first)
                 self._write_checkpoints()
         return removed
 
@@ -1010,21 +985,18 @@ class Log:
             self.io.fsync_dir(self._dir.path)
             failpoints.hit("swap.renamed")
             for seg in old_segments:
-                if self._segments.get(seg.base_offset) is seg:
-                    self._segments.pop(seg.base_offset)
+                if self._segments.holds(seg):
+                    self._segments.remove(seg.base_offset)
                 self._delete_segment(seg, delay=True)
             failpoints.hit("swap.old-deleted")
             for seg in new_segments:
                 seg.change_suffix("")
-                self._segments[seg.base_offset] = seg
+                self._segments.add(seg)
             self.io.fsync_dir(self._dir.path)
 
     def new_cleaned_segment(self, base_offset: int) -> Segment:
         """An empty segment written with the ``.cleaned`` suffix (input to ``replace_segments``)."""
-        from pylog.layout import CLEANED_SUFFIX
-        return Segment.create(self._dir.path, base_offset, index_bytes=self.config.segment_index_bytes,
-                              index_interval_bytes=self.config.index_interval_bytes, io=self.io,
-                              suffix=CLEANED_SUFFIX, open_files=self._files)
+        return self._factory.cleaned(base_offset)
 
     def expire_producers(self, now_ms: int | None = None) -> list[int]:
         """Forget producers idle for ``producer_id_expiration_ms`` (judged by their last
@@ -1097,8 +1069,7 @@ class Log:
                 self._dir.unlock(clean=clean)
 
     def _release_all(self) -> None:
-        for seg in self._segments.values():
-            seg.close()
+        self._segments.close_all()
 
 
 def _check_offset(value, name: str) -> None:
