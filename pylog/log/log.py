@@ -32,6 +32,7 @@ from pylog.layout import (
     REPLICATION_OFFSET_CHECKPOINT,
 )
 from pylog.listing import Listing
+from pylog.log.offsets import LogOffsets
 from pylog.log.segments import LogSegments, SegmentFactory
 from pylog.loader import (
     LoadReport, clean_temp_files, has_temp_files, index_needs_rebuild, live_segment_bases,
@@ -94,9 +95,7 @@ class Log:
         self._segments = LogSegments(files)
         self._factory = SegmentFactory(pdir.path, config, io, files, writable=not read_only)
         self._closed = False
-        self.log_start_offset = 0
-        self._high_watermark = 0
-        self.recovery_point = 0
+        self._offsets = LogOffsets(auto_high_watermark=auto_high_watermark)
         self.leader_epoch = 0
         self.load_report = LoadReport()
         self._last_flush_ms = now_ms()
@@ -164,11 +163,9 @@ class Log:
         if checkpoint_lso is not None and leo < checkpoint_lso:
             self._truncate_fully_and_start_at(checkpoint_lso)
             leo = checkpoint_lso
-        self.log_start_offset = max(checkpoint_lso or 0, self._segments.first_base_offset)
-        self.recovery_point = leo if report.clean else min(checkpoint_rp, leo)
-        hw = offsets[REPLICATION_OFFSET_CHECKPOINT]
-        self._high_watermark = leo if self.auto_high_watermark or hw is None else \
-            min(max(hw, self.log_start_offset), leo)
+        self._offsets.loaded(log_start_offset=checkpoint_lso, recovery_point=leo if report.clean else checkpoint_rp,
+                             high_watermark=offsets[REPLICATION_OFFSET_CHECKPOINT],
+                             first_base_offset=self._segments.first_base_offset, log_end_offset=leo)
         self._load_producer_state()
 
     def _recover(self, recovery_point: int, missing_indexes: set[int]) -> None:
@@ -219,11 +216,11 @@ class Log:
         if not self._segments:
             self._empty_start = offsets[LOG_START_OFFSET_CHECKPOINT] or 0
         leo = self.log_end_offset
-        first_base = self._segments.first_base_offset if self._segments else leo
-        self.log_start_offset = min(max(offsets[LOG_START_OFFSET_CHECKPOINT] or 0, first_base), leo)
-        self.recovery_point = min(offsets[RECOVERY_POINT_CHECKPOINT] or 0, leo)
-        hw = offsets[REPLICATION_OFFSET_CHECKPOINT]
-        self._high_watermark = leo if self.auto_high_watermark or hw is None else min(max(hw, self.log_start_offset), leo)
+        self._offsets.loaded(log_start_offset=offsets[LOG_START_OFFSET_CHECKPOINT],
+                             recovery_point=offsets[RECOVERY_POINT_CHECKPOINT],
+                             high_watermark=offsets[REPLICATION_OFFSET_CHECKPOINT],
+                             first_base_offset=self._segments.first_base_offset if self._segments else leo,
+                             log_end_offset=leo)
 
     def _ensure_read_only_txn_state(self) -> None:
         """Read-only logs learn open and aborted transactions by replaying producer
@@ -312,7 +309,7 @@ class Log:
         self._update_first_unstable_offset()
 
     def _lso_after(self, marker_offset: int) -> int:
-        fuo = self._producers.first_unstable_offset(self._high_watermark) if self._producers else None
+        fuo = self._producers.first_unstable_offset(self.high_watermark) if self._producers else None
         return marker_offset + 1 if fuo is None else min(fuo, marker_offset + 1)
 
     def refresh(self, *, relist: bool = False) -> None:
@@ -335,8 +332,8 @@ class Log:
             elif self._checkpoint_watch.changed():
                 self._checkpoint_watch.mark()
                 self._take_checkpointed_offsets()
-            elif self.auto_high_watermark:
-                self._high_watermark = self.log_end_offset
+            else:
+                self._offsets.appended(self.log_end_offset)
 
     def _relist(self) -> None:
         """Read-only logs: reconcile the segments with a new listing. Segments gone or
@@ -412,21 +409,28 @@ class Log:
             return self._segments.size_bytes()
 
     @property
+    def log_start_offset(self) -> int:
+        """The first readable offset (moved by retention, ``delete_records`` and truncation)."""
+        return self._offsets.log_start_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """Everything below it is flushed; recovery after a crash starts at its segment."""
+        return self._offsets.recovery_point
+
+    @property
     def high_watermark(self) -> int:
         """Last committed offset + 1: reads with ``isolation="high_watermark"`` stop here."""
-        return self._high_watermark
+        return self._offsets.high_watermark
 
     @high_watermark.setter
     def high_watermark(self, offset: int) -> None:
         self._check_writable()
         _check_offset(offset, "high_watermark")
         with self._lock:
-            if not self.log_start_offset <= offset <= self.log_end_offset:
-                raise InvalidOffsetError(f"high watermark {offset} is outside [{self.log_start_offset}, "
-                                         f"{self.log_end_offset}]")
-            self._high_watermark = offset
+            self._offsets.set_high_watermark(offset, self.log_end_offset)
             self._update_first_unstable_offset()
-            self._dir.write_offsets({REPLICATION_OFFSET_CHECKPOINT: offset})
+            self._offsets.checkpoint_high_watermark(self._dir)
 
     @property
     def last_stable_offset(self) -> int:
@@ -434,7 +438,8 @@ class Log:
         if self.read_only:
             self._ensure_read_only_txn_state()
         fuo = self._first_unstable_offset
-        return self._high_watermark if fuo is None else min(fuo, self._high_watermark)
+        high_watermark = self._offsets.high_watermark
+        return high_watermark if fuo is None else min(fuo, high_watermark)
 
     def __repr__(self) -> str:
         return (f"Log({self.path!r}, log_start_offset={self.log_start_offset}, "
@@ -576,13 +581,12 @@ class Log:
             if dup is not None:
                 return dup
         self._maybe_roll(len(data), max_ts, first_offset, last.last_offset, now)
-        high_watermark, recovery_point = self._high_watermark, self.recovery_point
+        high_watermark, recovery_point = self.high_watermark, self.recovery_point
         self.active_segment.append(last.last_offset, max_ts, offset_of_max, data)
         try:
             if self._producers is not None:
                 self._producers_update(batches)
-            if self.auto_high_watermark:
-                self._high_watermark = last.last_offset + 1
+            self._offsets.appended(self.log_end_offset)
             self._update_first_unstable_offset()
             self._maybe_flush(now)
         except StorageError:
@@ -596,7 +600,8 @@ class Log:
         """Take back an append whose transaction index or flush failed: the log is as
         before it (an unflushed cut; a crash may bring the unacknowledged batches back)."""
         self.active_segment.truncate_to(first_offset)
-        self._high_watermark, self.recovery_point = high_watermark, recovery_point
+        self._offsets.restored(high_watermark=high_watermark, recovery_point=recovery_point,
+                               log_end_offset=self.log_end_offset)
         if self._producers is not None and any(b.magic == 2 and b.producer_id >= 0 for b in batches):
             self._producers.truncate_and_reload(self.log_start_offset, self.log_end_offset,
                                                 self._segments.bases(), self._batches_between, now_ms())
@@ -638,7 +643,7 @@ class Log:
         if self._producers is None:
             self._first_unstable_offset = None
             return
-        fuo = self._producers.first_unstable_offset(None if self.auto_high_watermark else self._high_watermark)
+        fuo = self._producers.first_unstable_offset(None if self.auto_high_watermark else self.high_watermark)
         self._first_unstable_offset = None if fuo is None else max(fuo, self.log_start_offset)
 
     # ==== rolling and flushing =====================================================================
@@ -690,7 +695,7 @@ class Log:
                 break
             seg.flush()
         self.io.fsync_dir(self._dir.path)
-        self.recovery_point = max(self.recovery_point, offset)
+        self._offsets.flushed_to(offset, self.log_end_offset)
         self._last_flush_ms = now_ms()
         self._write_checkpoints()
         self._prune_snapshots()
@@ -709,11 +714,7 @@ class Log:
         return min(below_rp.base_offset if below_rp is not None else self.recovery_point, two_segments)
 
     def _write_checkpoints(self) -> None:
-        self._dir.write_offsets({
-            RECOVERY_POINT_CHECKPOINT: self.recovery_point,
-            LOG_START_OFFSET_CHECKPOINT: self.log_start_offset,
-            REPLICATION_OFFSET_CHECKPOINT: self._high_watermark,
-        })
+        self._offsets.checkpoint(self._dir)
 
     # ==== reads =======================================================================================
     def read(self, offset: int, max_bytes: int = 1 << 20, *, isolation: str = "uncommitted",
@@ -751,7 +752,7 @@ class Log:
         with self._lock:
             leo = self.log_end_offset
             start = self.log_start_offset
-            bound = (leo if isolation == "uncommitted" else self._high_watermark if isolation == "high_watermark"
+            bound = (leo if isolation == "uncommitted" else self.high_watermark if isolation == "high_watermark"
                      else self.last_stable_offset)
             if max_offset is not None:
                 _check_offset(max_offset, "max_offset")
@@ -783,7 +784,7 @@ class Log:
         return self._stamp(FetchData(offset, isolation=isolation), isolation)
 
     def _stamp(self, fetch: FetchData, isolation: str) -> FetchData:
-        fetch.high_watermark = self._high_watermark
+        fetch.high_watermark = self.high_watermark
         fetch.log_start_offset = self.log_start_offset
         if isolation == "committed" or not self.read_only:  # a read-only log learns it by a replay
             fetch.last_stable_offset = self.last_stable_offset
@@ -897,9 +898,7 @@ class Log:
                 seg.offset_index.resize(self.config.segment_index_bytes)
                 seg.time_index.resize(self.config.segment_index_bytes)
             leo = self.log_end_offset
-            self.log_start_offset = min(self.log_start_offset, leo)
-            self.recovery_point = min(self.recovery_point, leo)
-            self._high_watermark = min(self._high_watermark, leo) if not self.auto_high_watermark else leo
+            self._offsets.truncated(leo)
             if self._producers is not None:
                 self._producers.truncate_and_reload(self.log_start_offset, leo, self._segments.bases(),
                                                     self._batches_between, now_ms())
@@ -911,9 +910,7 @@ class Log:
         for base in self._segments.bases():
             self._delete_segment(self._segments.remove(base), delay=False)
         self._segments.add(self._factory.create(offset))
-        self.log_start_offset = offset
-        self.recovery_point = offset
-        self._high_watermark = offset
+        self._offsets.started_at(offset)
 
     def delete_records(self, before_offset: int) -> int:
         """Move the log start offset to ``before_offset`` (Kafka's DeleteRecords): older
@@ -922,13 +919,12 @@ class Log:
         self._check_writable()
         _check_offset(before_offset, "before_offset")
         with self._lock:
-            if before_offset > self._high_watermark:
+            if before_offset > self.high_watermark:
                 raise OffsetOutOfRangeError(
-                    f"cannot delete records before {before_offset}: past the high watermark {self._high_watermark}")
+                    f"cannot delete records before {before_offset}: past the high watermark {self.high_watermark}")
             if before_offset <= self.log_start_offset:
                 return self.log_start_offset
-            self.log_start_offset = before_offset
-            self.recovery_point = max(self.recovery_point, 0)
+            self._offsets.delete_records_before(before_offset, self.log_end_offset)
             self.delete_segments([s for s in self.segments[:-1] if s.next_offset <= before_offset])
             self._write_checkpoints()
             return self.log_start_offset
@@ -949,10 +945,7 @@ class Log:
                 removed.append(seg.base_offset)
             if removed:
                 first = self._segments.first_base_offset
-                if first > self.log_start_offset:
-                    self.log_start_offset = first
-                self._high_watermark = max(self._high_watermark, self.log_start_offset)
-                self.recovery_point = max(self.recovery_point, self.log_start_offset)
+                self._offsets.advance_log_start(first, self.log_end_offset)
                 if self._producers is not None:
                     self._producers.delete_snapshots_below(first)
                 self._write_checkpoints()
