@@ -27,17 +27,9 @@ from pylog.errors import (
     LogClosedError, OffsetOutOfRangeError, PylogError, ReadOnlyError, RecordTooLargeError, StorageError,
 )
 from pylog.io import DEFAULT_IO, FileIO
-from pylog.layout import (
-    INT64_MAX, LOG_START_OFFSET_CHECKPOINT, LOG_SUFFIX, OFFSET_RANGE, RECOVERY_POINT_CHECKPOINT,
-    REPLICATION_OFFSET_CHECKPOINT,
-)
-from pylog.listing import Listing
-from pylog.log.offsets import LogOffsets
-from pylog.log.segments import LogSegments, SegmentFactory
-from pylog.loader import (
-    LoadReport, clean_temp_files, has_temp_files, index_needs_rebuild, live_segment_bases,
-    remove_orphan_indexes,
-)
+from pylog.layout import INT64_MAX, LOG_SUFFIX, OFFSET_RANGE
+from pylog.log.loader import LoadedLog, LogLoader, live_segment_bases, lso_after, take_checkpointed_offsets
+from pylog.log.segments import SegmentFactory, batches_from, delete_segment
 from pylog.partition_dir import PartitionDir
 from pylog.record.batch import RecordBatch, decode_batches
 from pylog.record.encode import (
@@ -47,7 +39,6 @@ from pylog.record.record import as_record
 from pylog.segment.fetch import FetchData
 from pylog.segment.open_files import OpenFiles
 from pylog.segment.segment import Segment, segment_paths
-from pylog.stat_watch import StatWatch
 from pylog.txn_check import TxnIndexChecker
 
 EARLIEST_TIMESTAMP = -2
@@ -83,25 +74,30 @@ class Log:
     [b'a', b'b']
     """
 
-    def __init__(self, pdir: PartitionDir, config: LogConfig, *, read_only: bool, io: FileIO,
-                 auto_high_watermark: bool, open_files: OpenFiles):
+    def __init__(self, pdir: PartitionDir, config: LogConfig, loaded: LoadedLog, *, read_only: bool, io: FileIO,
+                 auto_high_watermark: bool, lock: threading.RLock, files):
         self._dir = pdir
         self.config = config
         self.read_only = read_only
         self.io = io
         self.auto_high_watermark = auto_high_watermark
-        self._lock = threading.RLock()
-        files = open_files.for_owner(self._lock)
-        self._segments = LogSegments(files)
+        self._lock = lock
+        self._segments = loaded.segments
         self._factory = SegmentFactory(pdir.path, config, io, files, writable=not read_only)
         self._closed = False
-        self._offsets = LogOffsets(auto_high_watermark=auto_high_watermark)
+        self._offsets = loaded.offsets
         self.leader_epoch = 0
-        self.load_report = LoadReport()
+        self.load_report = loaded.report
         self._last_flush_ms = now_ms()
-        self._producers = None
+        self._producers = loaded.producers
         self._first_unstable_offset = None
         self._txn_checker = TxnIndexChecker(pdir.path, self._batches_between)
+        # read-only logs: what refresh() watches, and how far committed reads replayed producer batches
+        self._empty_start = loaded.empty_start
+        self._dir_watch = loaded.dir_watch
+        self._checkpoint_watch = loaded.checkpoint_watch
+        self._txn_replayed_to = 0
+        self._update_first_unstable_offset()
 
     # ==== opening =================================================================================
     @classmethod
@@ -124,103 +120,26 @@ class Log:
         cfg = build_config(config, overrides)
         io = io or DEFAULT_IO
         pdir = PartitionDir.open(path, io=io, create=not read_only)
-        log = cls(pdir, cfg, read_only=read_only, io=io, auto_high_watermark=auto_high_watermark,
-                  open_files=open_files or OpenFiles(max_open_files))
+        lock = threading.RLock()
+        files = (open_files or OpenFiles(max_open_files)).for_owner(lock)
         try:
-            if read_only:
-                log._load_read_only()
-            else:
+            if not read_only:
                 pdir.lock()
-                log._load_writable(clean_shutdown)
+            loaded = LogLoader(pdir, cfg, read_only=read_only, io=io, files=files,
+                               auto_high_watermark=auto_high_watermark, clean_shutdown=clean_shutdown).load()
         except BaseException as e:
-            log._release_all()
             pdir.unlock()
             if isinstance(e, OSError) and not isinstance(e, PylogError):
                 raise StorageError(e.errno, f"cannot open {pdir.path}: {e.strerror}") from e
             raise
-        return log
-
-    def _load_writable(self, clean_shutdown: bool | None) -> None:
-        report = self.load_report
-        marker = self._dir.take_clean_shutdown_marker()
-        report.clean = marker if clean_shutdown is None else (clean_shutdown or marker)
-        names = os.listdir(self._dir.path)
-        if has_temp_files(names):
-            clean_temp_files(self._dir.path, self.io, report)
-            names = os.listdir(self._dir.path)
-        listing = Listing(names)
-        bases, missing_indexes = remove_orphan_indexes(self._dir.path, self.io, report, listing)
-        self._names_at_open = None if report.removed_files else listing
-        self._segments.add_all(map(self._factory.open, bases))
-        offsets = self._dir.read_offsets()
-        checkpoint_rp = offsets[RECOVERY_POINT_CHECKPOINT] or 0
-        checkpoint_lso = offsets[LOG_START_OFFSET_CHECKPOINT]
-        self._recover(checkpoint_rp, missing_indexes)
-        if not self._segments:
-            start = checkpoint_lso or 0
-            self._segments.add(self._factory.create(start))
-        leo = self.active_segment.next_offset
-        if checkpoint_lso is not None and leo < checkpoint_lso:
-            self._truncate_fully_and_start_at(checkpoint_lso)
-            leo = checkpoint_lso
-        self._offsets.loaded(log_start_offset=checkpoint_lso, recovery_point=leo if report.clean else checkpoint_rp,
-                             high_watermark=offsets[REPLICATION_OFFSET_CHECKPOINT],
-                             first_base_offset=self._segments.first_base_offset, log_end_offset=leo)
-        self._load_producer_state()
-
-    def _recover(self, recovery_point: int, missing_indexes: set[int]) -> None:
-        """Recover segments from the one holding ``recovery_point`` (none after a clean
-        close), plus any whose index is missing, and the active one if its index is damaged."""
-        report = self.load_report
-        if not self._segments:
-            return
-        last = self._segments.active.base_offset
-        above = [] if report.clean else self._segments.from_floor(recovery_point)
-        todo = sorted(missing_indexes | {s.base_offset for s in above})
-        if not todo or todo[-1] != last:
-            if index_needs_rebuild(self._segments.active):
-                todo.append(last)
-        for base in todo:
-            seg = self._segments.get(base)
-            truncated = seg.recover()
-            failpoints.hit("recover.segment-recovered")
-            report.recovered_segments.append(base)
-            if truncated:
-                report.truncated_bytes += truncated
-                for later in self._segments.from_floor(base)[1:]:
-                    self._segments.remove(later.base_offset).delete_files()
-                    report.deleted_segments.append(later.base_offset)
-                break
-            if base != last:
-                seg.on_become_inactive()
-        if report.recovered_segments:
-            self.io.fsync_dir(self._dir.path)
-
-    def _load_read_only(self) -> None:
-        log_dir = self._dir.log_dir
-        self._dir_watch = StatWatch([self._dir.path])
-        self._checkpoint_watch = StatWatch([os.path.join(log_dir, name) for name in
-                                            (LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT)])
-        self._txn_replayed_to = 0  # committed reads replayed producer batches up to here
-        self._dir_watch.mark()
-        self._checkpoint_watch.mark()
-        for base, suffix in live_segment_bases(self._dir.path, read_only=True):
-            self._segments.add(self._factory.open(base, suffix))
-        self.load_report.clean = self._dir.has_clean_shutdown_marker()
-        self._take_checkpointed_offsets()
+        return cls(pdir, cfg, loaded, read_only=read_only, io=io, auto_high_watermark=auto_high_watermark,
+                   lock=lock, files=files)
 
     def _take_checkpointed_offsets(self) -> None:
         """Read-only logs: log start, recovery point and high watermark as the writer
         checkpointed them, within the segments found."""
-        offsets = self._dir.read_offsets()
-        if not self._segments:
-            self._empty_start = offsets[LOG_START_OFFSET_CHECKPOINT] or 0
-        leo = self.log_end_offset
-        self._offsets.loaded(log_start_offset=offsets[LOG_START_OFFSET_CHECKPOINT],
-                             recovery_point=offsets[RECOVERY_POINT_CHECKPOINT],
-                             high_watermark=offsets[REPLICATION_OFFSET_CHECKPOINT],
-                             first_base_offset=self._segments.first_base_offset if self._segments else leo,
-                             log_end_offset=leo)
+        self._empty_start = take_checkpointed_offsets(self._dir, self._segments, self._offsets,
+                                                      empty_start=self._empty_start)
 
     def _ensure_read_only_txn_state(self) -> None:
         """Read-only logs learn open and aborted transactions by replaying producer
@@ -285,32 +204,8 @@ class Log:
                                             may_grow=self.read_only and seg is self.active_segment)
         return index
 
-    def _load_producer_state(self) -> None:
-        """Load producer state; segments recovered just now get their aborted-transaction
-        index rebuilt from the replay (each file rewritten in one write at the end)."""
-        from pylog.producer_state import ProducerStateManager
-        self._producers = ProducerStateManager(self._dir.path,
-                                               producer_id_expiration_ms=self.config.producer_id_expiration_ms,
-                                               read_only=self.read_only, io=self.io)
-        rebuilt = {base: [] for base in self.load_report.recovered_segments if base in self._segments}
-
-        def index_aborted(txn) -> None:
-            entries = rebuilt.get(self._segment_base_of(txn.last_offset))
-            if entries is not None:
-                entries.append(txn._replace(last_stable_offset=self._lso_after(txn.last_offset)))
-
-        bases = self._segments.bases()
-        self._producers.remove_stray_snapshots(bases, None if rebuilt else getattr(self, "_names_at_open", None))
-        self._producers.load(self.log_start_offset, self.log_end_offset, bases, self._batches_between, now_ms(),
-                             replay_from=min(rebuilt) if rebuilt else None, on_aborted=index_aborted)
-        for base, entries in rebuilt.items():
-            self._segments.get(base).txn_index.replace(entries)
-        self._names_at_open = None
-        self._update_first_unstable_offset()
-
     def _lso_after(self, marker_offset: int) -> int:
-        fuo = self._producers.first_unstable_offset(self.high_watermark) if self._producers else None
-        return marker_offset + 1 if fuo is None else min(fuo, marker_offset + 1)
+        return lso_after(self._producers, self.high_watermark, marker_offset)
 
     def refresh(self, *, relist: bool = False) -> None:
         """Read-only logs: take in what the writing process did since (appends, rolls,
@@ -399,7 +294,7 @@ class Log:
     def log_end_offset(self) -> int:
         """The next offset to be assigned."""
         if not self._segments:
-            return getattr(self, "_empty_start", 0)
+            return self._empty_start
         return self.active_segment.next_offset
 
     @property
@@ -841,17 +736,7 @@ class Log:
         """Batches whose offsets overlap [start, end) (for producer-state replay)."""
         with self._lock:
             segs = self._segments.from_floor(start)
-        for seg in segs:
-            if seg.base_offset >= end:
-                return
-            h = seg.translate_offset(start)
-            if h is None:
-                continue
-            data = seg.read_slice(h.position, seg.size_bytes - h.position)
-            for b in decode_batches(data, position_base=h.position, allow_incomplete=True, path=seg.log_path):
-                if b.base_offset >= end:
-                    return
-                yield b
+        yield from batches_from(segs, start, end)
 
     def offset_for_timestamp(self, timestamp: int) -> int | None:
         """The earliest offset whose record timestamp is >= ``timestamp`` (Kafka's
@@ -952,15 +837,7 @@ class Log:
         return removed
 
     def _delete_segment(self, seg: Segment, *, delay: bool) -> None:
-        from pylog.layout import DELETED_SUFFIX
-        seg.change_suffix(DELETED_SUFFIX)
-        delay_ms = self.config.file_delete_delay_ms if delay else 0
-        if delay_ms <= 0:
-            seg.delete_files()
-        else:
-            timer = threading.Timer(delay_ms / 1000.0, seg.delete_files)
-            timer.daemon = True
-            timer.start()
+        delete_segment(seg, delay_ms=self.config.file_delete_delay_ms if delay else 0)
 
     def replace_segments(self, new_segments: list[Segment], old_segments: list[Segment]) -> None:
         """Swap cleaned segments in for ``old_segments`` (Kafka's replace protocol).

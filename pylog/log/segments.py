@@ -6,11 +6,14 @@ Neither is thread-safe: the ``Log``'s lock guards them.
 
 from __future__ import annotations
 
+import threading
+
 from sortedcontainers import SortedDict
 
 from pylog.config import LogConfig
 from pylog.io import FileIO
-from pylog.layout import CLEANED_SUFFIX
+from pylog.layout import CLEANED_SUFFIX, DELETED_SUFFIX
+from pylog.record.batch import decode_batches
 from pylog.segment.segment import Segment, roll_jitter_ms
 
 
@@ -148,3 +151,32 @@ class SegmentFactory:
     def cleaned(self, base_offset: int) -> Segment:
         """A new empty segment with the ``.cleaned`` suffix (compaction's output)."""
         return self.create(base_offset, CLEANED_SUFFIX)
+
+
+def batches_from(segments: list, start: int, end: int):
+    """Batches whose offsets overlap ``[start, end)`` in ``segments`` (the floor segment of
+    ``start`` and later ones), for producer-state replay. Reads each segment's bytes from
+    the batch holding ``start`` to its end."""
+    for seg in segments:
+        if seg.base_offset >= end:
+            return
+        h = seg.translate_offset(start)
+        if h is None:
+            continue
+        data = seg.read_slice(h.position, seg.size_bytes - h.position)
+        for b in decode_batches(data, position_base=h.position, allow_incomplete=True, path=seg.log_path):
+            if b.base_offset >= end:
+                return
+            yield b
+
+
+def delete_segment(segment: Segment, *, delay_ms: int) -> None:
+    """Rename ``segment``'s files ``.deleted`` now and remove them after ``delay_ms`` (at
+    once when 0): a fetch that holds the file meanwhile still reads it."""
+    segment.change_suffix(DELETED_SUFFIX)
+    if delay_ms <= 0:
+        segment.delete_files()
+    else:
+        timer = threading.Timer(delay_ms / 1000.0, segment.delete_files)
+        timer.daemon = True
+        timer.start()
