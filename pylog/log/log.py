@@ -31,6 +31,7 @@ from pylog.layout import INT64_MAX, LOG_SUFFIX, OFFSET_RANGE
 from pylog.log.loader import LoadedLog, LogLoader, live_segment_bases, lso_after, take_checkpointed_offsets
 from pylog.log.segments import SegmentFactory, batches_from, delete_segment
 from pylog.partition_dir import PartitionDir
+from pylog.producer_state import ProducerStateManager
 from pylog.record.batch import RecordBatch, decode_batches
 from pylog.record.encode import (
     encode_batch, encode_batch_buffer, now_ms, set_base_offset, set_log_append_time, set_partition_leader_epoch,
@@ -151,7 +152,6 @@ class Log:
         rebuilt in memory, docs/format/txnindex.md)."""
         if not self.read_only:
             return
-        from pylog.producer_state import ProducerStateManager, batch_info
         with self._lock:
             whole = self._producers is None or self._txn_replayed_to < self.log_start_offset
             if whole:
@@ -162,10 +162,9 @@ class Log:
             found: dict[int, list] = {}
             if self._txn_replayed_to < end:
                 for batch in self._batches_between(self._txn_replayed_to, end):
-                    if batch.magic == 2 and batch.producer_id >= 0:
-                        aborted = self._producers.on_append(batch_info(batch))
-                        if aborted is not None:
-                            self._index_aborted_in_memory(aborted, found)
+                    aborted = self._producers.apply(batch)
+                    if aborted is not None:
+                        self._index_aborted_in_memory(aborted, found)
                     self._txn_replayed_to = batch.next_offset  # a failed read resumes here
                 self._txn_replayed_to = end
             if whole:
@@ -472,9 +471,11 @@ class Log:
             raise RecordTooLargeError(
                 f"append of {len(data)} bytes exceeds segment_bytes {self.config.segment_bytes}")
         if self._producers is not None and (first.magic == 2 and first.producer_id >= 0 or len(batches) > 1):
-            dup = self._producers_check(batches, from_client)
-            if dup is not None:
-                return dup
+            duplicate = self._producers.validate(batches, from_client=from_client)
+            if duplicate is not None:
+                batch, (first_offset, last_offset) = duplicate
+                return AppendInfo(first_offset, last_offset, batch.max_timestamp, -1, batch.record_count, 0,
+                                  duplicate=True)
         self._maybe_roll(len(data), max_ts, first_offset, last.last_offset, now)
         high_watermark, recovery_point = self.high_watermark, self.recovery_point
         self.active_segment.append(last.last_offset, max_ts, offset_of_max, data)
@@ -502,25 +503,9 @@ class Log:
                                                 self._segments.bases(), self._batches_between, now_ms())
         self._update_first_unstable_offset()
 
-    def _producers_check(self, batches, from_client: bool):
-        from pylog.producer_state import batch_info
-        for b in batches:
-            if b.magic != 2 or b.producer_id < 0:
-                continue
-            original = self._producers.check_append(batch_info(b), from_client=from_client)
-            if original is not None:
-                if len(batches) > 1:
-                    continue
-                return AppendInfo(original[0], original[1], b.max_timestamp, -1, b.record_count, 0,
-                                  duplicate=True)
-        return None
-
     def _producers_update(self, batches) -> None:
-        from pylog.producer_state import batch_info
         for b in batches:
-            if b.magic != 2 or b.producer_id < 0:
-                continue
-            aborted = self._producers.on_append(batch_info(b))
+            aborted = self._producers.apply(b)
             if aborted is not None:
                 self._index_aborted(aborted._replace(last_stable_offset=self._lso_after(aborted.last_offset)))
 
