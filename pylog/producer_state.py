@@ -197,9 +197,9 @@ class ProducerStateManager:
             break
         self.map_end_offset = start
         for batch in read_batches(start, log_end_offset):
-            if batch.magic != 2 or batch.producer_id < 0 or batch.last_offset < start:
+            if batch.last_offset < start:
                 continue
-            aborted = self.on_append(batch_info(batch))
+            aborted = self.apply(batch)
             if aborted is not None and on_aborted is not None:
                 on_aborted(aborted)
         self.map_end_offset = log_end_offset
@@ -211,6 +211,29 @@ class ProducerStateManager:
         self.load(log_start_offset, log_end_offset, segment_base_offsets, read_batches, now_ms)
 
     # -- appends -------------------------------------------------------------------------------
+    def validate(self, batches, *, from_client: bool):
+        """Check the batches of one append before they are written; changes nothing.
+
+        Returns ``(batch, (first, last))`` when a single-batch client append is an exact
+        duplicate of one of its producer's last five batches (the retry writes nothing);
+        None otherwise. Raises as :meth:`check_append` does. Batches without a producer
+        (legacy, or producer id -1) are not checked. O(batches)."""
+        for batch in batches:
+            if batch.magic != 2 or batch.producer_id < 0:
+                continue
+            original = self.check_append(batch_info(batch), from_client=from_client)
+            if original is not None and len(batches) == 1:
+                return batch, original
+        return None
+
+    def apply(self, batch) -> AbortedTxn | None:
+        """Take in ``batch`` (a ``RecordBatch`` written or replayed, offsets final), as
+        :meth:`on_append`; a batch without a producer changes nothing. Returns the
+        transaction an ABORT marker ends (its last stable offset for the log to fill in)."""
+        if batch.magic != 2 or batch.producer_id < 0:
+            return None
+        return self.on_append(batch_info(batch))
+
     def check_append(self, info: BatchInfo, *, from_client: bool) -> tuple[int, int] | None:
         """Validate a batch before it is written; changes nothing.
 

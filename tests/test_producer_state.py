@@ -10,7 +10,9 @@ import pytest
 
 from pylog import Log, OutOfOrderSequenceError, ProducerFencedError, Record
 from pylog.errors import CorruptSnapshotError, InvalidArgumentError, InvalidTxnStateError
-from pylog.producer_state import encode_snapshot, read_snapshot
+from pylog.producer_state import ProducerStateManager, encode_snapshot, read_snapshot
+from pylog.record.batch import decode_batches
+from pylog.record.encode import encode_batch, encode_control_batch
 from tests.conftest import SAMPLES, needs_samples
 
 PID, EPOCH = 1000, 0
@@ -229,3 +231,44 @@ def test_the_cleaner_round_expires_idle_producers(tmp_path):
         while log._producers.entries() and time.time() < deadline:
             time.sleep(0.01)
         assert log._producers.entries() == {}
+
+
+# -- ProducerStateManager on its own: validate an append, apply its batches ----------------------------
+def _batch(base_offset, seq, *, pid=PID, epoch=EPOCH, txn=False, n=2):
+    raw = encode_batch([b"v%d" % i for i in range(n)], base_offset=base_offset, producer_id=pid,
+                       producer_epoch=epoch, base_sequence=seq, is_transactional=txn, timestamp=0)
+    return list(decode_batches(raw))[0]
+
+
+def _marker(base_offset, *, abort, pid=PID, epoch=EPOCH):
+    raw = encode_control_batch(0 if abort else 1, producer_id=pid, producer_epoch=epoch, base_offset=base_offset)
+    return list(decode_batches(raw))[0]
+
+
+def _manager(tmp_path):
+    return ProducerStateManager(tmp_path, producer_id_expiration_ms=3_600_000)
+
+
+def test_validate_returns_the_original_offsets_of_a_single_duplicate_batch_and_changes_nothing(tmp_path):
+    producers = _manager(tmp_path)
+    first = _batch(0, 0)
+    assert producers.validate([first], from_client=True) is None
+    producers.apply(first)
+    retry = _batch(7, 0)  # the same sequence numbers written again, at another offset
+    batch, original = producers.validate([retry], from_client=True)
+    assert batch is retry and original == (0, 1)
+    assert producers.validate([retry, _batch(9, 2)], from_client=True) is None  # not alone: no duplicate
+    with pytest.raises(OutOfOrderSequenceError):
+        producers.validate([_batch(2, 5)], from_client=True)
+    assert producers.entries()[PID].last_sequence == 1
+
+
+def test_apply_ignores_batches_without_a_producer_and_returns_the_aborted_transaction(tmp_path):
+    producers = _manager(tmp_path)
+    plain = list(decode_batches(encode_batch([b"x"], base_offset=0, timestamp=0)))[0]
+    assert producers.apply(plain) is None and producers.entries() == {}
+    assert producers.apply(_batch(1, 0, txn=True)) is None
+    assert producers.first_unstable_offset() == 1
+    aborted = producers.apply(_marker(3, abort=True))
+    assert (aborted.producer_id, aborted.first_offset, aborted.last_offset) == (PID, 1, 3)
+    assert producers.first_unstable_offset() is None

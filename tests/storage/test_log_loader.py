@@ -1,4 +1,4 @@
-"""Opening a partition directory (pylog/loader.py through ``Log.open``): directories
+"""Opening a partition directory (pylog/log/loader.py through ``Log.open``): directories
 built by hand as Kafka's LogLoaderTest builds them: ``.swap`` files, orphan indexes,
 ``.cleaned``/``.deleted`` leftovers, a torn tail, a log start offset past the end,
 missing indexes. Each is opened writable (which repairs) and read-only (which changes

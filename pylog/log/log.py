@@ -12,13 +12,10 @@ recovery.
 from __future__ import annotations
 
 import errno
-import functools
 import os
 import threading
 
 from dataclasses import dataclass
-
-from sortedcontainers import SortedDict
 
 from pylog import failpoints
 from pylog.arguments import (
@@ -30,16 +27,11 @@ from pylog.errors import (
     LogClosedError, OffsetOutOfRangeError, PylogError, ReadOnlyError, RecordTooLargeError, StorageError,
 )
 from pylog.io import DEFAULT_IO, FileIO
-from pylog.layout import (
-    INT64_MAX, LOG_START_OFFSET_CHECKPOINT, LOG_SUFFIX, OFFSET_RANGE, RECOVERY_POINT_CHECKPOINT,
-    REPLICATION_OFFSET_CHECKPOINT,
-)
-from pylog.listing import Listing
-from pylog.loader import (
-    LoadReport, clean_temp_files, has_temp_files, index_needs_rebuild, live_segment_bases,
-    remove_orphan_indexes,
-)
+from pylog.layout import INT64_MAX, LOG_SUFFIX, OFFSET_RANGE
+from pylog.log.loader import LoadedLog, LogLoader, live_segment_bases, lso_after, take_checkpointed_offsets
+from pylog.log.segments import SegmentFactory, batches_from, delete_segment
 from pylog.partition_dir import PartitionDir
+from pylog.producer_state import ProducerStateManager
 from pylog.record.batch import RecordBatch, decode_batches
 from pylog.record.encode import (
     encode_batch, encode_batch_buffer, now_ms, set_base_offset, set_log_append_time, set_partition_leader_epoch,
@@ -47,8 +39,7 @@ from pylog.record.encode import (
 from pylog.record.record import as_record
 from pylog.segment.fetch import FetchData
 from pylog.segment.open_files import OpenFiles
-from pylog.segment.segment import Segment, roll_jitter_ms, segment_paths
-from pylog.stat_watch import StatWatch
+from pylog.segment.segment import Segment, segment_paths
 from pylog.txn_check import TxnIndexChecker
 
 EARLIEST_TIMESTAMP = -2
@@ -84,26 +75,30 @@ class Log:
     [b'a', b'b']
     """
 
-    def __init__(self, pdir: PartitionDir, config: LogConfig, *, read_only: bool, io: FileIO,
-                 auto_high_watermark: bool, open_files: OpenFiles):
+    def __init__(self, pdir: PartitionDir, config: LogConfig, loaded: LoadedLog, *, read_only: bool, io: FileIO,
+                 auto_high_watermark: bool, lock: threading.RLock, files):
         self._dir = pdir
         self.config = config
         self.read_only = read_only
         self.io = io
         self.auto_high_watermark = auto_high_watermark
-        self._lock = threading.RLock()
-        self._segments: SortedDict = SortedDict()
-        self._files = open_files.for_owner(self._lock)
+        self._lock = lock
+        self._segments = loaded.segments
+        self._factory = SegmentFactory(pdir.path, config, io, files, writable=not read_only)
         self._closed = False
-        self.log_start_offset = 0
-        self._high_watermark = 0
-        self.recovery_point = 0
+        self._offsets = loaded.offsets
         self.leader_epoch = 0
-        self.load_report = LoadReport()
+        self.load_report = loaded.report
         self._last_flush_ms = now_ms()
-        self._producers = None
+        self._producers = loaded.producers
         self._first_unstable_offset = None
         self._txn_checker = TxnIndexChecker(pdir.path, self._batches_between)
+        # read-only logs: what refresh() watches, and how far committed reads replayed producer batches
+        self._empty_start = loaded.empty_start
+        self._dir_watch = loaded.dir_watch
+        self._checkpoint_watch = loaded.checkpoint_watch
+        self._txn_replayed_to = 0
+        self._update_first_unstable_offset()
 
     # ==== opening =================================================================================
     @classmethod
@@ -126,121 +121,26 @@ class Log:
         cfg = build_config(config, overrides)
         io = io or DEFAULT_IO
         pdir = PartitionDir.open(path, io=io, create=not read_only)
-        log = cls(pdir, cfg, read_only=read_only, io=io, auto_high_watermark=auto_high_watermark,
-                  open_files=open_files or OpenFiles(max_open_files))
+        lock = threading.RLock()
+        files = (open_files or OpenFiles(max_open_files)).for_owner(lock)
         try:
-            if read_only:
-                log._load_read_only()
-            else:
+            if not read_only:
                 pdir.lock()
-                log._load_writable(clean_shutdown)
+            loaded = LogLoader(pdir, cfg, read_only=read_only, io=io, files=files,
+                               auto_high_watermark=auto_high_watermark, clean_shutdown=clean_shutdown).load()
         except BaseException as e:
-            log._release_all()
             pdir.unlock()
             if isinstance(e, OSError) and not isinstance(e, PylogError):
                 raise StorageError(e.errno, f"cannot open {pdir.path}: {e.strerror}") from e
             raise
-        return log
-
-    def _new_segment_object(self, base: int, *, suffix: str = "", writable: bool | None = None) -> Segment:
-        return Segment(self._dir.path, base, index_bytes=self.config.segment_index_bytes,
-                       index_interval_bytes=self.config.index_interval_bytes,
-                       writable=(not self.read_only) if writable is None else writable, io=self.io,
-                       suffix=suffix, open_files=self._files,
-                       roll_jitter_ms=roll_jitter_ms(self.config.segment_jitter_ms, self.config.segment_ms))
-
-    def _load_writable(self, clean_shutdown: bool | None) -> None:
-        report = self.load_report
-        marker = self._dir.take_clean_shutdown_marker()
-        report.clean = marker if clean_shutdown is None else (clean_shutdown or marker)
-        names = os.listdir(self._dir.path)
-        if has_temp_files(names):
-            clean_temp_files(self._dir.path, self.io, report)
-            names = os.listdir(self._dir.path)
-        listing = Listing(names)
-        bases, missing_indexes = remove_orphan_indexes(self._dir.path, self.io, report, listing)
-        self._names_at_open = None if report.removed_files else listing
-        jitter = roll_jitter_ms(self.config.segment_jitter_ms, self.config.segment_ms)
-        segment_at = functools.partial(Segment, self._dir.path, index_bytes=self.config.segment_index_bytes,
-                                       index_interval_bytes=self.config.index_interval_bytes, writable=True,
-                                       io=self.io, roll_jitter_ms=jitter, open_files=self._files)
-        self._segments.update(zip(bases, map(segment_at, bases)))
-        offsets = self._dir.read_offsets()
-        checkpoint_rp = offsets[RECOVERY_POINT_CHECKPOINT] or 0
-        checkpoint_lso = offsets[LOG_START_OFFSET_CHECKPOINT]
-        self._recover(checkpoint_rp, missing_indexes)
-        if not self._segments:
-            start = checkpoint_lso or 0
-            self._segments[start] = self._create_segment(start)
-        leo = self.active_segment.next_offset
-        if checkpoint_lso is not None and leo < checkpoint_lso:
-            self._truncate_fully_and_start_at(checkpoint_lso)
-            leo = checkpoint_lso
-        first_base = self._segments.keys()[0]
-        self.log_start_offset = max(checkpoint_lso or 0, first_base)
-        self.recovery_point = leo if report.clean else min(checkpoint_rp, leo)
-        hw = offsets[REPLICATION_OFFSET_CHECKPOINT]
-        self._high_watermark = leo if self.auto_high_watermark or hw is None else \
-            min(max(hw, self.log_start_offset), leo)
-        self._load_producer_state()
-
-    def _recover(self, recovery_point: int, missing_indexes: set[int]) -> None:
-        """Recover segments from the one holding ``recovery_point`` (none after a clean
-        close), plus any whose index is missing, and the active one if its index is damaged."""
-        report = self.load_report
-        bases = list(self._segments.keys())
-        if not bases:
-            return
-        if report.clean:
-            start_index = len(bases)
-        else:
-            start_index = max(self._segments.bisect_right(recovery_point) - 1, 0)
-        todo = sorted(missing_indexes | set(bases[start_index:]))
-        if not todo or todo[-1] != bases[-1]:
-            if index_needs_rebuild(self._segments[bases[-1]]):
-                todo.append(bases[-1])
-        for base in todo:
-            i = self._segments.index(base)
-            seg = self._segments[base]
-            truncated = seg.recover()
-            failpoints.hit("recover.segment-recovered")
-            report.recovered_segments.append(base)
-            if truncated:
-                report.truncated_bytes += truncated
-                for later in bases[i + 1:]:
-                    self._segments.pop(later).delete_files()
-                    report.deleted_segments.append(later)
-                break
-            if i < len(bases) - 1:
-                seg.on_become_inactive()
-        if report.recovered_segments:
-            self.io.fsync_dir(self._dir.path)
-
-    def _load_read_only(self) -> None:
-        log_dir = self._dir.log_dir
-        self._dir_watch = StatWatch([self._dir.path])
-        self._checkpoint_watch = StatWatch([os.path.join(log_dir, name) for name in
-                                            (LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT)])
-        self._txn_replayed_to = 0  # committed reads replayed producer batches up to here
-        self._dir_watch.mark()
-        self._checkpoint_watch.mark()
-        for base, suffix in live_segment_bases(self._dir.path, read_only=True):
-            self._segments[base] = self._new_segment_object(base, suffix=suffix)
-        self.load_report.clean = self._dir.has_clean_shutdown_marker()
-        self._take_checkpointed_offsets()
+        return cls(pdir, cfg, loaded, read_only=read_only, io=io, auto_high_watermark=auto_high_watermark,
+                   lock=lock, files=files)
 
     def _take_checkpointed_offsets(self) -> None:
         """Read-only logs: log start, recovery point and high watermark as the writer
         checkpointed them, within the segments found."""
-        offsets = self._dir.read_offsets()
-        if not self._segments:
-            self._empty_start = offsets[LOG_START_OFFSET_CHECKPOINT] or 0
-        leo = self.log_end_offset
-        first_base = self._segments.keys()[0] if self._segments else leo
-        self.log_start_offset = min(max(offsets[LOG_START_OFFSET_CHECKPOINT] or 0, first_base), leo)
-        self.recovery_point = min(offsets[RECOVERY_POINT_CHECKPOINT] or 0, leo)
-        hw = offsets[REPLICATION_OFFSET_CHECKPOINT]
-        self._high_watermark = leo if self.auto_high_watermark or hw is None else min(max(hw, self.log_start_offset), leo)
+        self._empty_start = take_checkpointed_offsets(self._dir, self._segments, self._offsets,
+                                                      empty_start=self._empty_start)
 
     def _ensure_read_only_txn_state(self) -> None:
         """Read-only logs learn open and aborted transactions by replaying producer
@@ -252,7 +152,6 @@ class Log:
         rebuilt in memory, docs/format/txnindex.md)."""
         if not self.read_only:
             return
-        from pylog.producer_state import ProducerStateManager, batch_info
         with self._lock:
             whole = self._producers is None or self._txn_replayed_to < self.log_start_offset
             if whole:
@@ -263,10 +162,9 @@ class Log:
             found: dict[int, list] = {}
             if self._txn_replayed_to < end:
                 for batch in self._batches_between(self._txn_replayed_to, end):
-                    if batch.magic == 2 and batch.producer_id >= 0:
-                        aborted = self._producers.on_append(batch_info(batch))
-                        if aborted is not None:
-                            self._index_aborted_in_memory(aborted, found)
+                    aborted = self._producers.apply(batch)
+                    if aborted is not None:
+                        self._index_aborted_in_memory(aborted, found)
                     self._txn_replayed_to = batch.next_offset  # a failed read resumes here
                 self._txn_replayed_to = end
             if whole:
@@ -276,21 +174,21 @@ class Log:
     def _index_aborted_in_memory(self, txn, found: dict) -> None:
         base = self._segment_base_of(txn.last_offset)
         entry = txn._replace(last_stable_offset=self._lso_after(txn.last_offset))
-        self._segments[base].txn_index.add_in_memory(entry)
+        self._segments.get(base).txn_index.add_in_memory(entry)
         found.setdefault(base, []).append(entry)
 
     def _check_txn_indexes(self, found: dict, end: int) -> None:
         """After a whole replay: trust each segment's ``.txnindex`` that holds exactly the
         aborts found, rebuild (in memory) the others. The last segment may have grown since
         the replay read it."""
-        segments = list(self._segments.values())
+        segments = list(self._segments)
         for seg in segments:
             seg.txn_index.verify(found.get(seg.base_offset, []), checked_to=min(seg.next_offset, end),
                                  may_grow=seg is segments[-1])
 
     def _segment_base_of(self, offset: int) -> int:
         """Base offset of the segment holding ``offset`` (the first one if below all)."""
-        return self._segments.keys()[max(self._segments.bisect_right(offset) - 1, 0)]
+        return (self._segments.floor(offset) or self._segments.first).base_offset
 
     def _trusted_txn_index(self, seg: Segment):
         """``seg``'s ``.txnindex``, checked against its ABORT markers on first use and
@@ -301,36 +199,12 @@ class Log:
             with self._lock:
                 if not index.trusted:
                     self._txn_checker.check(seg, log_start_offset=self.log_start_offset,
-                                            is_current=lambda s: self._segments.get(s.base_offset) is s,
+                                            is_current=self._segments.holds,
                                             may_grow=self.read_only and seg is self.active_segment)
         return index
 
-    def _load_producer_state(self) -> None:
-        """Load producer state; segments recovered just now get their aborted-transaction
-        index rebuilt from the replay (each file rewritten in one write at the end)."""
-        from pylog.producer_state import ProducerStateManager
-        self._producers = ProducerStateManager(self._dir.path,
-                                               producer_id_expiration_ms=self.config.producer_id_expiration_ms,
-                                               read_only=self.read_only, io=self.io)
-        rebuilt = {base: [] for base in self.load_report.recovered_segments if base in self._segments}
-
-        def index_aborted(txn) -> None:
-            entries = rebuilt.get(self._segment_base_of(txn.last_offset))
-            if entries is not None:
-                entries.append(txn._replace(last_stable_offset=self._lso_after(txn.last_offset)))
-
-        bases = list(self._segments.keys())
-        self._producers.remove_stray_snapshots(bases, None if rebuilt else getattr(self, "_names_at_open", None))
-        self._producers.load(self.log_start_offset, self.log_end_offset, bases, self._batches_between, now_ms(),
-                             replay_from=min(rebuilt) if rebuilt else None, on_aborted=index_aborted)
-        for base, entries in rebuilt.items():
-            self._segments[base].txn_index.replace(entries)
-        self._names_at_open = None
-        self._update_first_unstable_offset()
-
     def _lso_after(self, marker_offset: int) -> int:
-        fuo = self._producers.first_unstable_offset(self._high_watermark) if self._producers else None
-        return marker_offset + 1 if fuo is None else min(fuo, marker_offset + 1)
+        return lso_after(self._producers, self.high_watermark, marker_offset)
 
     def refresh(self, *, relist: bool = False) -> None:
         """Read-only logs: take in what the writing process did since (appends, rolls,
@@ -352,8 +226,8 @@ class Log:
             elif self._checkpoint_watch.changed():
                 self._checkpoint_watch.mark()
                 self._take_checkpointed_offsets()
-            elif self.auto_high_watermark:
-                self._high_watermark = self.log_end_offset
+            else:
+                self._offsets.appended(self.log_end_offset)
 
     def _relist(self) -> None:
         """Read-only logs: reconcile the segments with a new listing. Segments gone or
@@ -363,15 +237,15 @@ class Log:
         listed = self._list_live_segments()
         first_listed = min(listed, default=None)
         rewritten = False
-        for base in list(self._segments.keys()):
-            seg = self._segments[base]
+        for seg in self._segments:
+            base = seg.base_offset
             if listed.get(base) == seg.suffix and (not seg.is_loaded or seg.follow()):
                 continue
             rewritten = rewritten or (first_listed is not None and base >= first_listed)
-            self._segments.pop(base).close()
+            self._segments.remove(base).close()
         for base, suffix in listed.items():
             if base not in self._segments:
-                self._segments[base] = self._new_segment_object(base, suffix=suffix)
+                self._segments.add(self._factory.open(base, suffix))
         if self._segments:
             self.active_segment.follow()  # measured now, so any later rewrite shows
         if rewritten:
@@ -412,41 +286,49 @@ class Log:
     def segments(self) -> list[Segment]:
         """The segments, oldest first."""
         with self._lock:
-            return list(self._segments.values())
+            return list(self._segments)
 
     @property
     def active_segment(self) -> Segment:
         """The newest segment, the one appends go to."""
-        return self._segments.peekitem(-1)[1]
+        return self._segments.active
 
     @property
     def log_end_offset(self) -> int:
         """The next offset to be assigned."""
         if not self._segments:
-            return getattr(self, "_empty_start", 0)
+            return self._empty_start
         return self.active_segment.next_offset
 
     @property
     def size_bytes(self) -> int:
         """Bytes of all ``.log`` files."""
-        return sum(s.size_bytes for s in self.segments)
+        with self._lock:
+            return self._segments.size_bytes()
+
+    @property
+    def log_start_offset(self) -> int:
+        """The first readable offset (moved by retention, ``delete_records`` and truncation)."""
+        return self._offsets.log_start_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """Everything below it is flushed; recovery after a crash starts at its segment."""
+        return self._offsets.recovery_point
 
     @property
     def high_watermark(self) -> int:
         """Last committed offset + 1: reads with ``isolation="high_watermark"`` stop here."""
-        return self._high_watermark
+        return self._offsets.high_watermark
 
     @high_watermark.setter
     def high_watermark(self, offset: int) -> None:
         self._check_writable()
         _check_offset(offset, "high_watermark")
         with self._lock:
-            if not self.log_start_offset <= offset <= self.log_end_offset:
-                raise InvalidOffsetError(f"high watermark {offset} is outside [{self.log_start_offset}, "
-                                         f"{self.log_end_offset}]")
-            self._high_watermark = offset
+            self._offsets.set_high_watermark(offset, self.log_end_offset)
             self._update_first_unstable_offset()
-            self._dir.write_offsets({REPLICATION_OFFSET_CHECKPOINT: offset})
+            self._offsets.checkpoint_high_watermark(self._dir)
 
     @property
     def last_stable_offset(self) -> int:
@@ -454,7 +336,8 @@ class Log:
         if self.read_only:
             self._ensure_read_only_txn_state()
         fuo = self._first_unstable_offset
-        return self._high_watermark if fuo is None else min(fuo, self._high_watermark)
+        high_watermark = self._offsets.high_watermark
+        return high_watermark if fuo is None else min(fuo, high_watermark)
 
     def __repr__(self) -> str:
         return (f"Log({self.path!r}, log_start_offset={self.log_start_offset}, "
@@ -592,17 +475,18 @@ class Log:
             raise RecordTooLargeError(
                 f"append of {len(data)} bytes exceeds segment_bytes {self.config.segment_bytes}")
         if self._producers is not None and (first.magic == 2 and first.producer_id >= 0 or len(batches) > 1):
-            dup = self._producers_check(batches, from_client)
-            if dup is not None:
-                return dup
+            duplicate = self._producers.validate(batches, from_client=from_client)
+            if duplicate is not None:
+                batch, (first_offset, last_offset) = duplicate
+                return AppendInfo(first_offset, last_offset, batch.max_timestamp, -1, batch.record_count, 0,
+                                  duplicate=True)
         self._maybe_roll(len(data), max_ts, first_offset, last.last_offset, now)
-        high_watermark, recovery_point = self._high_watermark, self.recovery_point
+        high_watermark, recovery_point = self.high_watermark, self.recovery_point
         self.active_segment.append(last.last_offset, max_ts, offset_of_max, data)
         try:
             if self._producers is not None:
                 self._producers_update(batches)
-            if self.auto_high_watermark:
-                self._high_watermark = last.last_offset + 1
+            self._offsets.appended(self.log_end_offset)
             self._update_first_unstable_offset()
             self._maybe_flush(now)
         except StorageError:
@@ -616,31 +500,16 @@ class Log:
         """Take back an append whose transaction index or flush failed: the log is as
         before it (an unflushed cut; a crash may bring the unacknowledged batches back)."""
         self.active_segment.truncate_to(first_offset)
-        self._high_watermark, self.recovery_point = high_watermark, recovery_point
+        self._offsets.restored(high_watermark=high_watermark, recovery_point=recovery_point,
+                               log_end_offset=self.log_end_offset)
         if self._producers is not None and any(b.magic == 2 and b.producer_id >= 0 for b in batches):
             self._producers.truncate_and_reload(self.log_start_offset, self.log_end_offset,
-                                                list(self._segments.keys()), self._batches_between, now_ms())
+                                                self._segments.bases(), self._batches_between, now_ms())
         self._update_first_unstable_offset()
 
-    def _producers_check(self, batches, from_client: bool):
-        from pylog.producer_state import batch_info
-        for b in batches:
-            if b.magic != 2 or b.producer_id < 0:
-                continue
-            original = self._producers.check_append(batch_info(b), from_client=from_client)
-            if original is not None:
-                if len(batches) > 1:
-                    continue
-                return AppendInfo(original[0], original[1], b.max_timestamp, -1, b.record_count, 0,
-                                  duplicate=True)
-        return None
-
     def _producers_update(self, batches) -> None:
-        from pylog.producer_state import batch_info
         for b in batches:
-            if b.magic != 2 or b.producer_id < 0:
-                continue
-            aborted = self._producers.on_append(batch_info(b))
+            aborted = self._producers.apply(b)
             if aborted is not None:
                 self._index_aborted(aborted._replace(last_stable_offset=self._lso_after(aborted.last_offset)))
 
@@ -658,7 +527,7 @@ class Log:
         if self._producers is None:
             self._first_unstable_offset = None
             return
-        fuo = self._producers.first_unstable_offset(None if self.auto_high_watermark else self._high_watermark)
+        fuo = self._producers.first_unstable_offset(None if self.auto_high_watermark else self.high_watermark)
         self._first_unstable_offset = None if fuo is None else max(fuo, self.log_start_offset)
 
     # ==== rolling and flushing =====================================================================
@@ -683,16 +552,10 @@ class Log:
             if self._producers is not None:
                 self._producers.take_snapshot(base)
             self._flush_to(self.log_end_offset)  # a failure up to here leaves the old segment active
-            new = self._create_segment(base)
-            self._segments[base] = new
+            new = self._factory.create(base)
+            self._segments.add(new)
             self._prune_snapshots()  # the old active segment is now one of the last two
             return new
-
-    def _create_segment(self, base: int) -> Segment:
-        return Segment.create(self._dir.path, base, index_bytes=self.config.segment_index_bytes,
-                              index_interval_bytes=self.config.index_interval_bytes, io=self.io,
-                              roll_jitter_ms=roll_jitter_ms(self.config.segment_jitter_ms, self.config.segment_ms),
-                              open_files=self._files)
 
     def _maybe_flush(self, now: int) -> None:
         unflushed = self.log_end_offset - self.recovery_point
@@ -710,13 +573,13 @@ class Log:
     def _flush_to(self, offset: int) -> None:
         if offset <= self.recovery_point and offset != self.log_end_offset:
             return
-        first = self._segments.bisect_right(self.recovery_point) - 1
-        for base in self._segments.keys()[max(first, 0):]:
-            if base >= offset and base != self.active_segment.base_offset:
+        active = self.active_segment
+        for seg in self._segments.from_floor(self.recovery_point):
+            if seg.base_offset >= offset and seg is not active:
                 break
-            self._segments[base].flush()
+            seg.flush()
         self.io.fsync_dir(self._dir.path)
-        self.recovery_point = max(self.recovery_point, offset)
+        self._offsets.flushed_to(offset, self.log_end_offset)
         self._last_flush_ms = now_ms()
         self._write_checkpoints()
         self._prune_snapshots()
@@ -729,17 +592,13 @@ class Log:
         """Kafka's bound after a recovery-point checkpoint: snapshots of the last two segments
         stay (a truncation into either reloads from them), and none at or above the segment
         below the recovery point goes (recovery starts there)."""
-        bases = self._segments.keys()
-        two_segments = bases[-2] if len(bases) > 1 else bases[-1]
-        below_rp = self._segments.bisect_left(self.recovery_point) - 1
-        return min(bases[below_rp] if below_rp >= 0 else self.recovery_point, two_segments)
+        active = self._segments.active
+        two_segments = (self._segments.lower(active.base_offset) or active).base_offset
+        below_rp = self._segments.lower(self.recovery_point)
+        return min(below_rp.base_offset if below_rp is not None else self.recovery_point, two_segments)
 
     def _write_checkpoints(self) -> None:
-        self._dir.write_offsets({
-            RECOVERY_POINT_CHECKPOINT: self.recovery_point,
-            LOG_START_OFFSET_CHECKPOINT: self.log_start_offset,
-            REPLICATION_OFFSET_CHECKPOINT: self._high_watermark,
-        })
+        self._offsets.checkpoint(self._dir)
 
     # ==== reads =======================================================================================
     def read(self, offset: int, max_bytes: int = 1 << 20, *, isolation: str = "uncommitted",
@@ -777,14 +636,12 @@ class Log:
         with self._lock:
             leo = self.log_end_offset
             start = self.log_start_offset
-            bound = (leo if isolation == "uncommitted" else self._high_watermark if isolation == "high_watermark"
+            bound = (leo if isolation == "uncommitted" else self.high_watermark if isolation == "high_watermark"
                      else self.last_stable_offset)
             if max_offset is not None:
                 _check_offset(max_offset, "max_offset")
                 bound = min(bound, max_offset)
-            segments = self._segments
-            floor = segments.bisect_right(offset) - 1
-            candidates = list(segments.values()[max(floor, 0):])
+            candidates = self._segments.from_floor(offset)
         if offset < start or offset > leo:
             raise OffsetOutOfRangeError(
                 f"offset {offset} is outside the log [{start}, {leo}] of {self.path}")
@@ -801,7 +658,7 @@ class Log:
             size = min(limit, max(max_bytes, header.size) if min_one_message else max_bytes)
             if size <= 0:
                 break
-            self._files.touch(seg)
+            self._segments.touch(seg)
             fetch = FetchData(offset, handle=seg.log.handle(), position=header.position, size_bytes=size,
                               path=seg.log_path, bound=bound, isolation=isolation,
                               offset_range=(seg.base_offset, self._next_base_offset(seg)))
@@ -811,7 +668,7 @@ class Log:
         return self._stamp(FetchData(offset, isolation=isolation), isolation)
 
     def _stamp(self, fetch: FetchData, isolation: str) -> FetchData:
-        fetch.high_watermark = self._high_watermark
+        fetch.high_watermark = self.high_watermark
         fetch.log_start_offset = self.log_start_offset
         if isolation == "committed" or not self.read_only:  # a read-only log learns it by a replay
             fetch.last_stable_offset = self.last_stable_offset
@@ -833,14 +690,14 @@ class Log:
     def _next_base_offset(self, seg: Segment) -> int | None:
         """Base offset of the segment after ``seg``: where its offsets must end (None for the last)."""
         with self._lock:
-            i = self._segments.bisect_right(seg.base_offset)
-            return self._segments.keys()[i] if i < len(self._segments) else None
+            later = self._segments.higher(seg.base_offset)
+            return None if later is None else later.base_offset
 
     def _collect_aborted(self, seg: Segment, offset: int, end_position: int) -> list:
         upper = self.log_end_offset
         out = []
         with self._lock:
-            later = list(self._segments.values()[self._segments.index(seg.base_offset):])
+            later = self._segments.from_floor(seg.base_offset)
         for s in later:
             found, complete = self._trusted_txn_index(s).collect(offset, upper)
             out.extend(found)
@@ -867,19 +724,8 @@ class Log:
     def _batches_between(self, start: int, end: int):
         """Batches whose offsets overlap [start, end) (for producer-state replay)."""
         with self._lock:
-            floor = self._segments.bisect_right(start) - 1
-            segs = list(self._segments.values()[max(floor, 0):])
-        for seg in segs:
-            if seg.base_offset >= end:
-                return
-            h = seg.translate_offset(start)
-            if h is None:
-                continue
-            data = seg.read_slice(h.position, seg.size_bytes - h.position)
-            for b in decode_batches(data, position_base=h.position, allow_incomplete=True, path=seg.log_path):
-                if b.base_offset >= end:
-                    return
-                yield b
+            segs = self._segments.from_floor(start)
+        yield from batches_from(segs, start, end)
 
     def offset_for_timestamp(self, timestamp: int) -> int | None:
         """The earliest offset whose record timestamp is >= ``timestamp`` (Kafka's
@@ -915,34 +761,30 @@ class Log:
         with self._lock:
             if offset >= self.log_end_offset:
                 return
-            if offset < self.active_segment.base_offset and offset <= self._segments.keys()[0]:
+            if offset < self.active_segment.base_offset and offset <= self._segments.first_base_offset:
                 self._truncate_fully_and_start_at(offset)
             else:
-                for base in list(self._segments.keys()):
+                for base in self._segments.bases():
                     if base > offset:
-                        self._delete_segment(self._segments.pop(base), delay=False)
+                        self._delete_segment(self._segments.remove(base), delay=False)
                 seg = self.active_segment
                 seg.truncate_to(offset)
                 seg.offset_index.resize(self.config.segment_index_bytes)
                 seg.time_index.resize(self.config.segment_index_bytes)
             leo = self.log_end_offset
-            self.log_start_offset = min(self.log_start_offset, leo)
-            self.recovery_point = min(self.recovery_point, leo)
-            self._high_watermark = min(self._high_watermark, leo) if not self.auto_high_watermark else leo
+            self._offsets.truncated(leo)
             if self._producers is not None:
-                self._producers.truncate_and_reload(self.log_start_offset, leo, list(self._segments.keys()),
+                self._producers.truncate_and_reload(self.log_start_offset, leo, self._segments.bases(),
                                                     self._batches_between, now_ms())
             self._update_first_unstable_offset()
             self.active_segment.flush()
             self._write_checkpoints()
 
     def _truncate_fully_and_start_at(self, offset: int) -> None:
-        for base in list(self._segments.keys()):
-            self._delete_segment(self._segments.pop(base), delay=False)
-        self._segments[offset] = self._create_segment(offset)
-        self.log_start_offset = offset
-        self.recovery_point = offset
-        self._high_watermark = offset
+        for base in self._segments.bases():
+            self._delete_segment(self._segments.remove(base), delay=False)
+        self._segments.add(self._factory.create(offset))
+        self._offsets.started_at(offset)
 
     def delete_records(self, before_offset: int) -> int:
         """Move the log start offset to ``before_offset`` (Kafka's DeleteRecords): older
@@ -951,13 +793,12 @@ class Log:
         self._check_writable()
         _check_offset(before_offset, "before_offset")
         with self._lock:
-            if before_offset > self._high_watermark:
+            if before_offset > self.high_watermark:
                 raise OffsetOutOfRangeError(
-                    f"cannot delete records before {before_offset}: past the high watermark {self._high_watermark}")
+                    f"cannot delete records before {before_offset}: past the high watermark {self.high_watermark}")
             if before_offset <= self.log_start_offset:
                 return self.log_start_offset
-            self.log_start_offset = before_offset
-            self.recovery_point = max(self.recovery_point, 0)
+            self._offsets.delete_records_before(before_offset, self.log_end_offset)
             self.delete_segments([s for s in self.segments[:-1] if s.next_offset <= before_offset])
             self._write_checkpoints()
             return self.log_start_offset
@@ -971,32 +812,21 @@ class Log:
         with self._lock:
             active = self.active_segment
             for seg in segments:
-                if seg is active or self._segments.get(seg.base_offset) is not seg:
+                if seg is active or not self._segments.holds(seg):
                     continue
-                self._segments.pop(seg.base_offset)
+                self._segments.remove(seg.base_offset)
                 self._delete_segment(seg, delay=True)
                 removed.append(seg.base_offset)
             if removed:
-                first = self._segments.keys()[0]
-                if first > self.log_start_offset:
-                    self.log_start_offset = first
-                self._high_watermark = max(self._high_watermark, self.log_start_offset)
-                self.recovery_point = max(self.recovery_point, self.log_start_offset)
+                first = self._segments.first_base_offset
+                self._offsets.advance_log_start(first, self.log_end_offset)
                 if self._producers is not None:
-                    self._producers.delete_snapshots_below(self._segments.keys()[0])
+                    self._producers.delete_snapshots_below(first)
                 self._write_checkpoints()
         return removed
 
     def _delete_segment(self, seg: Segment, *, delay: bool) -> None:
-        from pylog.layout import DELETED_SUFFIX
-        seg.change_suffix(DELETED_SUFFIX)
-        delay_ms = self.config.file_delete_delay_ms if delay else 0
-        if delay_ms <= 0:
-            seg.delete_files()
-        else:
-            timer = threading.Timer(delay_ms / 1000.0, seg.delete_files)
-            timer.daemon = True
-            timer.start()
+        delete_segment(seg, delay_ms=self.config.file_delete_delay_ms if delay else 0)
 
     def replace_segments(self, new_segments: list[Segment], old_segments: list[Segment]) -> None:
         """Swap cleaned segments in for ``old_segments`` (Kafka's replace protocol).
@@ -1014,21 +844,18 @@ class Log:
             self.io.fsync_dir(self._dir.path)
             failpoints.hit("swap.renamed")
             for seg in old_segments:
-                if self._segments.get(seg.base_offset) is seg:
-                    self._segments.pop(seg.base_offset)
+                if self._segments.holds(seg):
+                    self._segments.remove(seg.base_offset)
                 self._delete_segment(seg, delay=True)
             failpoints.hit("swap.old-deleted")
             for seg in new_segments:
                 seg.change_suffix("")
-                self._segments[seg.base_offset] = seg
+                self._segments.add(seg)
             self.io.fsync_dir(self._dir.path)
 
     def new_cleaned_segment(self, base_offset: int) -> Segment:
         """An empty segment written with the ``.cleaned`` suffix (input to ``replace_segments``)."""
-        from pylog.layout import CLEANED_SUFFIX
-        return Segment.create(self._dir.path, base_offset, index_bytes=self.config.segment_index_bytes,
-                              index_interval_bytes=self.config.index_interval_bytes, io=self.io,
-                              suffix=CLEANED_SUFFIX, open_files=self._files)
+        return self._factory.cleaned(base_offset)
 
     def expire_producers(self, now_ms: int | None = None) -> list[int]:
         """Forget producers idle for ``producer_id_expiration_ms`` (judged by their last
@@ -1101,8 +928,7 @@ class Log:
                 self._dir.unlock(clean=clean)
 
     def _release_all(self) -> None:
-        for seg in self._segments.values():
-            seg.close()
+        self._segments.close_all()
 
 
 def _check_offset(value, name: str) -> None:

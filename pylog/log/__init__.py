@@ -1,0 +1,7 @@
+"""The partition log, split as Apache Kafka splits it: ``Log`` (the public API and the
+lock) composes ``LogSegments`` (the sorted map of segments), ``LogOffsets`` (log start,
+high watermark, recovery point) and what ``LogLoader`` opened (docs/internals.md)."""
+
+from pylog.log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, AppendInfo, Log
+
+__all__ = ["AppendInfo", "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "Log", "MAX_TIMESTAMP"]

@@ -1,0 +1,182 @@
+"""``LogSegments``: a log's segments by base offset (Kafka's ``LogSegments``), and
+``SegmentFactory``: the one place a ``Segment`` is built from a log's config.
+
+Neither is thread-safe: the ``Log``'s lock guards them.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from sortedcontainers import SortedDict
+
+from pylog.config import LogConfig
+from pylog.io import FileIO
+from pylog.layout import CLEANED_SUFFIX, DELETED_SUFFIX
+from pylog.record.batch import decode_batches
+from pylog.segment.segment import Segment, roll_jitter_ms
+
+
+class LogSegments:
+    """The segments of one log, sorted by base offset; the last is the active one (Kafka's
+    ``LogSegments``). Lookups are O(log segments); lists are copies, safe to use after
+    the log's lock is released. ``files`` is the open-file budget the segments report to.
+
+    >>> class Seg:
+    ...     def __init__(self, base): self.base_offset = base
+    >>> segs = LogSegments()
+    >>> for base in (0, 10, 20): segs.add(Seg(base))
+    >>> segs.floor(15).base_offset, [s.base_offset for s in segs.from_floor(15)]
+    (10, [10, 20])
+    """
+
+    def __init__(self, files=None):
+        self._by_base: SortedDict = SortedDict()
+        self._files = files
+
+    def __len__(self) -> int:
+        return len(self._by_base)
+
+    def __iter__(self):
+        """The segments, oldest first (a copy)."""
+        return iter(list(self._by_base.values()))
+
+    def __contains__(self, base_offset: int) -> bool:
+        return base_offset in self._by_base
+
+    def add(self, segment) -> None:
+        """Add ``segment``, replacing any segment at its base offset. O(log segments)."""
+        self._by_base[segment.base_offset] = segment
+
+    def add_all(self, segments) -> None:
+        """Add many segments at once (opening a log). O(n log n)."""
+        self._by_base.update((s.base_offset, s) for s in segments)
+
+    def remove(self, base_offset: int):
+        """Drop the segment at ``base_offset`` and return it (``KeyError`` if none)."""
+        return self._by_base.pop(base_offset)
+
+    def get(self, base_offset: int):
+        """The segment at ``base_offset``, or None."""
+        return self._by_base.get(base_offset)
+
+    def holds(self, segment) -> bool:
+        """Whether ``segment`` itself (not a replacement at its base offset) is in the map."""
+        return self._by_base.get(segment.base_offset) is segment
+
+    def bases(self) -> list[int]:
+        """Base offsets, ascending (a copy). O(segments)."""
+        return list(self._by_base.keys())
+
+    @property
+    def active(self):
+        """The last segment, the one appends go to (``IndexError`` when empty)."""
+        return self._by_base.peekitem(-1)[1]
+
+    @property
+    def first(self):
+        """The oldest segment (``IndexError`` when empty)."""
+        return self._by_base.peekitem(0)[1]
+
+    @property
+    def first_base_offset(self) -> int:
+        return self._by_base.keys()[0]
+
+    def floor(self, offset: int):
+        """The segment with the largest base offset <= ``offset`` (the one that would hold
+        it), or None when ``offset`` is below every segment."""
+        i = self._by_base.bisect_right(offset)
+        return self._by_base.values()[i - 1] if i > 0 else None
+
+    def lower(self, offset: int):
+        """The segment with the largest base offset < ``offset``, or None."""
+        i = self._by_base.bisect_left(offset)
+        return self._by_base.values()[i - 1] if i > 0 else None
+
+    def higher(self, offset: int):
+        """The segment with the smallest base offset > ``offset``, or None."""
+        i = self._by_base.bisect_right(offset)
+        return self._by_base.values()[i] if i < len(self._by_base) else None
+
+    def from_floor(self, offset: int) -> list:
+        """The floor segment of ``offset`` (the first one if ``offset`` is below all) and
+        every later one, oldest first (a copy). O(log segments + segments returned)."""
+        i = max(self._by_base.bisect_right(offset) - 1, 0)
+        return list(self._by_base.values()[i:])
+
+    def size_bytes(self) -> int:
+        """Bytes of all ``.log`` files. O(segments)."""
+        return sum(s.size_bytes for s in self._by_base.values())
+
+    def touch(self, segment) -> None:
+        """``segment`` is about to be read: it becomes the most recently used of the
+        open-file budget (which may release other segments' files)."""
+        self._files.touch(segment)
+
+    def close_all(self) -> None:
+        """Release every segment's files (they stay in the map)."""
+        for segment in self._by_base.values():
+            segment.close()
+
+
+class SegmentFactory:
+    """Builds the segments of one partition directory from its config: index sizes, index
+    interval, roll jitter, I/O seam and open-file budget, all in one place.
+
+    ``writable`` is the default for opened segments (False for a read-only log).
+    """
+
+    def __init__(self, directory: str, config: LogConfig, io: FileIO, files, *, writable: bool):
+        self.directory = directory
+        self.config = config
+        self.io = io
+        self.files = files
+        self.writable = writable
+
+    def _settings(self) -> dict:
+        config = self.config
+        return dict(index_bytes=config.segment_index_bytes, index_interval_bytes=config.index_interval_bytes,
+                    io=self.io, open_files=self.files,
+                    roll_jitter_ms=roll_jitter_ms(config.segment_jitter_ms, config.segment_ms))
+
+    def open(self, base_offset: int, suffix: str = "", *, writable: bool | None = None) -> Segment:
+        """The existing segment at ``base_offset``; no file is opened until first use. O(1)."""
+        return Segment(self.directory, base_offset, writable=self.writable if writable is None else writable,
+                       suffix=suffix, **self._settings())
+
+    def create(self, base_offset: int, suffix: str = "") -> Segment:
+        """A new empty segment; files already at that base offset and suffix are removed."""
+        return Segment.create(self.directory, base_offset, suffix=suffix, **self._settings())
+
+    def cleaned(self, base_offset: int) -> Segment:
+        """A new empty segment with the ``.cleaned`` suffix (compaction's output)."""
+        return self.create(base_offset, CLEANED_SUFFIX)
+
+
+def batches_from(segments: list, start: int, end: int):
+    """Batches whose offsets overlap ``[start, end)`` in ``segments`` (the floor segment of
+    ``start`` and later ones), for producer-state replay. Reads each segment's bytes from
+    the batch holding ``start`` to its end."""
+    for seg in segments:
+        if seg.base_offset >= end:
+            return
+        h = seg.translate_offset(start)
+        if h is None:
+            continue
+        data = seg.read_slice(h.position, seg.size_bytes - h.position)
+        for b in decode_batches(data, position_base=h.position, allow_incomplete=True, path=seg.log_path):
+            if b.base_offset >= end:
+                return
+            yield b
+
+
+def delete_segment(segment: Segment, *, delay_ms: int) -> None:
+    """Rename ``segment``'s files ``.deleted`` now and remove them after ``delay_ms`` (at
+    once when 0): a fetch that holds the file meanwhile still reads it."""
+    segment.change_suffix(DELETED_SUFFIX)
+    if delay_ms <= 0:
+        segment.delete_files()
+    else:
+        timer = threading.Timer(delay_ms / 1000.0, segment.delete_files)
+        timer.daemon = True
+        timer.start()
