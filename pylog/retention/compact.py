@@ -18,9 +18,11 @@ the cleaned segments in with the ``.cleaned`` -> ``.swap`` protocol, crash-safe 
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 from pylog import failpoints
+from pylog.errors import StorageError
 from pylog.layout import CLEANER_OFFSET_CHECKPOINT, INT32_MAX
 from pylog.record.batch import decode_batches
 from pylog.record.encode import build_batch, now_ms as _now_ms
@@ -121,12 +123,7 @@ def _one_pass(log, now: int, budget_bytes: int, force: bool) -> CleanResult:
     p = _Pass(offset_map, map_end, end, now, now + log.config.delete_retention_ms,
               TxnMarkers(_aborted_txns(log, to_clean[0].base_offset)), _last_records_of_producers(log), result)
     for group in _groups(to_clean, log.config.segment_bytes):
-        cleaned = log.new_cleaned_segment(group[0].base_offset)
-        for seg in group:
-            result.bytes_read += seg.size_bytes
-            _clean_segment_into(seg, cleaned, p)
-        cleaned.on_become_inactive()
-        cleaned.flush()
+        cleaned = _cleaned_group(log, group, p)
         result.bytes_written += cleaned.size_bytes
         failpoints.hit("compact.cleaned-written")
         log.replace_segments([cleaned], group)
@@ -136,6 +133,23 @@ def _one_pass(log, now: int, budget_bytes: int, force: bool) -> CleanResult:
     log._min_delete_horizon = result.min_delete_horizon
     log._dir.write_offsets({CLEANER_OFFSET_CHECKPOINT: map_end})
     return result
+
+
+def _cleaned_group(log, group, p: _Pass):
+    """The ``.cleaned`` segment holding what ``group`` keeps, flushed. A write that fails
+    (a full disk) removes it again before the error goes on: the log is as before."""
+    cleaned = log.new_cleaned_segment(group[0].base_offset)
+    try:
+        for seg in group:
+            p.result.bytes_read += seg.size_bytes
+            _clean_segment_into(seg, cleaned, p)
+        cleaned.on_become_inactive()
+        cleaned.flush()
+    except StorageError:
+        with contextlib.suppress(StorageError):
+            cleaned.delete_files()
+        raise
+    return cleaned
 
 
 def _map_for_pass(log, segments, first_dirty: int, end: int, now: int, budget_bytes: int, force: bool):

@@ -196,6 +196,7 @@ MAINTENANCE_ON_FULL_DISK = textwrap.dedent("""
     assert [s.base_offset for s in log.segments] == bases, "a failed roll left a new segment"
     refused(log.flush, "flush (checkpoint write)")
     refused(log.compact, "compaction")
+    assert not [name for name in os.listdir(path) if name.endswith(".cleaned")], os.listdir(path)
     check_all_there(log)
     refused(log.close, "close")
     assert not [name for name in os.listdir(mnt) if name.endswith(".tmp")], os.listdir(mnt)
