@@ -668,6 +668,7 @@ class Log:
         return self._stamp(FetchData(offset, isolation=isolation), isolation)
 
     def _stamp(self, fetch: FetchData, isolation: str) -> FetchData:
+        fetch.topic, fetch.partition = self.topic, self.partition  # the place of its records
         fetch.high_watermark = self.high_watermark
         fetch.log_start_offset = self.log_start_offset
         if isolation == "committed" or not self.read_only:  # a read-only log learns it by a replay
