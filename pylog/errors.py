@@ -164,6 +164,12 @@ class UnsupportedPlatformError(PylogError, OSError):
     on a platform other than Linux or macOS (:mod:`pylog.platform`)."""
 
 
+class MissingDependencyError(PylogError, ImportError):
+    """Raised when a call needs an optional package that is not installed: ``Log.read_arrow``
+    needs ``pyarrow``, ``Log.to_pandas`` also ``pandas`` (``pip install 'pylog-kafka[arrow]'``).
+    The message names the package and the extra that brings it."""
+
+
 class PylogWarning(UserWarning):
     """Base of the warnings pylog raises; filter them with ``-W ignore::pylog.PylogWarning``."""
 

@@ -722,6 +722,18 @@ class Log:
                 return
             offset = nxt
 
+    def read_arrow(self, start_offset: int | None = None, end_offset: int | None = None, **options):
+        """The data records of ``[start_offset, end_offset)`` as a ``pyarrow.Table`` with the
+        schema of Spark's Kafka source, through the columnar decode (no object per record).
+        Options and cost: :func:`pylog.record.arrow.read_arrow`; needs ``pyarrow``."""
+        from pylog.record.arrow import read_arrow
+        return read_arrow(self, start_offset, end_offset, **options)
+
+    def to_pandas(self, start_offset: int | None = None, end_offset: int | None = None, **options):
+        """:meth:`read_arrow` as a ``pandas.DataFrame``; needs ``pyarrow`` and ``pandas``."""
+        from pylog.record.arrow import to_pandas
+        return to_pandas(self, start_offset, end_offset, **options)
+
     def _batches_between(self, start: int, end: int):
         """Batches whose offsets overlap [start, end) (for producer-state replay)."""
         with self._lock:
