@@ -33,14 +33,7 @@ class Record:
         self.timestamp = timestamp
         self.headers = headers
         self.offset = offset
-        # topic, partition and timestamp_type stay unset until a read fills them: a record
-        # costs no more to build than before (decoding builds millions); __getattr__ reads
-        # an unset one as None
-
-    def __getattr__(self, name):  # only called for a slot not set
-        if name in _PLACE:
-            return None
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        self.topic = self.partition = self.timestamp_type = None  # filled by a read
 
     def __repr__(self) -> str:
         return (f"Record(offset={self.offset!r}, timestamp={self.timestamp!r}, key={self.key!r}, "
@@ -82,10 +75,6 @@ class ControlRecord(Record):
 
     def __repr__(self) -> str:
         return f"ControlRecord(offset={self.offset!r}, type={self.control_type}, timestamp={self.timestamp!r})"
-
-
-#: The slots a read fills in (None until then).
-_PLACE = frozenset(("topic", "partition", "timestamp_type"))
 
 
 def _short(value) -> str:
