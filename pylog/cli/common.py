@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 
-from pylog.errors import InputFormatError, UnknownTopicError
+from pylog.errors import InputFormatError, LogDirNotFoundError, UnknownTopicError
 
 
 def is_partition_dir(path: str) -> bool:
@@ -15,7 +15,7 @@ def is_partition_dir(path: str) -> bool:
 def open_manager(root: str, *, read_only: bool):
     from pylog.manager import LogManager
     if not os.path.isdir(root):
-        raise FileNotFoundError(f"no log dir at {root}")
+        raise LogDirNotFoundError(f"no log dir at {root}")
     return LogManager(root, read_only=read_only)
 
 

@@ -87,14 +87,17 @@ def run(args) -> int:
     with open_manager(args.root, read_only=True) as manager:
         consumer = Consumer(assign(manager, args), ISOLATION_LEVELS[args.isolation])
         out = sys.stdout.buffer
+        status = 0
         try:
             for record in consumer.poll(follow=args.follow, max_records=args.max_messages,
                                         timeout_ms=args.timeout_ms, flush=out.flush):
                 out.write(formatter.format(record))
+        except KeyboardInterrupt:  # how a following consumer is usually stopped: still a summary
+            status = 130
         finally:
             out.flush()
-            print(f"Processed a total of {consumer.printed} messages", file=sys.stderr)
-    return 0
+    print(f"Processed a total of {consumer.printed} messages", file=sys.stderr)
+    return status
 
 
 def assign(manager, args) -> dict:

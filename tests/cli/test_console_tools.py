@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from pylog import Log, LogManager, Record
+from pylog import Log, LogDirNotFoundError, LogManager, Record
 from tests.log.test_tailing_readers import _line_queue, _next_line
 
 PYLOG = shutil.which("pylog")
@@ -192,9 +192,16 @@ def test_read_committed_leaves_out_aborted_and_open_transactions(tmp_path):
     ["console-consumer", "/nonexistent", "--topic", "t"],
     ["console-consumer", "{root}", "--topic", "missing"],
     ["console-consumer", "{root}", "--topic", "t", "--partition", "5"],
+    ["consume", "{root}", "--topic", "t", "--partition", "0", "--offset", "99"],
     ["console-consumer", "{root}", "--topic", "t", "--property", "print.everything=true"],
     ["console-producer", "{root}", "--topic", "t", "--property", "parse.key"],
     ["console-producer", "{root}", "--topic", "bad/name"],
 ])
 def test_mistakes_are_one_line_errors(topic, args):
     one_line_error(*[a.replace("{root}", str(topic)) for a in args], stdin=b"x\n")
+
+
+def test_a_missing_log_dir_is_a_pylog_error(tmp_path):
+    from pylog.cli.common import open_manager
+    with pytest.raises(LogDirNotFoundError, match="no log dir at"):
+        open_manager(str(tmp_path / "missing"), read_only=True)
