@@ -22,7 +22,7 @@ import sys
 
 from pylog.cli.common import parse_properties, properties_help
 from pylog.cli.line_reader import PROPERTIES, LineReader, line_batches
-from pylog.errors import InputFormatError
+from pylog.errors import InvalidArgumentError
 from pylog.partitioner import partition_for_key
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -68,7 +68,7 @@ def run(args) -> int:
         props.update({"parse.key": "true", "key.separator": args.key_separator})
     reader = LineReader(props)
     if args.batch_size < 1 or args.linger_ms < 0:
-        raise InputFormatError("--batch-size must be at least 1 and --linger-ms at least 0")
+        raise InvalidArgumentError("--batch-size must be at least 1 and --linger-ms at least 0")
     with LogManager(args.root) as manager:
         exists = args.topic in manager.topics()
         topic = manager.topic(args.topic) if exists else manager.create_topic(args.topic, args.partitions)
