@@ -164,6 +164,19 @@ class UnsupportedPlatformError(PylogError, OSError):
     on a platform other than Linux or macOS (:mod:`pylog.platform`)."""
 
 
+class InputFormatError(PylogError, ValueError):
+    """Raised by the console tools for input they cannot parse: a line of
+    ``pylog console-producer`` without its key or headers separator, a malformed
+    ``--offset-json-file`` of ``pylog delete-records``, a ``--property`` that is not
+    ``name=value``. The message names the line or the file."""
+
+
+class MissingDependencyError(PylogError, ImportError):
+    """Raised when a call needs an optional package that is not installed: ``Log.read_arrow``
+    needs ``pyarrow``, ``Log.to_pandas`` also ``pandas`` (``pip install 'pylog-kafka[arrow]'``).
+    The message names the package and the extra that brings it."""
+
+
 class PylogWarning(UserWarning):
     """Base of the warnings pylog raises; filter them with ``-W ignore::pylog.PylogWarning``."""
 

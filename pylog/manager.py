@@ -15,15 +15,21 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import threading
+import uuid
 
 from pylog.arguments import check_append_options, check_int, check_records_iterable
 from pylog.config import LogConfig, build_config
-from pylog.errors import InvalidConfigError, InvalidRecordError, UnknownTopicError
+from pylog.errors import InvalidConfigError, InvalidRecordError, ReadOnlyError, UnknownTopicError
 from pylog.io import DEFAULT_IO, FileIO
-from pylog.layout import INT32_RANGE
+from pylog.layout import (
+    INT32_RANGE, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
+)
 from pylog.log import AppendInfo, Log
-from pylog.partition_dir import directory_path, ensure_directory, parse_partition_dir, validate_topic
+from pylog.partition_dir import (
+    PartitionDir, directory_path, ensure_directory, parse_partition_dir, validate_topic,
+)
 from pylog.partitioner import partition_for_key
 from pylog.record.encode import check_record
 from pylog.record.record import as_record
@@ -31,6 +37,8 @@ from pylog.segment.open_files import OpenFiles
 
 TOPIC_CONFIGS_FILE = "topic-configs.json"
 MAX_PARTITIONS = 100_000
+#: The log dir's checkpoint files, each with a line per partition.
+CHECKPOINT_FILES = (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT)
 
 
 class LogManager:
@@ -108,6 +116,47 @@ class LogManager:
             for p in range(partitions):
                 self.log(name, p, create=True)
         return Topic(self, name)
+
+    def add_partitions(self, name: str, partitions: int) -> "Topic":
+        """Grow topic ``name`` to ``partitions`` partitions (Kafka's CreatePartitions: a
+        topic only grows, so keys map to other partitions from now on). Raises
+        :class:`InvalidConfigError` for a count that is not larger, before touching the disk.
+        Cost: one directory per new partition."""
+        current = len(self.partitions(name))
+        if not isinstance(partitions, int) or isinstance(partitions, bool) or not current < partitions <= MAX_PARTITIONS:
+            raise InvalidConfigError(
+                f"the number of partitions of a topic can only be increased: topic {name!r} has {current} "
+                f"partition(s), {partitions!r} would not be an increase (at most {MAX_PARTITIONS})")
+        with self._lock:
+            for p in range(current, partitions):
+                self.log(name, p, create=True)
+        return Topic(self, name)
+
+    def delete_topic(self, name: str) -> list[str]:
+        """Delete every partition directory of topic ``name``, its lines in the log dir's
+        checkpoints and its settings; returns the directories removed. Each partition's
+        writer lock is taken first, so a topic another process writes is refused with
+        :class:`LogLockedError` and nothing is deleted. As Kafka does, a directory is first
+        renamed ``<topic>-<partition>.<id>-delete`` (no longer a partition), then removed.
+        Not reversible. Cost: O(files of the topic)."""
+        parts = self.partitions(name)
+        if self.read_only:
+            raise ReadOnlyError(f"cannot delete topic {name!r}: the log dir {self.root} is open read-only")
+        with self._lock:
+            logs = [self.log(name, p) for p in parts]  # every writer lock, or an error before any change
+            removed = []
+            for log in logs:
+                pdir = PartitionDir(log.path, io=self.io)
+                log.close()
+                del self._logs[(name, log.partition)]
+                doomed = f"{log.path}.{uuid.uuid4().hex}-delete"
+                self.io.rename(log.path, doomed)
+                pdir.write_offsets({n: None for n in CHECKPOINT_FILES})
+                shutil.rmtree(doomed)
+                removed.append(log.path)
+            self._topic_overrides.pop(name, None)
+            self._save_topic_overrides()
+        return removed
 
     def topic(self, name: str) -> "Topic":
         """The existing topic ``name``."""

@@ -185,9 +185,10 @@ class PartitionDir:
                 out[name] = None
         return out
 
-    def write_offsets(self, values: dict[str, int]) -> None:
+    def write_offsets(self, values: dict[str, int | None]) -> None:
         """Set this partition's lines in the given checkpoint files (tmp, fsync, rename),
-        under a lock on the log dir so concurrent partitions do not lose each other's lines."""
+        under a lock on the log dir so concurrent partitions do not lose each other's lines.
+        None removes the line (a deleted partition)."""
         fcntl = _fcntl("the log dir's checkpoint lock")
         fd = os.open(self.log_dir, os.O_RDONLY)
         try:
@@ -200,7 +201,10 @@ class PartitionDir:
                     entries = {}
                 if entries.get(self.key) == offset:
                     continue
-                entries[self.key] = offset
+                if offset is None:
+                    del entries[self.key]
+                else:
+                    entries[self.key] = offset
                 cp.write(entries)
         except OSError as e:
             raise StorageError(e.errno, f"cannot write checkpoints in {self.log_dir}: {e.strerror}") from None

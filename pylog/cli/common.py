@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 
-from pylog.errors import UnknownTopicError
+from pylog.errors import InputFormatError, LogDirNotFoundError, UnknownTopicError
 
 
 def is_partition_dir(path: str) -> bool:
@@ -14,7 +15,7 @@ def is_partition_dir(path: str) -> bool:
 def open_manager(root: str, *, read_only: bool):
     from pylog.manager import LogManager
     if not os.path.isdir(root):
-        raise FileNotFoundError(f"no log dir at {root}")
+        raise LogDirNotFoundError(f"no log dir at {root}")
     return LogManager(root, read_only=read_only)
 
 
@@ -37,3 +38,41 @@ def table(rows: list[dict], columns: list[str]) -> str:
     lines = ["  ".join(c.ljust(widths[c]) for c in columns)]
     lines += ["  ".join(str(r.get(c, "")).ljust(widths[c]) for c in columns) for r in rows]
     return "\n".join(line.rstrip() for line in lines)
+
+
+def parse_properties(items: list[str] | None, known: dict[str, str]) -> dict[str, str]:
+    """``--property name=value`` arguments as a dict, each name one of ``known`` (name ->
+    what it does); defaults are the caller's. Raises :class:`InputFormatError`."""
+    out = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise InputFormatError(f"--property {item!r} is not name=value")
+        if name not in known:
+            raise InputFormatError(f"unknown --property {name!r}; known: {', '.join(sorted(known))}")
+        out[name] = value
+    return out
+
+
+def flag(props: dict[str, str], name: str, default: bool = False) -> bool:
+    """A boolean property as Kafka's tools read it: true when it says "true" (any case)."""
+    return props[name].strip().lower() == "true" if name in props else default
+
+
+def properties_help(known: dict[str, str]) -> str:
+    """The help text of a ``--property`` option: every property and what it does."""
+    return "NAME=VALUE ...; " + "; ".join(f"{k}: {v}" for k, v in known.items())
+
+
+def unescape(text: str) -> bytes:
+    """A separator as typed on a shell line, as UTF-8: ``\\t``, ``\\n``, ``\\r`` and ``\\\\``
+    are the characters they name (``key.separator=\\t`` needs no ``$'\\t'``)."""
+    return re.sub(r"\\[tnr\\]", lambda m: _ESCAPES[m[0]], text).encode("utf-8")
+
+
+_ESCAPES = {"\\t": "\t", "\\n": "\n", "\\r": "\r", "\\\\": "\\"}
+
+
+def internal_topic(name: str) -> bool:
+    """Kafka's internal topics: ``__consumer_offsets`` and ``__transaction_state``."""
+    return name in ("__consumer_offsets", "__transaction_state")

@@ -1,5 +1,6 @@
 """``pylog``: the command-line entry point. Each subcommand lives in its own module
-with ``add_parser(subparsers)`` and ``run(args) -> int``.
+with ``add_parser(subparsers)`` (or ``add_<command>_parser`` when a module holds several)
+and ``run(args) -> int``.
 
 Errors a user can cause (missing path, unknown topic, corrupt file, bad option) print
 one line on stderr and exit non-zero; no traceback.
@@ -14,16 +15,22 @@ import sys
 
 from pylog.errors import PylogError
 
-#: subcommand -> module under pylog.cli
+#: subcommand -> module under pylog.cli, in the order ``pylog --help`` lists them: Kafka's
+#: everyday tools first, then inspection, maintenance and the benchmark
 COMMANDS = {
-    "perf": "perf",
+    "topics": "topics",
+    "console-producer": "console_producer",
+    "produce": "console_producer",
+    "console-consumer": "console_consumer",
+    "consume": "console_consumer",
+    "get-offsets": "get_offsets",
+    "delete-records": "delete_records",
+    "describe": "describe",
     "dump": "dump",
     "verify": "verify",
-    "describe": "describe",
-    "produce": "produce",
-    "consume": "consume",
     "retention": "maintenance",
     "compact": "maintenance",
+    "perf": "perf",
 }
 
 
@@ -36,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name, module in COMMANDS.items():
         mod = importlib.import_module(f"pylog.cli.{module}")
-        adder = getattr(mod, f"add_{name}_parser", None) or mod.add_parser
+        adder = getattr(mod, f"add_{name.replace('-', '_')}_parser", None) or mod.add_parser
         adder(sub)
     return parser
 

@@ -668,6 +668,7 @@ class Log:
         return self._stamp(FetchData(offset, isolation=isolation), isolation)
 
     def _stamp(self, fetch: FetchData, isolation: str) -> FetchData:
+        fetch.topic, fetch.partition = self.topic, self.partition  # the place of its records
         fetch.high_watermark = self.high_watermark
         fetch.log_start_offset = self.log_start_offset
         if isolation == "committed" or not self.read_only:  # a read-only log learns it by a replay
@@ -720,6 +721,18 @@ class Log:
             if nxt <= offset:
                 return
             offset = nxt
+
+    def read_arrow(self, start_offset: int | None = None, end_offset: int | None = None, **options):
+        """The data records of ``[start_offset, end_offset)`` as a ``pyarrow.Table`` with the
+        schema of Spark's Kafka source, through the columnar decode (no object per record).
+        Options and cost: :func:`pylog.record.arrow.read_arrow`; needs ``pyarrow``."""
+        from pylog.record.arrow import read_arrow
+        return read_arrow(self, start_offset, end_offset, **options)
+
+    def to_pandas(self, start_offset: int | None = None, end_offset: int | None = None, **options):
+        """:meth:`read_arrow` as a ``pandas.DataFrame``; needs ``pyarrow`` and ``pandas``."""
+        from pylog.record.arrow import to_pandas
+        return to_pandas(self, start_offset, end_offset, **options)
 
     def _batches_between(self, start: int, end: int):
         """Batches whose offsets overlap [start, end) (for producer-state replay)."""

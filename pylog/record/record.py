@@ -6,18 +6,24 @@ from pylog.errors import InvalidRecordError
 
 
 class Record:
-    """One record: ``value``, ``key``, ``timestamp`` (ms), ``headers`` and, once read, ``offset``.
+    """One record: ``value``, ``key``, ``timestamp`` (ms), ``headers`` and, once read,
+    its place: ``offset``, ``topic``, ``partition`` and ``timestamp_type``.
 
     ``key``/``value`` are ``bytes`` or ``None``; ``headers`` is a tuple of
     ``(str, bytes | None)`` pairs. Plain ``bytes`` and ``(key, value)`` tuples are
-    accepted wherever a ``Record`` is.
+    accepted wherever a ``Record`` is. ``timestamp_type`` is Kafka's name for what the
+    timestamp means, taken from the record's batch: ``"CreateTime"``, ``"LogAppendTime"``
+    or ``"NoTimestampType"`` (a magic 0 message). Records read through a :class:`~pylog.Log`
+    (``read(...).records()``, ``records()``) have all four; a record decoded straight from
+    a batch has its ``offset`` only; the place of a record not read is None.
+    The place is not part of equality: a record read back equals the one appended.
 
     >>> r = Record(b"v", key=b"k", timestamp=5)
-    >>> (r.key, r.value, r.timestamp, r.offset)
-    (b'k', b'v', 5, None)
+    >>> (r.key, r.value, r.timestamp, r.offset, r.topic, r.partition, r.timestamp_type)
+    (b'k', b'v', 5, None, None, None, None)
     """
 
-    __slots__ = ("value", "key", "timestamp", "headers", "offset")
+    __slots__ = ("value", "key", "timestamp", "headers", "offset", "topic", "partition", "timestamp_type")
 
     is_control = False
 
@@ -27,6 +33,7 @@ class Record:
         self.timestamp = timestamp
         self.headers = headers
         self.offset = offset
+        self.topic = self.partition = self.timestamp_type = None  # filled by a read
 
     def __repr__(self) -> str:
         return (f"Record(offset={self.offset!r}, timestamp={self.timestamp!r}, key={self.key!r}, "

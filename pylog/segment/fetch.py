@@ -25,7 +25,7 @@ class FetchData:
 
     __slots__ = ("first_offset", "size_bytes", "_handle", "_position", "_path", "_bound",
                  "aborted_transactions", "isolation", "_raw", "_next_offset", "high_watermark",
-                 "log_start_offset", "last_stable_offset", "_offset_range")
+                 "log_start_offset", "last_stable_offset", "_offset_range", "topic", "partition")
 
     def __init__(self, first_offset: int, *, handle: _Handle | None = None, position: int = 0,
                  size_bytes: int = 0, path: str | None = None, bound: int | None = None,
@@ -43,6 +43,7 @@ class FetchData:
         self._raw = None if size_bytes else b""
         self._next_offset = None if size_bytes else first_offset
         self.high_watermark = self.log_start_offset = self.last_stable_offset = None
+        self.topic = self.partition = None  # the log's, stamped by Log.read on its records
 
     @property
     def position(self) -> int:
@@ -86,9 +87,12 @@ class FetchData:
 
     def records(self) -> list:
         """Data records from ``first_offset`` on (control records and, for
-        ``isolation="committed"``, aborted records left out). Checks every batch's CRC."""
+        ``isolation="committed"``, aborted records left out), each with its place: ``topic``
+        and ``partition`` of the fetch, ``timestamp_type`` of its batch. Checks every batch's
+        CRC. O(records + bytes)."""
         out = []
         lo, hi = self.first_offset, self._bound
+        topic, partition = self.topic, self.partition
         aborted = _AbortFilter(self.aborted_transactions) if self.isolation == "committed" else None
         for b in self.batches():
             if b.next_offset <= lo:
@@ -100,10 +104,34 @@ class FetchData:
             if b.is_control:
                 b.ensure_valid(self._path)
                 continue
-            for r in b.records(path=self._path):
-                if r.offset >= lo and (hi is None or r.offset < hi):
-                    out.append(r)
+            records = b.records(path=self._path)
+            if b.base_offset < lo or (hi is not None and b.last_offset >= hi):  # the range cuts the batch
+                records = [r for r in records if r.offset >= lo and (hi is None or r.offset < hi)]
+            timestamp_type = b.timestamp_type
+            for r in records:
+                r.topic, r.partition, r.timestamp_type = topic, partition, timestamp_type
+            out += records
         return out
+
+    def columns(self, *, include_headers: bool = False):
+        """The records of :meth:`records` as :class:`~pylog.record.columnar.Columns`: the
+        columnar decode, no object per record (``Columns.to_arrow`` wraps them for Arrow).
+        Checks every batch's CRC. O(bytes) in C/numpy plus O(batches + records) light steps;
+        a committed read decodes batch by batch to leave aborted transactions out."""
+        from pylog.record.columnar import Columns, decode_columns
+        lo = self.first_offset
+        if not self.size_bytes:
+            return Columns.empty(include_headers)
+        hi = self.next_offset  # stops at the bound of the read, also inside a batch
+        if self.isolation != "committed":
+            return decode_columns(self.raw(), min_offset=lo, max_offset=hi, include_headers=include_headers,
+                                  position_base=self._position, path=self._path)
+        aborted = _AbortFilter(self.aborted_transactions)
+        parts = [decode_columns(b.raw(), min_offset=lo, max_offset=hi, include_headers=include_headers,
+                                position_base=b.position, path=self._path)
+                 for b in self.batches()
+                 if b.next_offset > lo and b.base_offset < hi and not aborted.skip(b) and not b.is_control]
+        return Columns.concat(parts) if parts else Columns.empty(include_headers)
 
     def __iter__(self):
         return iter(self.records())

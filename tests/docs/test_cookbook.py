@@ -35,7 +35,8 @@ def snippets() -> list:
 
 def test_the_cookbook_has_a_snippet_per_recipe():
     assert [p.id for p in snippets()] == ["an-event-log-with-a-live-tail", "inspecting-a-broker-s-data-dir",
-                                         "retention-and-compaction", "transactions", "spark-batch-and-streaming"]
+                                         "retention-and-compaction", "transactions", "arrow-and-pandas",
+                                         "spark-batch-and-streaming"]
 
 
 @pytest.mark.parametrize("code, on_spark", snippets())

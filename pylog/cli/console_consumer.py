@@ -1,0 +1,206 @@
+"""``pylog console-consumer ROOT --topic T``: Kafka's ``kafka-console-consumer.sh`` on a log
+dir. ``pylog consume`` is the same command with other defaults (see below).
+
+It reads every partition of the topic (or ``--partition P``), in rounds: one fetch per
+partition, its records printed (pylog/cli/formatter.py), the output flushed. Without a start
+option it begins at the end of each partition, as Kafka's does (``--from-beginning``: at the
+start; ``--offset`` with ``--partition``; ``--timestamp``: the first record at or after a
+time), and keeps following what writers append until ``--max-messages``, ``--timeout-ms``
+(that long without a record) or Ctrl-C. ``--no-follow`` stops at the end of every partition
+instead. On exit it prints ``Processed a total of N messages`` on stderr, as Kafka's does.
+
+``pylog consume`` (the first command pylog had) is this command with ``--no-follow`` and
+``--from-beginning`` as defaults: it prints what is there and stops; ``--follow`` makes it
+wait for more, starting at the end unless told otherwise.
+
+Following, every record is printed once, in offset order per partition, across rolls,
+retention, compaction and truncation by the writing process. A position the writer removed
+meanwhile (retention passed it, or truncation cut below it) is reported on stderr and
+reading goes on from the log start, or the log end, as Kafka's consumers reset.
+
+No consumer group is joined: the partitions and start offsets come from the options
+(:func:`assign`), and nothing is committed. That function is the place a group
+membership (``pylog consumer-groups``) plugs in: its assignment and committed offsets in,
+:meth:`Consumer.positions` out to commit.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from pylog.cli.common import open_manager, parse_properties, properties_help
+from pylog.cli.formatter import FORMATTERS, PROPERTIES
+from pylog.errors import InvalidArgumentError, OffsetOutOfRangeError
+
+#: How long a consumer at the end of every partition waits before it polls again.
+POLL_INTERVAL_S = 0.05
+#: Bytes per fetch and partition.
+FETCH_BYTES = 1 << 20
+ISOLATION_LEVELS = {"read_uncommitted": "uncommitted", "read_committed": "committed",
+                    "uncommitted": "uncommitted", "committed": "committed"}
+
+
+def add_console_consumer_parser(sub) -> None:
+    _add(sub.add_parser("console-consumer", help="print the records of a topic as kafka-console-consumer.sh does, "
+                                                 "following new ones until --max-messages, --timeout-ms or Ctrl-C"),
+         follow=True)
+
+
+def add_consume_parser(sub) -> None:
+    _add(sub.add_parser("consume", help="console-consumer with --from-beginning --no-follow as defaults: "
+                                        "print what a topic holds and stop"), follow=False)
+
+
+def _add(p, *, follow: bool) -> None:
+    p.add_argument("root", help="the log dir holding <topic>-<partition> directories")
+    p.add_argument("--topic", required=True, help="the topic to read")
+    p.add_argument("--partition", type=int, help="read this partition only (default: every partition of the topic)")
+    start = p.add_mutually_exclusive_group()
+    start.add_argument("--from-beginning", action="store_true", default=None,
+                       help="start at the log start offset of each partition")
+    start.add_argument("--offset", help="start at this offset of --partition, or 'earliest' or 'latest'")
+    start.add_argument("--timestamp", type=int, metavar="MS",
+                       help="start at the first record at or after this time (ms since the epoch)")
+    p.add_argument("--max-messages", "--max-records", dest="max_messages", type=int, metavar="N",
+                   help="exit after printing N records")
+    p.add_argument("--timeout-ms", type=int, metavar="MS", help="exit when no record came for this long")
+    p.add_argument("--isolation-level", "--isolation", dest="isolation", choices=sorted(ISOLATION_LEVELS),
+                   default="read_uncommitted",
+                   help="read_committed leaves out aborted transactions and stops before open ones "
+                        "(default read_uncommitted; committed/uncommitted are accepted too)")
+    p.add_argument("--property", dest="properties", action="extend", nargs="+", metavar="NAME=VALUE",
+                   help="formatter properties, Kafka's: " + properties_help(PROPERTIES))
+    p.add_argument("--formatter", "--format", dest="formatter", choices=sorted(FORMATTERS), default="default",
+                   help="default (text) prints as Kafka's DefaultMessageFormatter; json prints one object per "
+                        "record, keys and values as UTF-8 text or base64 (a field says which)")
+    p.add_argument("--follow", dest="follow", action="store_const", const=True, default=follow,
+                   help="keep waiting for new records" + (" (the default)" if follow else ""))
+    p.add_argument("--no-follow", dest="follow", action="store_const", const=False,
+                   help="stop at the end of every partition" + ("" if follow else " (the default)"))
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    props = parse_properties(args.properties, PROPERTIES)
+    formatter = FORMATTERS[args.formatter](props)
+    with open_manager(args.root, read_only=True) as manager:
+        consumer = Consumer(assign(manager, args), ISOLATION_LEVELS[args.isolation])
+        out = sys.stdout.buffer
+        status = 0
+        try:
+            for record in consumer.poll(follow=args.follow, max_records=args.max_messages,
+                                        timeout_ms=args.timeout_ms, flush=out.flush):
+                out.write(formatter.format(record))
+        except KeyboardInterrupt:  # how a following consumer is usually stopped: still a summary
+            status = 130
+        finally:
+            out.flush()
+    print(f"Processed a total of {consumer.printed} messages", file=sys.stderr)
+    return status
+
+
+def assign(manager, args) -> dict:
+    """``{log: start offset}`` of the partitions to read, from the options. A consumer
+    group would instead take its assignment and committed offsets here."""
+    partitions = manager.partitions(args.topic)
+    if args.partition is not None:
+        if args.partition not in partitions:
+            raise InvalidArgumentError(f"topic {args.topic!r} has no partition {args.partition} "
+                                       f"(it has {len(partitions)})")
+        partitions = [args.partition]
+    if args.offset is not None and len(partitions) > 1:
+        raise InvalidArgumentError(f"--offset needs --partition: topic {args.topic!r} has {len(partitions)} partitions")
+    logs = [manager.log(args.topic, p) for p in partitions]
+    return {log: _start(log, args) for log in logs}
+
+
+def _start(log, args) -> int:
+    if args.offset is not None:
+        return _parse_offset(log, args.offset)
+    if args.timestamp is not None:
+        found = log.offset_for_timestamp(args.timestamp)
+        return log.log_end_offset if found is None else found
+    if args.from_beginning or (args.from_beginning is None and not args.follow):
+        return log.log_start_offset
+    return log.log_end_offset
+
+
+def _parse_offset(log, text: str) -> int:
+    if text == "earliest":
+        return log.log_start_offset
+    if text == "latest":
+        return log.log_end_offset
+    try:
+        offset = int(text)
+    except ValueError:
+        raise InvalidArgumentError(f"--offset {text!r} is not an offset, 'earliest' or 'latest'") from None
+    if offset < 0:
+        raise InvalidArgumentError(f"--offset {offset} is negative")
+    return offset
+
+
+class Consumer:
+    """Reads its partitions in rounds from their positions; the records' place (topic,
+    partition, timestamp type) comes with them."""
+
+    def __init__(self, positions: dict, isolation: str):
+        self._positions = positions
+        self.isolation = isolation
+        self.printed = 0
+
+    def positions(self) -> dict[tuple[str, int], int]:
+        """``{(topic, partition): next offset to read}``: what a group would commit."""
+        return {(log.topic, log.partition): offset for log, offset in self._positions.items()}
+
+    def poll(self, *, follow: bool, max_records: int | None, timeout_ms: int | None, flush):
+        """Yield records until ``max_records``, or (not ``follow``) the end of every
+        partition, or ``timeout_ms`` without one. ``flush`` runs after each round that
+        yielded records and before waiting."""
+        if max_records is not None and max_records <= 0:
+            return
+        last_record = time.monotonic()
+        while True:
+            moved = got = False
+            for log in self._positions:
+                records, advanced = self._fetch(log, follow)
+                moved = moved or advanced
+                for record in records:
+                    got = True
+                    self.printed += 1
+                    yield record
+                    if self.printed == max_records:
+                        return
+            now = time.monotonic()
+            if got:
+                last_record = now
+                flush()
+            if moved:
+                continue
+            if not follow or (timeout_ms is not None and (now - last_record) * 1000 >= timeout_ms):
+                return
+            flush()
+            time.sleep(POLL_INTERVAL_S)
+
+    def _fetch(self, log, follow: bool) -> tuple[list, bool]:
+        """The records of one fetch of ``log`` at its position, and whether it moved on."""
+        offset = self._positions[log]
+        try:
+            fetch = log.read(offset, FETCH_BYTES, isolation=self.isolation)
+        except OffsetOutOfRangeError:
+            if not follow:
+                raise
+            self._positions[log] = _reset(log, offset)
+            return [], True
+        if not fetch.size_bytes:
+            return [], False
+        self._positions[log] = fetch.next_offset
+        return fetch.records(), True
+
+
+def _reset(log, offset: int) -> int:
+    """Where to go on from an offset the writer removed: the log start, or the log end."""
+    to = log.log_start_offset if offset < log.log_start_offset else log.log_end_offset
+    print(f"{log.topic}-{log.partition}: offset {offset} is no longer in the log; going on from {to}",
+          file=sys.stderr)
+    return to

@@ -1,0 +1,186 @@
+"""``pylog topics ROOT``: Kafka's ``kafka-topics.sh`` on a log dir: ``--create``, ``--list``,
+``--describe``, ``--alter --partitions N`` (a topic only grows) and ``--delete``, with Kafka's
+output. ``--topic`` is a regular expression for all but ``--create``, as with Kafka.
+
+``--describe`` prints Kafka's lines; pylog is one node, so every partition's leader, replica
+and in-sync replica is that node (``node.id`` of the log dir's ``meta.properties``, 0 without
+one), and the replication factor is 1::
+
+    Topic: orders	TopicId: 7bz...	PartitionCount: 2	ReplicationFactor: 1	Configs: cleanup.policy=compact
+    	Topic: orders	Partition: 0	Leader: 0	Replicas: 0	Isr: 0	Elr: N/A	LastKnownElr: N/A
+
+``TopicId`` is the id in the partitions' ``partition.metadata`` (Kafka writes one; so does
+``--create``), left out when there is none, as Kafka leaves out a zero id.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import uuid
+
+from pylog.checkpoint import read_partition_metadata, write_partition_metadata
+from pylog.cli.common import internal_topic, open_manager
+from pylog.config import LogConfig
+from pylog.errors import InvalidArgumentError, InvalidConfigError, PylogError, UnknownTopicError
+from pylog.layout import PARTITION_METADATA
+
+ACTIONS = ("create", "list", "describe", "alter", "delete")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("topics", help="create, list, describe, grow or delete topics, as kafka-topics.sh does")
+    p.add_argument("root", help="the log dir holding <topic>-<partition> directories")
+    action = p.add_mutually_exclusive_group(required=True)
+    action.add_argument("--create", dest="action", action="store_const", const="create",
+                        help="create --topic with --partitions and --config settings")
+    action.add_argument("--list", dest="action", action="store_const", const="list", help="print the topic names")
+    action.add_argument("--describe", dest="action", action="store_const", const="describe",
+                        help="print each topic's id, partition count, settings and partitions")
+    action.add_argument("--alter", dest="action", action="store_const", const="alter",
+                        help="grow --topic to --partitions partitions (a topic only grows)")
+    action.add_argument("--delete", dest="action", action="store_const", const="delete",
+                        help="delete --topic: its directories, checkpoint lines and settings")
+    p.add_argument("--topic", help="the topic; a regular expression (whole name) except with --create")
+    p.add_argument("--partitions", type=int, help="partition count: of a new topic (default 1), or to grow to")
+    p.add_argument("--replication-factor", type=int, default=1,
+                   help="accepted for Kafka's command lines: pylog is one node, so only 1")
+    p.add_argument("--config", action="append", metavar="NAME=VALUE",
+                   help="a topic setting by Kafka's name (segment.bytes=1048576), repeatable; with --create")
+    p.add_argument("--if-not-exists", action="store_true", help="with --create: no error if the topic exists")
+    p.add_argument("--if-exists", action="store_true", help="with --alter, --describe, --delete: no error if "
+                                                             "no topic matches")
+    p.add_argument("--exclude-internal-topics", action="store_true",
+                   help="leave out __consumer_offsets and __transaction_state")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    if args.replication_factor != 1:
+        raise InvalidArgumentError(f"--replication-factor {args.replication_factor}: pylog is one node, only 1")
+    if args.action == "create":
+        return _create(args)
+    with open_manager(args.root, read_only=args.action in ("list", "describe")) as manager:
+        names = _matching(manager, args)
+        if args.action == "list":
+            for name in names:
+                print(name)
+        elif args.action == "describe":
+            for name in names:
+                print(describe(manager, name))
+        elif args.action == "alter":
+            _alter(manager, names, args)
+        else:
+            for name in names:
+                manager.delete_topic(name)
+    return 0
+
+
+def _matching(manager, args) -> list[str]:
+    names = [t for t in manager.topics() if not (args.exclude_internal_topics and internal_topic(t))]
+    if args.topic is None:
+        if args.action in ("alter", "delete"):
+            raise InvalidArgumentError(f"--{args.action} needs --topic")
+        return names
+    try:
+        pattern = re.compile(args.topic)
+    except re.error as e:
+        raise InvalidArgumentError(f"--topic {args.topic!r} is not a regular expression: {e}") from None
+    names = [t for t in names if pattern.fullmatch(t)]
+    if not names and not args.if_exists and args.action != "list":
+        raise UnknownTopicError(f"topic {args.topic!r} does not exist in {args.root}")
+    return names
+
+
+def _create(args) -> int:
+    from pylog.manager import LogManager
+    if args.topic is None:
+        raise InvalidArgumentError("--create needs --topic")
+    partitions = 1 if args.partitions is None else args.partitions
+    config = LogConfig.from_kafka(_settings(args.config)) if args.config else None
+    with LogManager(args.root) as manager:
+        if args.topic in manager.topics():
+            if args.if_not_exists:
+                return 0
+            raise InvalidArgumentError(f"topic {args.topic!r} already exists in {args.root}")
+        manager.create_topic(args.topic, partitions, config)
+        _write_topic_id(manager, args.topic, _new_topic_id())
+    print(f"Created topic {args.topic}.")
+    return 0
+
+
+def _settings(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise InvalidConfigError(f"--config {item!r} is not NAME=VALUE")
+        out[name] = value
+    return out
+
+
+def _alter(manager, names: list[str], args) -> None:
+    if args.partitions is None:
+        raise InvalidArgumentError("--alter needs --partitions (pylog keeps settings in topic-configs.json)")
+    for name in names:
+        topic_id = topic_id_of(manager, name)
+        manager.add_partitions(name, args.partitions)
+        if topic_id is not None:
+            _write_topic_id(manager, name, topic_id)
+
+
+def describe(manager, name: str) -> str:
+    """Kafka's ``--describe`` lines of one topic."""
+    partitions = manager.partitions(name)
+    defaults = LogConfig().to_kafka()
+    configs = ",".join(f"{k}={v}" for k, v in sorted(manager.topic_config(name).to_kafka().items())
+                       if defaults[k] != v)
+    topic_id = topic_id_of(manager, name)
+    head = f"Topic: {name}" + (f"\tTopicId: {topic_id}" if topic_id else "")
+    node = node_id(manager.root)
+    lines = [f"{head}\tPartitionCount: {len(partitions)}\tReplicationFactor: 1\tConfigs: {configs}"]
+    lines += [f"\tTopic: {name}\tPartition: {p}\tLeader: {node}\tReplicas: {node}\tIsr: {node}\tElr: N/A"
+              f"\tLastKnownElr: N/A" for p in partitions]
+    return "\n".join(lines)
+
+
+def topic_id_of(manager, name: str) -> str | None:
+    """The topic id in the first partition's ``partition.metadata`` that has one, or None."""
+    for p in manager.partitions(name):
+        path = os.path.join(manager.root, f"{name}-{p}", PARTITION_METADATA)
+        try:
+            return read_partition_metadata(path)["topic_id"]
+        except (OSError, PylogError):
+            continue
+    return None
+
+
+def _write_topic_id(manager, name: str, topic_id: str) -> None:
+    """A ``partition.metadata`` in every partition of ``name`` lacking one, as Kafka writes it."""
+    for p in manager.partitions(name):
+        path = os.path.join(manager.root, f"{name}-{p}", PARTITION_METADATA)
+        if not os.path.exists(path):
+            write_partition_metadata(path, topic_id, io=manager.io)
+
+
+def _new_topic_id() -> str:
+    """A random id written as Kafka writes one: URL-safe base64 of 16 bytes, no padding, not
+    starting with '-' (Kafka draws again then)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def node_id(root: str) -> int:
+    """``node.id`` (or ``broker.id``) of the log dir's ``meta.properties``, 0 without one."""
+    try:
+        with open(os.path.join(root, "meta.properties"), encoding="utf-8") as f:
+            props = dict(line.strip().split("=", 1) for line in f if "=" in line and not line.startswith("#"))
+    except OSError:
+        return 0
+    for key in ("node.id", "broker.id"):
+        if props.get(key, "").lstrip("-").isdigit():
+            return int(props[key])
+    return 0

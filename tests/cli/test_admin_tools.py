@@ -1,0 +1,134 @@
+"""``pylog topics``, ``pylog get-offsets`` and ``pylog delete-records``: Kafka's options and
+output, through the real ``pylog`` console script; bad input changes nothing."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from pylog import Log, LogManager, Record
+from pylog.checkpoint import read_partition_metadata
+from tests.cli.test_console_tools import PYLOG, console, ok, one_line_error
+
+pytestmark = pytest.mark.skipif(PYLOG is None, reason="the pylog console script is not installed (pip install -e .)")
+
+DESCRIBE_TOPIC = re.compile(r"^Topic: orders\tTopicId: ([A-Za-z0-9_-]{22})\tPartitionCount: 3\tReplicationFactor: 1"
+                            r"\tConfigs: cleanup.policy=compact,segment.bytes=100000$")
+
+
+def _tree(root) -> dict:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+            and p.name != ".lock"}
+
+
+def test_create_list_describe_as_kafka_topics(tmp_path):
+    root = tmp_path / "root"
+    assert ok("topics", root, "--create", "--topic", "orders", "--partitions", "3", "--config",
+              "cleanup.policy=compact", "--config", "segment.bytes=100000") == "Created topic orders.\n"
+    ok("topics", root, "--create", "--topic", "audit")
+    assert ok("topics", root, "--list") == "audit\norders\n"
+    lines = ok("topics", root, "--describe", "--topic", "ord.*").splitlines()
+    topic_id = DESCRIBE_TOPIC.match(lines[0])[1]
+    assert lines[1:] == [f"\tTopic: orders\tPartition: {p}\tLeader: 0\tReplicas: 0\tIsr: 0\tElr: N/A\t"
+                         "LastKnownElr: N/A" for p in range(3)]
+    assert read_partition_metadata(root / "orders-2" / "partition.metadata")["topic_id"] == topic_id
+    with LogManager(root, read_only=True) as m:
+        assert m.topic_config("orders").segment_bytes == 100000 and m.topic_config("orders").compact
+    err = one_line_error("topics", root, "--create", "--topic", "orders")
+    assert "already exists" in err
+    ok("topics", root, "--create", "--topic", "orders", "--if-not-exists")
+
+
+def test_alter_only_grows_and_keeps_the_topic_id(tmp_path):
+    root = tmp_path / "root"
+    ok("topics", root, "--create", "--topic", "t", "--partitions", "2")
+    before = _tree(root)
+    assert "can only be increased" in one_line_error("topics", root, "--alter", "--topic", "t", "--partitions", "2")
+    assert _tree(root) == before
+    ok("topics", root, "--alter", "--topic", "t", "--partitions", "4")
+    with LogManager(root, read_only=True) as m:
+        assert m.partitions("t") == [0, 1, 2, 3]
+    ids = {read_partition_metadata(root / f"t-{p}" / "partition.metadata")["topic_id"] for p in range(4)}
+    assert len(ids) == 1
+
+
+def test_delete_removes_the_topic_and_a_new_one_of_that_name_starts_at_zero(tmp_path):
+    root = tmp_path / "root"
+    with LogManager(root) as m:
+        t = m.create_topic("t", 2, {"retention_ms": 1000})
+        t.append([b"x"] * 10, partition=0)
+        m.log("t", 0).delete_records(6)
+        m.create_topic("other", 1)
+    ok("topics", root, "--delete", "--topic", "t")
+    assert ok("topics", root, "--list") == "other\n"
+    assert not any(line.startswith("t ") for f in ("log-start-offset-checkpoint", "recovery-point-offset-checkpoint")
+                   for line in (root / f).read_text().splitlines())
+    ok("topics", root, "--create", "--topic", "t")
+    with LogManager(root, read_only=True) as m:
+        assert m.log("t", 0).log_start_offset == 0 and m.topic_config("t").retention_ms == 604800000
+
+
+def test_delete_is_refused_while_a_writer_holds_the_topic(tmp_path):
+    root = tmp_path / "root"
+    with LogManager(root) as m:
+        m.create_topic("t", 2)
+    with Log.open(root / "t-1") as writer:
+        writer.append([b"busy"])
+        before = _tree(root)
+        assert "lock" in one_line_error("topics", root, "--delete", "--topic", "t").lower()
+        assert _tree(root) == before
+
+
+def _offsets_topic(root):
+    with LogManager(root) as m:
+        t = m.create_topic("t", 12)
+        for p in (0, 1, 10):
+            t.append([Record(b"v", timestamp=1000 * (i + 1)) for i in range(p + 2)], partition=p)
+
+
+def test_get_offsets_prints_kafkas_lines_in_kafkas_order(tmp_path):
+    root = tmp_path / "root"
+    _offsets_topic(root)
+    latest = ok("get-offsets", root, "--topic", "t", "--partitions", "0,1,10,2").splitlines()
+    assert latest == ["t:0:2", "t:1:3", "t:10:12", "t:2:0"]  # sorted as "t-10" < "t-2", as Kafka sorts
+    assert ok("get-offsets", root, "--topic", "t", "--partitions", "10", "--time", "-2") == "t:10:0\n"
+    assert ok("get-offsets", root, "--partitions", "0,1,10", "--time", "2500") == "t:1:2\nt:10:2\n"  # p0 has none
+    assert ok("get-offsets", root, "--partitions", "10", "--time", "max-timestamp") == "t:10:11\n"
+    assert len(ok("get-offsets", root).splitlines()) == 12
+    assert "no topic-partition" in one_line_error("get-offsets", root, "--topic", "nope")
+    assert "--time" in one_line_error("get-offsets", root, "--time", "yesterday")
+
+
+def test_delete_records_prints_the_new_low_watermarks(tmp_path):
+    root = tmp_path / "root"
+    _offsets_topic(root)
+    spec = tmp_path / "offsets.json"
+    spec.write_text(json.dumps({"partitions": [{"topic": "t", "partition": 10, "offset": 5},
+                                               {"topic": "t", "partition": 1, "offset": -1}], "version": 1}))
+    assert ok("delete-records", root, "--offset-json-file", spec).splitlines() == [
+        "Executing records delete operation", "Records delete operation completed:",
+        "partition: t-10\tlow_watermark: 5", "partition: t-1\tlow_watermark: 3"]
+    assert ok("get-offsets", root, "--partitions", "1,10", "--time", "earliest") == "t:1:3\nt:10:5\n"
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "is not valid JSON"),
+    ('{"partitions": [{"topic": "t", "partition": 0, "offset": 1}], "version": 2}', "version 2"),
+    ('{"partitions": [{"topic": "t", "partition": "0", "offset": 1}]}', "partitions[0]"),
+    ('{"partitions": [{"topic": "t", "partition": 0, "offset": 1}, {"topic": "t", "partition": 0, "offset": 2}]}',
+     "duplicate topic partitions: t-0"),
+    ('{"partitions": [{"topic": "t", "partition": 0, "offset": 1}, {"topic": "t", "partition": 99, "offset": 1}]}',
+     "no partition t-99"),
+    ('{"partitions": [{"topic": "t", "partition": 0, "offset": 1}, {"topic": "t", "partition": 1, "offset": 4}]}',
+     "past the high watermark 3"),
+])
+def test_a_bad_offset_file_is_one_line_and_deletes_nothing(tmp_path, content, message):
+    root = tmp_path / "root"
+    _offsets_topic(root)
+    before = _tree(root)
+    spec = tmp_path / "offsets.json"
+    spec.write_text(content)
+    assert message in one_line_error("delete-records", root, "--offset-json-file", spec)
+    assert _tree(root) == before

@@ -1,0 +1,207 @@
+"""``pylog console-producer`` and ``pylog console-consumer`` (and their short names ``produce``
+and ``consume``): Kafka's options and output, run through the real ``pylog`` console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from pylog import Log, LogDirNotFoundError, LogManager, Record
+from tests.log.test_tailing_readers import _line_queue, _next_line
+
+PYLOG = shutil.which("pylog")
+pytestmark = pytest.mark.skipif(PYLOG is None, reason="the pylog console script is not installed (pip install -e .)")
+#: Deadline for what includes starting a process (imports on a busy machine).
+START_S = 60
+
+
+def _env() -> dict:
+    return {**os.environ, "PYTHONPATH": os.getcwd()}
+
+
+def console(*args, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    """``pylog ARGS`` through the installed console script, importing this checkout."""
+    return subprocess.run([PYLOG, *map(str, args)], input=stdin, capture_output=True, env=_env(), timeout=120)
+
+
+def ok(*args, stdin: bytes | None = None) -> str:
+    r = console(*args, stdin=stdin)
+    assert r.returncode == 0, r.stderr.decode()
+    return r.stdout.decode()
+
+
+def one_line_error(*args, stdin: bytes | None = None) -> str:
+    r = console(*args, stdin=stdin)
+    err = r.stderr.decode()
+    assert r.returncode == 1 and "Traceback" not in err and err.count("\n") == 1, err
+    return err
+
+
+def _records(root, topic, partition=0) -> list:
+    with LogManager(root, read_only=True) as m:
+        return list(m.log(topic, partition).records())
+
+
+# -- the producer -----------------------------------------------------------------------------------
+
+def test_console_producer_piped_from_a_slow_writer_each_line_is_consumed_within_a_second(tmp_path):
+    """A writer writes a line and waits until a console-consumer printed it, then the next:
+    no line waits for a batch to fill."""
+    root = tmp_path / "root"
+    ok("topics", root, "--create", "--topic", "t", "--partitions", "2")
+    consumer = subprocess.Popen([PYLOG, "console-consumer", root, "--topic", "t", "--from-beginning"],
+                                stdout=subprocess.PIPE, env=_env())
+    producer = subprocess.Popen([PYLOG, "console-producer", root, "--topic", "t"], stdin=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, env=_env())
+    printed = _line_queue(consumer.stdout)
+    waits = []
+    try:
+        for i in range(8):
+            producer.stdin.write(b"line-%d\n" % i)
+            producer.stdin.flush()
+            written = time.monotonic()
+            line = _next_line(printed, written + (START_S if i == 0 else 1.0),
+                              f"line {i} was not consumed within {'a second' if i else 'the start-up deadline'}")
+            waits.append(time.monotonic() - written)
+            assert line == f"line-{i}"
+    finally:
+        producer.kill()
+        consumer.kill()
+        producer.wait()
+        consumer.wait()
+    assert max(waits[1:]) < 1.0, waits
+    assert {r.value for p in (0, 1) for r in _records(root, "t", p)} == {b"line-%d" % i for i in range(8)}
+
+
+def test_keys_headers_and_nulls_are_parsed_as_kafkas_line_reader_does(tmp_path):
+    root = tmp_path / "root"
+    lines = b"h1:a,h2:NULL\tk1|v1\nNULL\tNULL|v2\nh3:c\tk3|NULL\n"
+    ok("console-producer", root, "--topic", "t", "--property", "parse.key=true", "key.separator=|",
+       "parse.headers=true", "null.marker=NULL", stdin=lines)
+    got = [(r.headers, r.key, r.value) for r in _records(root, "t")]
+    assert got == [((("h1", b"a"), ("h2", None)), b"k1", b"v1"), ((), None, b"v2"), ((("h3", b"c"),), b"k3", None)]
+
+
+def test_a_line_without_its_separator_is_a_one_line_error_after_the_lines_before_it(tmp_path):
+    root = tmp_path / "root"
+    err = one_line_error("console-producer", root, "--topic", "t", "--property", "parse.key=true",
+                         stdin=b"k1\tv1\nno separator here\nk3\tv3\n")
+    assert "no key separator '\\t' on line 2: 'no separator here'" in err
+    assert [(r.key, r.value) for r in _records(root, "t")] == [(b"k1", b"v1")]
+    ok("console-producer", root, "--topic", "t", "--property", "parse.key=true", "ignore.error=true",
+       stdin=b"plain\n")
+    assert [(r.key, r.value) for r in _records(root, "t")][-1] == (None, b"plain")
+
+
+def test_verbose_names_the_offsets_written_and_the_old_produce_options_still_work(tmp_path):
+    root = tmp_path / "root"
+    out = ok("produce", root, "--topic", "t", "--partitions", "3", "--key-separator", ":", "--compression",
+             "gzip", "--verbose", stdin=b"".join(b"k%d:v%d\n" % (i, i) for i in range(9)))
+    written = out.split()
+    assert len(written) == 9 and len(set(written)) == 9
+    for place in written:
+        topic_partition, offset = place.split("@")
+        partition = int(topic_partition.rpartition("-")[2])
+        record = next(r for r in _records(root, "t", partition) if r.offset == int(offset))
+        assert record.key.decode() in [f"k{i}" for i in range(9)]
+    with LogManager(root, read_only=True) as m:
+        assert {b.compression for p in range(3) for b in m.log("t", p).read(0).batches()} == {"gzip"}
+
+
+def test_round_robin_and_a_fixed_partition(tmp_path):
+    root = tmp_path / "root"
+    ok("topics", root, "--create", "--topic", "t", "--partitions", "3")
+    ok("console-producer", root, "--topic", "t", "--partitioner", "round-robin", stdin=b"a\nb\nc\nd\ne\nf\n")
+    assert [len(_records(root, "t", p)) for p in range(3)] == [2, 2, 2]
+    ok("console-producer", root, "--topic", "t", "--partition", "1", stdin=b"x\ny\n")
+    assert [r.value for r in _records(root, "t", 1)][-2:] == [b"x", b"y"]
+
+
+# -- the consumer -----------------------------------------------------------------------------------
+
+@pytest.fixture
+def topic(tmp_path):
+    """A two-partition topic: keyed records with headers in partition 0, one binary value in 1."""
+    root = tmp_path / "root"
+    with LogManager(root) as m:
+        t = m.create_topic("t", 2)
+        t.append([Record(b"v0", key=b"k0", timestamp=1700000000000, headers=(("h", b"x"), ("n", None))),
+                  Record(b"v1", key=None, timestamp=1700000000001)], partition=0)
+        t.append([Record(b"\xff\xfe", key=b"bin", timestamp=1700000000002)], partition=1)
+    return root
+
+
+def test_print_properties_give_kafkas_lines(topic):
+    props = ["--property", "print.timestamp=true", "print.partition=true", "print.offset=true", "print.key=true",
+             "print.headers=true"]
+    out = console("consume", topic, "--topic", "t", *props).stdout
+    assert out.split(b"\n") == [b"CreateTime:1700000000000\tPartition:0\tOffset:0\th:x,n:null\tk0\tv0",
+                                b"CreateTime:1700000000001\tPartition:0\tOffset:1\tNO_HEADERS\tnull\tv1",
+                                b"CreateTime:1700000000002\tPartition:1\tOffset:0\tNO_HEADERS\tbin\t\xff\xfe", b""]
+    assert console("console-consumer", topic, "--topic", "t", "--from-beginning", "--no-follow", *props).stdout == out
+    assert ok("consume", topic, "--topic", "t", "--property", "print.key=true", "key.separator=|",
+              "print.value=false", "--partition", "0") == "k0\nnull\n"
+
+
+def test_json_output_says_which_values_are_text_and_which_base64(topic):
+    rows = [json.loads(line) for line in ok("consume", topic, "--topic", "t", "--formatter", "json").splitlines()]
+    assert rows[0] == {"topic": "t", "partition": 0, "offset": 0, "timestamp": 1700000000000,
+                       "timestamp_type": "CreateTime", "key": "k0", "key_encoding": "utf-8", "value": "v0",
+                       "value_encoding": "utf-8", "headers": [
+                           {"key": "h", "value": "x", "value_encoding": "utf-8"},
+                           {"key": "n", "value": None, "value_encoding": None}]}
+    assert (rows[1]["key"], rows[1]["key_encoding"]) == (None, None)
+    assert (rows[2]["value"], rows[2]["value_encoding"]) == ("//4=", "base64")
+
+
+def test_start_options_and_limits(topic):
+    assert ok("consume", topic, "--topic", "t", "--partition", "0", "--offset", "1") == "v1\n"
+    assert console("consume", topic, "--topic", "t", "--timestamp", "1700000000001").stdout == b"v1\n\xff\xfe\n"
+    assert ok("consume", topic, "--topic", "t", "--partition", "0", "--timestamp", "1700000000001") == "v1\n"
+    r = console("console-consumer", topic, "--topic", "t", "--from-beginning", "--max-messages", "2")
+    assert r.returncode == 0 and r.stdout == b"v0\nv1\n"
+    assert r.stderr.decode().splitlines()[-1] == "Processed a total of 2 messages"
+    started = time.monotonic()
+    r = console("console-consumer", topic, "--topic", "t", "--timeout-ms", "300")  # at the end: nothing new
+    assert r.returncode == 0 and r.stdout == b"" and time.monotonic() - started >= 0.3
+    err = one_line_error("console-consumer", topic, "--topic", "t", "--offset", "0")
+    assert "--offset needs --partition" in err
+
+
+def test_read_committed_leaves_out_aborted_and_open_transactions(tmp_path):
+    root = tmp_path / "root"
+    with Log.open(root / "t-0") as log:
+        log.append([b"plain"])
+        log.append([b"aborted"], producer_id=1, producer_epoch=0, base_sequence=0, is_transactional=True)
+        log.append_txn_marker(1, 0, commit=False)
+        log.append([b"committed"], producer_id=2, producer_epoch=0, base_sequence=0, is_transactional=True)
+        log.append_txn_marker(2, 0, commit=True)
+        log.append([b"open"], producer_id=3, producer_epoch=0, base_sequence=0, is_transactional=True)
+        assert ok("consume", root, "--topic", "t", "--isolation-level", "read_committed").split() == \
+            ["plain", "committed"]
+        assert ok("consume", root, "--topic", "t", "--isolation", "committed").split() == ["plain", "committed"]
+        assert ok("consume", root, "--topic", "t").split() == ["plain", "aborted", "committed", "open"]
+
+
+@pytest.mark.parametrize("args", [
+    ["console-consumer", "/nonexistent", "--topic", "t"],
+    ["console-consumer", "{root}", "--topic", "missing"],
+    ["console-consumer", "{root}", "--topic", "t", "--partition", "5"],
+    ["consume", "{root}", "--topic", "t", "--partition", "0", "--offset", "99"],
+    ["console-consumer", "{root}", "--topic", "t", "--property", "print.everything=true"],
+    ["console-producer", "{root}", "--topic", "t", "--property", "parse.key"],
+    ["console-producer", "{root}", "--topic", "bad/name"],
+])
+def test_mistakes_are_one_line_errors(topic, args):
+    one_line_error(*[a.replace("{root}", str(topic)) for a in args], stdin=b"x\n")
+
+
+def test_a_missing_log_dir_is_a_pylog_error(tmp_path):
+    from pylog.cli.common import open_manager
+    with pytest.raises(LogDirNotFoundError, match="no log dir at"):
+        open_manager(str(tmp_path / "missing"), read_only=True)
