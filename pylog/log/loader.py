@@ -322,6 +322,8 @@ class LogLoader:
         checkpoint_watch.mark()
         for base, suffix in live_segment_bases(self._dir.path, read_only=True):
             self.segments.add(self.factory.open(base, suffix))
+        if self.segments:
+            self.segments.active.zero_tail_is_end = True  # a crash's zero-filled tail ends the log
         self.report.clean = self._dir.has_clean_shutdown_marker()
         empty_start = take_checkpointed_offsets(self._dir, self.segments, self.offsets, empty_start=0)
         return self._loaded(empty_start=empty_start, dir_watch=dir_watch, checkpoint_watch=checkpoint_watch)

@@ -247,6 +247,7 @@ class Log:
             if base not in self._segments:
                 self._segments.add(self._factory.open(base, suffix))
         if self._segments:
+            self.active_segment.zero_tail_is_end = True  # a crash's zero-filled tail ends the log
             self.active_segment.follow()  # measured now, so any later rewrite shows
         if rewritten:
             self._producers = None

@@ -151,6 +151,16 @@ class Segment:
 
     # -- identity ----------------------------------------------------------------------------
     @property
+    def zero_tail_is_end(self) -> bool:
+        """Whether a zero-filled tail of the ``.log`` ends its data instead of being
+        corruption: set on the last segment of a read-only log (see :class:`LogFile`)."""
+        return self.log.zero_tail_is_end
+
+    @zero_tail_is_end.setter
+    def zero_tail_is_end(self, value: bool) -> None:
+        self.log.zero_tail_is_end = value
+
+    @property
     def log_path(self) -> str:
         """Path of the ``.log`` file."""
         return self.log.path
@@ -203,19 +213,19 @@ class Segment:
         log = self.log
         if log.inode not in (None, st.st_ino) or st.st_size < log.size_bytes:
             return False
-        unchanged = (st.st_size, st.st_mtime_ns) == (log.size_bytes, log.mtime_ns)
+        unchanged = (st.st_size, st.st_mtime_ns) == (log.measured_bytes, log.mtime_ns)
         if self._tail is None:  # first look: only the size and mtime measured before to compare
             if log.mtime_ns is not None and not unchanged:
                 return False  # appended to or rewritten since measured, no telling which
-            log.inode, log.size_bytes = st.st_ino, st.st_size
+            log.measured(st)
             self._max_ts_and_offset = None
             self._take_tail(self._safe_lookup(2**62)[1])
         elif unchanged and self._mtime_settled:
             return True
         elif self.log.read(self._tail[0], len(self._tail[2])) != self._tail[2]:
             return False  # truncated and written again, maybe to the same size
-        elif st.st_size > log.size_bytes:
-            log.size_bytes = st.st_size
+        elif st.st_size > log.size_bytes:  # grown, or written over a zero-filled tail
+            log.measured(st)
             self._max_ts_and_offset = None
             self._take_tail(self._tail[0])
         log.mtime_ns, self._mtime_settled = st.st_mtime_ns, settled(st.st_mtime_ns, now_ns)
