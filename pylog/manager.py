@@ -19,7 +19,7 @@ import threading
 
 from pylog.arguments import check_append_options, check_int, check_records_iterable
 from pylog.config import LogConfig, build_config
-from pylog.errors import InvalidConfigError, InvalidRecordError, UnknownTopicError
+from pylog.errors import InvalidConfigError, InvalidRecordError, InvalidTopicError, UnknownTopicError
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import INT32_RANGE
 from pylog.log import AppendInfo, Log
@@ -69,7 +69,7 @@ class LogManager:
                 continue
             try:
                 topic, part = parse_partition_dir(name)
-            except Exception:
+            except InvalidTopicError:  # not a partition directory: Kafka skips it too
                 continue
             out.setdefault(topic, []).append(part)
         return {t: sorted(p) for t, p in out.items()}

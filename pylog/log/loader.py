@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from pylog import failpoints
 from pylog.config import LogConfig
+from pylog.errors import CorruptIndexError
 from pylog.io import FileIO
 from pylog.listing import Listing
 from pylog.layout import (
@@ -176,7 +177,7 @@ def index_needs_rebuild(segment: Segment) -> bool:
     try:
         segment._raw_offset_index().sanity_check()
         segment._raw_time_index().sanity_check()
-    except Exception:
+    except (CorruptIndexError, OSError):
         return True
     return False
 

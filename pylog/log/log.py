@@ -371,7 +371,7 @@ class Log:
         ``base_sequence`` the append is idempotent: an exact retry returns the original
         offsets and writes nothing. Durable after the next flush (see ``flush_messages``).
         Options outside their fields raise :class:`InvalidArgumentError`, records that cannot
-        be encoded :class:`InvalidRecordError`, both before anything is written.
+        be encoded :class:`InvalidArgumentError` too, both before anything is written.
         Cost: O(bytes) to encode, one write.
         """
         self._check_writable()

@@ -38,6 +38,9 @@ _XERIAL_MAGIC = _XERIAL_HEADER[:8]
 _XERIAL_BLOCK_BYTES = 32 * 1024
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
 
+#: What the codec libraries raise for bytes they cannot decompress (each its own type).
+_CODEC_ERRORS = (zlib.error, cramjam.DecompressionError, RuntimeError, zstandard.ZstdError, ValueError)
+
 _zstd_compressors: dict[int, zstandard.ZstdCompressor] = {}
 
 
@@ -98,7 +101,7 @@ def decompress(codec: int, data, *, magic: int = 2, max_output_bytes: int | None
             raise UnsupportedCompressionError(f"unknown compression id {codec}")
     except InvalidRecordError:
         raise
-    except Exception as e:  # the codec libraries raise their own types
+    except _CODEC_ERRORS as e:
         raise InvalidRecordError(f"{CODEC_NAMES[codec]} payload does not decompress: {e}") from None
     if len(out) > limit:
         raise InvalidRecordError(f"{CODEC_NAMES[codec]} payload decompresses past {limit} bytes")

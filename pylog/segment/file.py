@@ -12,7 +12,7 @@ import errno
 import os
 from typing import Iterator, NamedTuple
 
-from pylog.errors import CorruptRecordError, StorageError
+from pylog.errors import CorruptRecordError, InvalidArgumentError, StorageError
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
     BATCH_HEADER_BYTES, INT32, INT64, LAST_OFFSET_DELTA_AT, LEGACY_RECORD_OVERHEAD_V0, LOG_OVERHEAD,
@@ -201,7 +201,7 @@ class LogFile:
     def truncate_to(self, size: int) -> None:
         """Cut the file to ``size`` bytes (only if it is larger). Durable after :meth:`flush`."""
         if not 0 <= size <= self.size_bytes:
-            raise ValueError(f"cannot truncate {self.path} to {size}: size is {self.size_bytes}")
+            raise InvalidArgumentError(f"cannot truncate {self.path} to {size} bytes: its size is {self.size_bytes}")
         fd = self._open().fd
         if os.fstat(fd).st_size > size:
             self.io.truncate(fd, size)
