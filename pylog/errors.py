@@ -90,6 +90,13 @@ class OffsetOutOfRangeError(PylogError, IndexError):
     """Raised when a read starts below the log start offset or past the log end offset."""
 
 
+class InvalidTimestampError(PylogError, ValueError):
+    """Raised when a record of a CreateTime topic carries a timestamp further from the log's
+    clock than ``message_timestamp_before_max_ms`` (in the past) or
+    ``message_timestamp_after_max_ms`` (in the future) allow, as Kafka's
+    ``InvalidTimestampException``. Nothing of the refused append is written."""
+
+
 class InvalidOffsetError(PylogError, ValueError):
     """Raised when offsets go backwards: a follower append below the log end, an index
     entry below the previous one, a negative or out-of-range offset argument."""

@@ -94,13 +94,15 @@ def test_append_refuses_bad_records(tmp_path, log, records, error):
         log.append(records)
 
 
-def test_append_accepts_the_edges_of_each_range(log):
+def test_append_accepts_the_edges_of_each_range(tmp_path):
+    log = Log.open(tmp_path / "edges-0", message_timestamp_after_max_ms=2**63 - 1)  # no bound on future times
     info = log.append([b"v"], producer_id=2**63 - 1, producer_epoch=2**15 - 1, base_sequence=2**31 - 1,
                       timestamp=2**63 - 1)
     batch = log.read(info.first_offset).batches()[0]
     assert (batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.max_timestamp) == \
         (2**63 - 1, 2**15 - 1, 2**31 - 1, 2**63 - 1)
     assert log.append([Record(b"w", timestamp=-1)]).num_records == 1
+    log.close()
 
 
 # -- transaction markers ---------------------------------------------------------------------
@@ -217,8 +219,8 @@ def test_config_refuses_values_of_the_wrong_type(settings):
 
 
 def test_config_parses_strings_only_from_kafka_properties():
-    cfg = LogConfig.from_kafka({"min.cleanable.dirty.ratio": "0.25", "preallocate": "true"})
-    assert (cfg.min_cleanable_dirty_ratio, cfg.preallocate) == (0.25, True)
+    cfg = LogConfig.from_kafka({"min.cleanable.dirty.ratio": "0.25", "preallocate": "false"})
+    assert (cfg.min_cleanable_dirty_ratio, cfg.preallocate) == (0.25, False)
     assert LogConfig(min_cleanable_dirty_ratio=1).min_cleanable_dirty_ratio == 1.0
     with pytest.raises(InvalidConfigError):
         LogConfig.from_kafka({"min.cleanable.dirty.ratio": "x"})

@@ -30,6 +30,7 @@ from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import INT64_MAX, LOG_SUFFIX, OFFSET_RANGE
 from pylog.log.loader import LoadedLog, LogLoader, live_segment_bases, lso_after, take_checkpointed_offsets
 from pylog.log.segments import SegmentFactory, batches_from, delete_segment
+from pylog.log.validation import validate_timestamps
 from pylog.partition_dir import PartitionDir
 from pylog.producer_state import ProducerStateManager
 from pylog.record.batch import RecordBatch, decode_batches
@@ -464,6 +465,7 @@ class Log:
     def _append_encoded(self, data: bytes, *, from_client: bool, now: int) -> AppendInfo:
         """Write whole batches (offsets final) to the active segment, rolling first if needed."""
         batches = list(decode_batches(data))
+        validate_timestamps(batches, self.config, now, from_client=from_client)
         first, last = batches[0], batches[-1]
         first_offset = first.base_offset if first.magic == 2 else first.last_offset
         max_ts, offset_of_max = -1, last.last_offset
