@@ -17,6 +17,7 @@ import dataclasses
 from dataclasses import dataclass, fields
 
 from pylog.errors import InvalidConfigError
+from pylog.layout import INT32_MAX
 from pylog.layout import INT64_MAX as LONG_MAX
 
 CLEANUP_POLICIES = ("delete", "compact", "compact,delete")
@@ -80,8 +81,8 @@ class LogConfig:
         if self.preallocate:
             raise InvalidConfigError("preallocate=True is not supported: pylog does not preallocate segment "
                                      "files (Kafka's default, preallocate=false)")
-        if self.segment_bytes > 2**31 - 1:
-            raise InvalidConfigError(f"segment_bytes must be at most {2**31 - 1} (a segment file's limit), "
+        if self.segment_bytes > INT32_MAX:
+            raise InvalidConfigError(f"segment_bytes must be at most {INT32_MAX} (a segment file's limit), "
                                      f"got {self.segment_bytes}")
         if not 0.0 <= self.min_cleanable_dirty_ratio <= 1.0:
             raise InvalidConfigError(

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 
 from pylog.errors import LogDirNotFoundError, UnknownTopicError
+from pylog.layout import LOG_SUFFIX
 from pylog.manager import LogManager
 
 
 def is_partition_dir(path: str) -> bool:
-    return os.path.isdir(path) and any(n.endswith(".log") for n in os.listdir(path))
+    return os.path.isdir(path) and any(n.endswith(LOG_SUFFIX) for n in os.listdir(path))
 
 
 def open_manager(root: str, *, read_only: bool) -> LogManager:

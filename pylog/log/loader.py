@@ -28,7 +28,7 @@ from pylog.io import FileIO
 from pylog.listing import Listing
 from pylog.layout import (
     CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_START_OFFSET_CHECKPOINT, LOG_SUFFIX, RECOVERY_POINT_CHECKPOINT,
-    REPLICATION_OFFSET_CHECKPOINT, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
+    REPLICATION_OFFSET_CHECKPOINT, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, segment_file_name,
 )
 from pylog.log.offsets import LogOffsets
 from pylog.log.segments import LogSegments, SegmentFactory, batches_from, delete_segment
@@ -138,7 +138,7 @@ def remove_orphan_indexes(directory: str, io: FileIO, report: LoadReport,
     for suffix, have in ((INDEX_SUFFIX, indexed), (TIME_INDEX_SUFFIX, timed),
                          (TXN_INDEX_SUFFIX, set(listing.bases(TXN_INDEX_SUFFIX)))):
         for base in sorted(have - logs):
-            name = f"{base:020d}{suffix}"
+            name = segment_file_name(base, suffix)
             io.remove(os.path.join(directory, name))
             report.removed_files.append(name)
     return sorted(logs), logs - (indexed & timed)

@@ -27,7 +27,7 @@ from pylog.errors import (
     LogClosedError, OffsetOutOfRangeError, PylogError, ReadOnlyError, RecordTooLargeError, StorageError,
 )
 from pylog.io import DEFAULT_IO, FileIO
-from pylog.layout import INT64_MAX, LOG_SUFFIX, OFFSET_RANGE
+from pylog.layout import INT64_MAX, LOG_SUFFIX, OFFSET_RANGE, SEQUENCE_MODULUS
 from pylog.log.loader import LoadedLog, LogLoader, live_segment_bases, lso_after, take_checkpointed_offsets
 from pylog.log.segments import SegmentFactory, batches_from, delete_segment
 from pylog.log.validation import validate_timestamps
@@ -418,7 +418,7 @@ class Log:
             out.append(raw)
             base += len(group)
             if seq >= 0:
-                seq = (seq + len(group)) % (2**31)
+                seq = (seq + len(group)) % SEQUENCE_MODULUS
         return out
 
     def append_batches(self, raw) -> AppendInfo:

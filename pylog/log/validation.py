@@ -19,7 +19,7 @@ def validate_timestamps(batches, config: LogConfig, now_ms: int, *, from_client:
     (``InvalidTimestampException``); the whole append is refused. Records without a
     timestamp (-1) and control batches pass; so does everything in a LogAppendTime topic,
     whose timestamps the log sets itself, and what a follower copies (``from_client=False``:
-    Kafka checks only what it appends as leader). A bound of 2**63 - 1 (Kafka's "no limit")
+    Kafka checks only what it appends as leader). A bound of ``INT64_MAX`` (Kafka's "no limit")
     is no bound.
 
     Cost: O(batches) when only the future bound applies and each batch's header max

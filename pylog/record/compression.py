@@ -22,7 +22,7 @@ import lz4.frame as _lz4f
 import zstandard
 
 from pylog.errors import InvalidRecordError, UnsupportedCompressionError
-from pylog.layout import COMPRESSION_IDS, COMPRESSION_NAMES
+from pylog.layout import COMPRESSION_IDS, COMPRESSION_NAMES, INT32_MAX
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
 
@@ -31,7 +31,7 @@ CODEC_IDS = COMPRESSION_IDS
 CODEC_NAMES = COMPRESSION_NAMES
 
 #: Upper bound of a decompressed batch, whatever the input: Kafka's own segment limit (2 GiB).
-HARD_MAX_OUTPUT_BYTES = 2**31 - 1
+HARD_MAX_OUTPUT_BYTES = INT32_MAX
 
 _XERIAL_HEADER = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
 _XERIAL_MAGIC = _XERIAL_HEADER[:8]

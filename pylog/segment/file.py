@@ -15,8 +15,8 @@ from typing import Iterator, NamedTuple
 from pylog.errors import CorruptRecordError, InvalidArgumentError, StorageError
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
-    BATCH_HEADER_BYTES, INT32, INT64, LAST_OFFSET_DELTA_AT, LEGACY_RECORD_OVERHEAD_V0, LOG_OVERHEAD,
-    LOG_OVERHEAD_BYTES, MAGIC_POSITION, MAX_TIMESTAMP_AT,
+    BATCH_HEADER_BYTES, INT32, INT32_MAX, INT64, LAST_OFFSET_DELTA_AT, LEGACY_RECORD_OVERHEAD_V0, LOG_OVERHEAD,
+    LOG_OVERHEAD_BYTES, MAGIC_POSITION, MAGIC_V0, MAGIC_V1, MAGIC_V2, MAX_TIMESTAMP_AT,
 )
 
 _unpack_overhead = LOG_OVERHEAD.unpack_from
@@ -26,7 +26,7 @@ _unpack_i64 = INT64.unpack_from
 #: Bytes read at a time when walking batch headers.
 SCAN_CHUNK_BYTES = 64 * 1024
 #: Largest file Kafka allows for one segment.
-MAX_FILE_BYTES = 2**31 - 1
+MAX_FILE_BYTES = INT32_MAX
 
 
 class BatchHeader(NamedTuple):
@@ -46,7 +46,7 @@ def check_offsets_follow(batch, previous_last: int, *, end_offset: int | None = 
     file order) holds offsets after ``previous_last`` and below ``end_offset`` (the
     segment's range, where known), its last offset not below its first. The base offset
     lies outside the CRC, so a flipped bit there shows only here. Returns its last offset."""
-    first = batch.base_offset if batch.magic == 2 else batch.last_offset
+    first = batch.base_offset if batch.magic == MAGIC_V2 else batch.last_offset
     if first <= previous_last or batch.last_offset < first or \
             (end_offset is not None and batch.last_offset >= end_offset):
         expected = f"after {previous_last}" + ("" if end_offset is None else f" and below {end_offset}")
@@ -246,15 +246,15 @@ class LogFile:
             if pos + size > end:
                 return
             magic = buf[rel + MAGIC_POSITION]
-            if magic == 2:
+            if magic == MAGIC_V2:
                 if size < BATCH_HEADER_BYTES:
                     raise CorruptRecordError(f"record batch size {size} is below the 61-byte header",
                                              position=pos, path=self.path)
                 last = base_offset + _unpack_i32(buf, rel + LAST_OFFSET_DELTA_AT)[0]
                 max_ts = _unpack_i64(buf, rel + MAX_TIMESTAMP_AT)[0]
-            elif magic == 1:
+            elif magic == MAGIC_V1:
                 last, max_ts = base_offset, _unpack_i64(buf, rel + 18)[0]
-            elif magic == 0:
+            elif magic == MAGIC_V0:
                 last, max_ts = base_offset, -1
             else:
                 raise CorruptRecordError(f"unknown record magic {magic}", position=pos, path=self.path)

@@ -12,15 +12,16 @@ from __future__ import annotations
 import errno
 import os
 import random
-import time
 
 from pylog.errors import CorruptIndexError, IncompleteBatchError, InvalidOffsetError, RecordFormatError, StorageError
 from pylog.index import OffsetIndex, TimeIndex, TxnIndex
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
-    INDEX_SUFFIX, INT32_MAX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
+    INDEX_SUFFIX, INT32_MAX, LOG_OVERHEAD, LOG_OVERHEAD_BYTES, LOG_SUFFIX, MAGIC_V2, TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX, offset_file_prefix, segment_file_name,
 )
 from pylog.record.batch import decode_batches
+from pylog.record.encode import now_ms
 from pylog.segment.file import BatchHeader, LogFile, check_offsets_follow
 from pylog.stat_watch import fs_clock_ns, settled
 
@@ -33,8 +34,8 @@ BATCH_IDENTITY_BYTES = 21
 
 def segment_paths(directory: str, base_offset: int, suffix: str = "") -> dict[str, str]:
     """The four file paths of the segment at ``base_offset`` (with an extra suffix such as .swap)."""
-    prefix = f"{directory}/{base_offset:020d}"
-    return {ext: prefix + ext + suffix for ext in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)}
+    return {kind: f"{directory}/{segment_file_name(base_offset, kind, suffix)}"
+            for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)}
 
 
 class Segment:
@@ -91,7 +92,7 @@ class Segment:
     # -- files, made on first use (opening a log of many segments touches none of them) ----
     @property
     def _prefix(self) -> str:
-        return f"{self.directory}/{self.base_offset:020d}"
+        return f"{self.directory}/{offset_file_prefix(self.base_offset)}"
 
     @property
     def log(self) -> LogFile:
@@ -146,7 +147,7 @@ class Segment:
             io.close(io.open(path))  # Kafka creates the log and both index files with the segment
         seg._next_offset = base_offset
         seg._max_ts_and_offset = (-1, base_offset)
-        seg.created_ms = int(time.time() * 1000)
+        seg.created_ms = now_ms()
         return seg
 
     # -- identity ----------------------------------------------------------------------------
@@ -406,7 +407,7 @@ class Segment:
         _, pos = self._safe_lookup(2**62)
         self._bytes_since_last_index_entry = self.log.size_bytes - pos
         if self.log.size_bytes == 0:
-            self.created_ms = int(time.time() * 1000)
+            self.created_ms = now_ms()
 
     def on_become_inactive(self) -> None:
         """On roll: final time-index entry (the segment's max), trimmed index files."""
@@ -471,7 +472,7 @@ class Segment:
             if not batch.is_valid() or batch.last_offset < expected_next or \
                     batch.last_offset - self.base_offset > INT32_MAX:
                 break
-            if batch.magic == 2 and (batch.base_offset < expected_next or batch.record_count < 0):
+            if batch.magic == MAGIC_V2 and (batch.base_offset < expected_next or batch.record_count < 0):
                 break
             max_ts = batch.max_timestamp
             if max_ts > self._max_ts_and_offset[0]:
@@ -519,10 +520,10 @@ class Segment:
             position += consumed
 
     def _entry_size_at(self, position: int) -> int | None:
-        head = self.log.read(position, 12)
-        if len(head) < 12:
+        head = self.log.read(position, LOG_OVERHEAD_BYTES)
+        if len(head) < LOG_OVERHEAD_BYTES:
             return None
-        return int.from_bytes(head[8:12], "big", signed=True) + 12
+        return LOG_OVERHEAD.unpack(head)[1] + LOG_OVERHEAD_BYTES
 
     # -- reads ----------------------------------------------------------------------------------
     def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None:
@@ -600,7 +601,7 @@ def _mtime_ms(path: str) -> int:
     try:
         return int(os.stat(path).st_mtime * 1000)
     except OSError:
-        return int(time.time() * 1000)
+        return now_ms()
 
 
 def roll_jitter_ms(segment_jitter_ms: int, segment_ms: int) -> int:
