@@ -250,14 +250,14 @@ class Run:
         self.log.compact(now_ms=now_ms() + self.rng.choice([0, 2 * DAY_MS]), force=True)
         kept = {r.offset: (r.key, r.value, r.timestamp) for r in self.log.records()}
         check_compaction(self.model, before, kept, active_base)
-        for r in before:
+        for r in self.model.records:  # below the log start it may go too, unseen
             if r.offset not in kept:
                 self.model.maybe_times[r.offset] = r.timestamp
         for m in self.model.marker_offsets:
             if m < active_base:
                 self.model.maybe_times[m] = None
         self.model.marker_offsets = [m for m in self.model.marker_offsets if m >= active_base]
-        self.model.records = [r for r in self.model.records if r.offset < self.model.start or r.offset in kept]
+        self.model.records = [r for r in self.model.records if r.offset in kept]
         self.truncate_floor = self.model.end
         self.retire_producers()
 
