@@ -47,7 +47,7 @@ __all__ = sorted(
     ["LogConfig", "Compression", "ControlRecord", "LegacyBatch", "Record", "RecordBatch", "decode_batches",
      "encode_batch", "SPEEDUPS", *_LAZY]
     + [n for n, v in vars(_errors).items() if isinstance(v, type) and issubclass(v, (Exception, Warning))
-       and v.__module__ == _errors.__name__]
+       and v.__module__ == _errors.__name__ and not n.startswith("_")]
 )
 
 

@@ -11,6 +11,7 @@ log's offsets ordered: log start <= high watermark <= log end, recovery point <=
 from __future__ import annotations
 
 from pylog.errors import CorruptIndexError, PylogError, RecordFormatError
+from pylog.layout import LOG_OVERHEAD, LOG_OVERHEAD_BYTES, MAGIC_V2
 from pylog.record.batch import decode_batches
 
 #: Bytes of a segment decoded at once when checking CRCs.
@@ -47,7 +48,7 @@ def _check_segment(seg, prev_next, deep: bool, problems: list[str]):
         if h.base_offset < seg.base_offset:
             problems.append(f"{path}: batch at position {h.position} has offset {h.base_offset} "
                             f"below the segment base {seg.base_offset}")
-        if prev_next is not None and h.magic == 2 and h.base_offset < prev_next:
+        if prev_next is not None and h.magic == MAGIC_V2 and h.base_offset < prev_next:
             problems.append(f"{path}: batch at position {h.position} starts at offset {h.base_offset}, "
                             f"not after the previous batch (next offset {prev_next})")
         if h.last_offset < h.base_offset:
@@ -76,8 +77,7 @@ def _check_crcs(seg, end: int, problems: list[str]) -> None:
             problems.append(f"{seg.log_path}: {e}")
             return
         if consumed == 0:  # a single batch larger than the chunk
-            head = seg.read_slice(position, 12)
-            consumed = int.from_bytes(head[8:12], "big") + 12
+            consumed = LOG_OVERHEAD.unpack(seg.read_slice(position, LOG_OVERHEAD_BYTES))[1] + LOG_OVERHEAD_BYTES
             for b in decode_batches(seg.read_slice(position, consumed), position_base=position,
                                     allow_incomplete=True, path=seg.log_path):
                 try:
@@ -105,7 +105,7 @@ def _check_offset_index(seg, headers, problems: list[str]) -> None:
             problems.append(f"{idx.path}: entry ({off}, position {pos}) does not point at a batch start")
             continue
         holder = next((j for j in range(i, len(headers)) if headers[j].last_offset >= off), None)
-        if headers[i].base_offset > off and headers[i].magic == 2:
+        if headers[i].base_offset > off and headers[i].magic == MAGIC_V2:
             problems.append(f"{idx.path}: entry offset {off} is below the batch at position {pos}")
         elif holder is None:
             problems.append(f"{idx.path}: entry offset {off} is past the end of {seg.log_path}")

@@ -6,7 +6,9 @@ Values are checked on construction: a bad one raises :class:`InvalidConfigError`
 naming the setting. Python values must have the field's type (an int where an int
 belongs, a number for ``min_cleanable_dirty_ratio``, a bool for ``preallocate``);
 Kafka's string values are parsed by ``from_kafka`` only, so ``"0.5"`` and ``"x"``
-given in Python are both refused.
+given in Python are both refused. ``preallocate`` must stay False: pylog does not
+preallocate segment files. The CreateTime timestamp bounds are enforced on client appends
+(:mod:`pylog.log.validation`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import dataclasses
 from dataclasses import dataclass, fields
 
 from pylog.errors import InvalidConfigError
+from pylog.layout import INT32_MAX
 from pylog.layout import INT64_MAX as LONG_MAX
 
 CLEANUP_POLICIES = ("delete", "compact", "compact,delete")
@@ -50,7 +53,7 @@ class LogConfig:
     max_message_bytes: int = 1024 * 1024 + 12
     message_timestamp_type: str = "CreateTime"
     message_timestamp_before_max_ms: int = LONG_MAX
-    message_timestamp_after_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = 60 * 60 * 1000  # Kafka 4's default: one hour
     compression: str = "producer"
     preallocate: bool = False
     producer_id_expiration_ms: int = 24 * 60 * 60 * 1000
@@ -73,8 +76,13 @@ class LogConfig:
         _at_least(self, "min_compaction_lag_ms", 0)
         _at_least(self, "max_compaction_lag_ms", 1)
         _at_least(self, "producer_id_expiration_ms", 1)
-        if self.segment_bytes > 2**31 - 1:
-            raise InvalidConfigError(f"segment_bytes must be at most {2**31 - 1} (a segment file's limit), "
+        _at_least(self, "message_timestamp_before_max_ms", 0)
+        _at_least(self, "message_timestamp_after_max_ms", 0)
+        if self.preallocate:
+            raise InvalidConfigError("preallocate=True is not supported: pylog does not preallocate segment "
+                                     "files (Kafka's default, preallocate=false)")
+        if self.segment_bytes > INT32_MAX:
+            raise InvalidConfigError(f"segment_bytes must be at most {INT32_MAX} (a segment file's limit), "
                                      f"got {self.segment_bytes}")
         if not 0.0 <= self.min_cleanable_dirty_ratio <= 1.0:
             raise InvalidConfigError(

@@ -12,36 +12,51 @@ class PylogError(Exception):
     """Base of every error pylog raises on purpose."""
 
 
-class RecordFormatError(PylogError, ValueError):
-    """Bytes that do not form valid Kafka records. Base of the two below.
+def _located(message: str, path, position) -> str:
+    """``message`` with where it happened: ``"... (at <path>, position <n>)"``."""
+    where = [str(path)] if path is not None else []
+    if position is not None:
+        where.append(f"position {position}")
+    return f"{message} (at {', '.join(where)})" if where else message
 
-    Attributes ``position`` (offset of the batch in the buffer or file) and
-    ``path`` (file, if any) say where the problem is.
-    """
+
+class _LocatedError(PylogError):
+    """An error about bytes, saying where they are: ``path`` (the file; None for bytes
+    in memory, such as an append's input), ``position`` (byte offset in the file or
+    buffer; None when it is the whole file) and ``reason`` (the message without them)."""
 
     def __init__(self, message: str, *, position: int | None = None, path: str | None = None):
-        where = []
-        if path is not None:
-            where.append(str(path))
-        if position is not None:
-            where.append(f"position {position}")
-        super().__init__(f"{message} (at {', '.join(where)})" if where else message)
+        super().__init__(_located(message, path, position))
         self.reason = message
         self.position = position
-        self.path = path
+        self.path = None if path is None else str(path)
 
 
-class CorruptRecordError(RecordFormatError):
+class CorruptFileError(_LocatedError):
+    """Base of the errors for a file whose bytes break its format: a segment's batches
+    (:class:`CorruptRecordError`), an index (:class:`CorruptIndexError`), a producer
+    snapshot (:class:`CorruptSnapshotError`), a checkpoint (:class:`CorruptCheckpointError`).
+    ``path`` names the file, ``position`` the byte offset when known."""
+
+
+class RecordFormatError(_LocatedError, ValueError):
+    """Bytes that do not form valid Kafka records, in a file or in memory. Base of the
+    record errors below; ``position`` is the offset of the batch in the buffer or file."""
+
+
+class CorruptRecordError(RecordFormatError, CorruptFileError):
     """Raised when a batch fails its checksum or its size fields are impossible:
-    CRC mismatch, a declared size below the minimum, a size past a hard limit."""
+    CRC mismatch, a declared size below the minimum, a size past a hard limit, offsets
+    that do not follow. ``path`` is None when the bytes were an append's input."""
 
 
 class InvalidRecordError(RecordFormatError):
-    """Raised when a batch's checksum holds but its content breaks the format:
-    record count mismatch, varint overflow, negative or oversized lengths,
-    bytes left over, an unknown codec, or a client writing control batches; and when
-    a record given to an append cannot be encoded (a key or value that is not bytes,
-    a timestamp outside [-1, 2**63 - 1], malformed headers)."""
+    """Raised when bytes break the format although their checksum holds: record count
+    mismatch, varint overflow, negative or oversized lengths, bytes left over, an unknown
+    codec; and for a batch or record a log refuses (a client writing control batches or
+    an old magic, a record without a key on a compacted topic), as Kafka's
+    ``InvalidRecordException``. A Python value that cannot be encoded is an
+    :class:`InvalidArgumentError` instead."""
 
 
 class IncompleteBatchError(RecordFormatError):
@@ -75,25 +90,29 @@ class OffsetOutOfRangeError(PylogError, IndexError):
     """Raised when a read starts below the log start offset or past the log end offset."""
 
 
+class InvalidTimestampError(PylogError, ValueError):
+    """Raised when a record of a CreateTime topic carries a timestamp further from the log's
+    clock than ``message_timestamp_before_max_ms`` (in the past) or
+    ``message_timestamp_after_max_ms`` (in the future) allow, as Kafka's
+    ``InvalidTimestampException``. Nothing of the refused append is written."""
+
+
 class InvalidOffsetError(PylogError, ValueError):
     """Raised when offsets go backwards: a follower append below the log end, an index
     entry below the previous one, a negative or out-of-range offset argument."""
 
 
-class CorruptIndexError(PylogError):
-    """Raised when an index file fails its sanity check; logs rebuild such indexes."""
-
-    def __init__(self, message: str, *, path: str | None = None):
-        super().__init__(f"{message} ({path})" if path else message)
-        self.path = path
+class CorruptIndexError(CorruptFileError):
+    """Raised when an index file (``.index``, ``.timeindex``, ``.txnindex``) fails its
+    sanity check; logs rebuild such indexes."""
 
 
-class CorruptSnapshotError(CorruptIndexError):
+class CorruptSnapshotError(CorruptFileError):
     """Raised when a producer-state snapshot fails its CRC or layout check."""
 
 
-class CorruptCheckpointError(CorruptIndexError):
-    """Raised when a checkpoint file is malformed."""
+class CorruptCheckpointError(CorruptFileError):
+    """Raised when a checkpoint file is malformed (the message names the line)."""
 
 
 class LogLockedError(PylogError):
@@ -144,7 +163,10 @@ class ProducerStateError(PylogError):
 
 
 class DuplicateSequenceError(ProducerStateError):
-    """Raised when a batch repeats a sequence that is not one of the cached last batches."""
+    """Never raised: kept for the name Kafka's clients know (``DuplicateSequenceException``).
+    Like Kafka's broker, pylog answers a retry of one of a producer's last five batches
+    with the original offsets (``AppendInfo.duplicate``) and any other repeated or
+    skipped sequence with :class:`OutOfOrderSequenceError`."""
 
 
 class OutOfOrderSequenceError(ProducerStateError):

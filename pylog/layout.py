@@ -28,16 +28,11 @@ MAGIC_POSITION = 16
 #: Bytes needed to know an entry's offset, size and magic.
 ENTRY_PREFIX_BYTES = 17
 
-BASE_OFFSET_AT = 0
-LENGTH_AT = 8
 LEADER_EPOCH_AT = 12
 CRC_AT = 17
 ATTRIBUTES_AT = 21
 LAST_OFFSET_DELTA_AT = 23
-BASE_TIMESTAMP_AT = 27
 MAX_TIMESTAMP_AT = 35
-PRODUCER_ID_AT = 43
-RECORDS_COUNT_AT = 57
 
 ATTR_COMPRESSION_MASK = 0x07
 ATTR_TIMESTAMP_TYPE = 0x08
@@ -51,8 +46,6 @@ NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
 NO_TIMESTAMP = -1
 
-#: 5 length + 1 attributes + 10 timestamp delta + 5 offset delta (key, value, headers excluded)
-MAX_RECORD_OVERHEAD = 21
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
@@ -69,6 +62,8 @@ TIMESTAMP_RANGE = (NO_TIMESTAMP, INT64_MAX)
 PRODUCER_ID_RANGE = (NO_PRODUCER_ID, INT64_MAX)
 PRODUCER_EPOCH_RANGE = (NO_PRODUCER_EPOCH, INT16_RANGE[1])
 SEQUENCE_RANGE = (NO_SEQUENCE, INT32_MAX)
+#: Producer sequences wrap from INT32_MAX to 0.
+SEQUENCE_MODULUS = INT32_MAX + 1
 #: A transaction marker's coordinator epoch (int32, never negative).
 COORDINATOR_EPOCH_RANGE = (0, INT32_MAX)
 #: What each caller-set field of a batch header holds on disk (``encode_batch``'s arguments).
@@ -117,11 +112,9 @@ COMPRESSION_IDS = {name: i for i, name in enumerate(COMPRESSION_NAMES)}
 
 # --- Offset index (docs/format/index.md) -----------------------------------
 OFFSET_INDEX_ENTRY = struct.Struct(">ii")  # relative offset, position
-OFFSET_INDEX_ENTRY_BYTES = 8
 
 # --- Time index (docs/format/timeindex.md) ---------------------------------
 TIME_INDEX_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
-TIME_INDEX_ENTRY_BYTES = 12
 
 # --- Transaction index (docs/format/txnindex.md) ---------------------------
 #: version, producerId, firstOffset, lastOffset, lastStableOffset
@@ -169,3 +162,13 @@ assert TXN_INDEX_ENTRY.size == 34 and SNAPSHOT_ENTRY.size == 46
 def offset_file_prefix(offset: int) -> str:
     """``0000…0368769``: the 20-digit zero-padded name Kafka gives segment files."""
     return f"{offset:0{OFFSET_DIGITS}d}"
+
+
+def segment_file_name(base_offset: int, kind: str, suffix: str = "") -> str:
+    """The name of a segment's file of ``kind`` (``LOG_SUFFIX``, ``INDEX_SUFFIX``, ...,
+    ``SNAPSHOT_SUFFIX``), with an extra ``suffix`` such as ``.swap``.
+
+    >>> segment_file_name(42, LOG_SUFFIX, SWAP_SUFFIX)
+    '00000000000000000042.log.swap'
+    """
+    return offset_file_prefix(base_offset) + kind + suffix

@@ -7,14 +7,15 @@ C extension when it is built, else in Python. The result is the same either way.
 
 from __future__ import annotations
 
-from pylog.layout import INDEX_SUFFIX, LOG_SUFFIX, SNAPSHOT_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
+from pylog.layout import (
+    INDEX_SUFFIX, LOG_SUFFIX, OFFSET_DIGITS as BASE_DIGITS, SNAPSHOT_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
+)
 
 try:
     from pylog import _speedups
 except ImportError:  # pragma: no cover - no compiler at install time
     _speedups = None
 
-BASE_DIGITS = 20  # segment files are named <base offset, 20 digits><suffix>
 KINDS = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, SNAPSHOT_SUFFIX)
 
 

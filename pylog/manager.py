@@ -21,7 +21,7 @@ import uuid
 
 from pylog.arguments import check_append_options, check_int, check_records_iterable
 from pylog.config import LogConfig, build_config
-from pylog.errors import InvalidConfigError, InvalidRecordError, ReadOnlyError, UnknownTopicError
+from pylog.errors import InvalidConfigError, InvalidRecordError, InvalidTopicError, ReadOnlyError, UnknownTopicError
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
     INT32_RANGE, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
@@ -77,7 +77,7 @@ class LogManager:
                 continue
             try:
                 topic, part = parse_partition_dir(name)
-            except Exception:
+            except InvalidTopicError:  # not a partition directory: Kafka skips it too
                 continue
             out.setdefault(topic, []).append(part)
         return {t: sorted(p) for t, p in out.items()}

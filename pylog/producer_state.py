@@ -13,7 +13,6 @@ from __future__ import annotations
 import bisect
 import errno
 import os
-import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, NamedTuple
@@ -26,14 +25,14 @@ from pylog.errors import (
 from pylog.index.txn_index import AbortedTxn
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.listing import Listing
+from pylog.record.encode import now_ms as clock_ms
 from pylog.layout import (
     CONTROL_ABORT, CONTROL_COMMIT, SNAPSHOT_CRC_FROM, SNAPSHOT_ENTRY, SNAPSHOT_ENTRY_BYTES,
-    SNAPSHOT_HEADER, SNAPSHOT_SUFFIX, SNAPSHOT_VERSION,
+    SEQUENCE_MODULUS, SNAPSHOT_HEADER, SNAPSHOT_SUFFIX, SNAPSHOT_VERSION, segment_file_name,
 )
 
 #: Batches remembered per producer for duplicate detection (Kafka's NUM_BATCHES_TO_RETAIN).
 BATCHES_TO_RETAIN = 5
-SEQUENCE_MODULUS = 2**31
 NO_EPOCH = -1
 
 
@@ -135,7 +134,7 @@ class ProducerStateManager:
         return list(self._snapshots)
 
     def snapshot_path(self, offset: int) -> str:
-        return os.path.join(self.log_dir, f"{offset:020d}{SNAPSHOT_SUFFIX}")
+        return os.path.join(self.log_dir, segment_file_name(offset, SNAPSHOT_SUFFIX))
 
     def take_snapshot(self, offset: int, *, fsync: bool = True) -> str | None:
         """Write the state as ``<offset>.snapshot`` (tmp, fsync, rename). None if read-only."""
@@ -324,7 +323,7 @@ class ProducerStateManager:
     def remove_expired(self, now_ms: int | None = None) -> list[int]:
         """Forget producers idle for ``producer_id_expiration_ms`` with no open transaction."""
         if now_ms is None:
-            now_ms = int(time.time() * 1000)
+            now_ms = clock_ms()
         gone = [pid for pid, e in self.producers.items()
                 if e.current_txn_first_offset is None and now_ms - e.last_timestamp >= self.producer_id_expiration_ms]
         for pid in gone:

@@ -81,26 +81,28 @@ def test_append_refuses_out_of_range_options(tmp_path, log, options):
     (b"not a list", InvalidArgumentError),
     ("text", InvalidArgumentError),
     ([], InvalidArgumentError),
-    ([Record(b"v", timestamp=2**64)], InvalidRecordError),
-    ([Record(b"v", timestamp=-7)], InvalidRecordError),
-    ([Record(b"v", timestamp=5), Record(b"w", timestamp=2**63)], InvalidRecordError),
-    ([Record(b"v", headers=[("k",)])], InvalidRecordError),
-    ([Record(b"v", headers=5)], InvalidRecordError),
-    ([Record(b"v", headers=[(b"k", b"v")])], InvalidRecordError),
-    ([(b"k", 12)], InvalidRecordError),
+    ([Record(b"v", timestamp=2**64)], InvalidArgumentError),
+    ([Record(b"v", timestamp=-7)], InvalidArgumentError),
+    ([Record(b"v", timestamp=5), Record(b"w", timestamp=2**63)], InvalidArgumentError),
+    ([Record(b"v", headers=[("k",)])], InvalidArgumentError),
+    ([Record(b"v", headers=5)], InvalidArgumentError),
+    ([Record(b"v", headers=[(b"k", b"v")])], InvalidArgumentError),
+    ([(b"k", 12)], InvalidArgumentError),
 ], ids=repr)
 def test_append_refuses_bad_records(tmp_path, log, records, error):
     with refused(tmp_path, error):
         log.append(records)
 
 
-def test_append_accepts_the_edges_of_each_range(log):
+def test_append_accepts_the_edges_of_each_range(tmp_path):
+    log = Log.open(tmp_path / "edges-0", message_timestamp_after_max_ms=2**63 - 1)  # no bound on future times
     info = log.append([b"v"], producer_id=2**63 - 1, producer_epoch=2**15 - 1, base_sequence=2**31 - 1,
                       timestamp=2**63 - 1)
     batch = log.read(info.first_offset).batches()[0]
     assert (batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.max_timestamp) == \
         (2**63 - 1, 2**15 - 1, 2**31 - 1, 2**63 - 1)
     assert log.append([Record(b"w", timestamp=-1)]).num_records == 1
+    log.close()
 
 
 # -- transaction markers ---------------------------------------------------------------------
@@ -217,8 +219,8 @@ def test_config_refuses_values_of_the_wrong_type(settings):
 
 
 def test_config_parses_strings_only_from_kafka_properties():
-    cfg = LogConfig.from_kafka({"min.cleanable.dirty.ratio": "0.25", "preallocate": "true"})
-    assert (cfg.min_cleanable_dirty_ratio, cfg.preallocate) == (0.25, True)
+    cfg = LogConfig.from_kafka({"min.cleanable.dirty.ratio": "0.25", "preallocate": "false"})
+    assert (cfg.min_cleanable_dirty_ratio, cfg.preallocate) == (0.25, False)
     assert LogConfig(min_cleanable_dirty_ratio=1).min_cleanable_dirty_ratio == 1.0
     with pytest.raises(InvalidConfigError):
         LogConfig.from_kafka({"min.cleanable.dirty.ratio": "x"})
@@ -257,9 +259,9 @@ def test_manager_refuses_bad_roots(tmp_path):
     (lambda m: m.topic("events").append([b"v"], partition=True), InvalidArgumentError),
     (lambda m: m.topic("events").append(b"v"), InvalidArgumentError),
     # a bad record in the last partition's group: the earlier partitions are not written either
-    (lambda m: m.topic("events").append([(b"k%d" % i, b"v") for i in range(20)] + [(b"k", 5)]), InvalidRecordError),
+    (lambda m: m.topic("events").append([(b"k%d" % i, b"v") for i in range(20)] + [(b"k", 5)]), InvalidArgumentError),
     (lambda m: m.topic("events").append([(b"k%d" % i, b"v") for i in range(20)] +
-                                        [Record(b"v", b"k", timestamp=2**64)]), InvalidRecordError),
+                                        [Record(b"v", b"k", timestamp=2**64)]), InvalidArgumentError),
     (lambda m: _keyless_after_keyed(m.topic("keyed")), InvalidRecordError),
     (lambda m: m.log("events", True), UnknownTopicError),
     (lambda m: m.log("events", 2**40), UnknownTopicError),

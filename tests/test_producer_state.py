@@ -204,7 +204,7 @@ def test_uncommitted_reads_of_a_read_only_log_skip_the_transaction_replay(tmp_pa
 
 
 def test_idle_producers_expire_unless_a_transaction_is_open(tmp_path):
-    now = 1_800_000_000_000
+    now = 1_700_000_000_000
     with Log.open(tmp_path / "t-0", producer_id_expiration_ms=60_000) as log:
         def send_at(pid, ts, seq, txn=False):
             return log.append([Record(b"v", timestamp=ts)], producer_id=pid, producer_epoch=0, base_sequence=seq,

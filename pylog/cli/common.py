@@ -6,14 +6,17 @@ import os
 import re
 
 from pylog.errors import InputFormatError, LogDirNotFoundError, UnknownTopicError
+from pylog.layout import LOG_SUFFIX
+from pylog.manager import LogManager
 
 
 def is_partition_dir(path: str) -> bool:
-    return os.path.isdir(path) and any(n.endswith(".log") for n in os.listdir(path))
+    return os.path.isdir(path) and any(n.endswith(LOG_SUFFIX) for n in os.listdir(path))
 
 
-def open_manager(root: str, *, read_only: bool):
-    from pylog.manager import LogManager
+def open_manager(root: str, *, read_only: bool) -> LogManager:
+    """A ``LogManager`` on the existing log dir ``root`` (the CLI's and Spark's one way in).
+    Raises :class:`LogDirNotFoundError` when there is none: not even a writer creates it."""
     if not os.path.isdir(root):
         raise LogDirNotFoundError(f"no log dir at {root}")
     return LogManager(root, read_only=read_only)
@@ -22,7 +25,6 @@ def open_manager(root: str, *, read_only: bool):
 def open_topic_log(root: str, topic: str, partition: int, *, read_only: bool, create: bool = False):
     manager = open_manager(root, read_only=read_only) if os.path.isdir(root) or read_only else None
     if manager is None:
-        from pylog.manager import LogManager
         manager = LogManager(root)
     if create and topic not in manager.topics():
         manager.create_topic(topic, partition + 1)

@@ -13,7 +13,7 @@ import sys
 from pylog.errors import InvalidArgumentError, InvalidRecordError, PylogError, RecordFormatError
 from pylog.index.txn_index import read_txn_entries
 from pylog.layout import INDEX_SUFFIX, INT32_MAX, KRAFT_SNAPSHOT_SUFFIX, LOG_SUFFIX, OFFSET_INDEX_ENTRY, \
-    SNAPSHOT_SUFFIX, TIME_INDEX_ENTRY, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
+    SEQUENCE_MODULUS, SNAPSHOT_SUFFIX, TIME_INDEX_ENTRY, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
 from pylog.record.batch import decode_batches
 from pylog.record.kraft import control_text, snapshot_title
 
@@ -155,7 +155,7 @@ def record_line(batch, record, args) -> str:
                      f"keySize: {key_size} valueSize: {value_size}")
         if batch.magic >= 2:
             seq = -1 if batch.base_sequence < 0 else \
-                (batch.base_sequence + record.offset - batch.base_offset) % (2**31)
+                (batch.base_sequence + record.offset - batch.base_offset) % SEQUENCE_MODULUS
             parts.append(f" sequence: {seq} headerKeys: [{','.join(k for k, _ in record.headers)}]")
         else:
             # a wrapper's inner messages passed their own CRC check when decoded

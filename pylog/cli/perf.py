@@ -23,6 +23,7 @@ import numpy as np
 from tqdm import tqdm
 
 from pylog.errors import InvalidConfigError
+from pylog.layout import INT64_MAX
 
 FLUSH_CHOICES = ("none", "batch")
 #: compression -> (library module doing it, distribution name for its version)
@@ -59,7 +60,7 @@ def add_parser(sub) -> None:
 
 def _flush_messages(policy: str, batch_size: int) -> int:
     if policy == "none":
-        return 2**63 - 1
+        return INT64_MAX
     if policy == "batch":
         return batch_size
     try:

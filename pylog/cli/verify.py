@@ -11,7 +11,7 @@ from tqdm import tqdm
 
 from pylog.checkpoint import OffsetCheckpoint
 from pylog.cli.common import is_partition_dir
-from pylog.errors import PylogError
+from pylog.errors import LogDirNotFoundError, PylogError
 from pylog.layout import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 
 
@@ -25,7 +25,7 @@ def add_parser(sub) -> None:
 
 def _partition_dirs(path: str) -> list[str]:
     if not os.path.exists(path):
-        raise FileNotFoundError(f"no such directory {path}")
+        raise LogDirNotFoundError(f"no such directory {path}")
     if is_partition_dir(path):
         return [path]
     return sorted(os.path.join(path, n) for n in os.listdir(path) if is_partition_dir(os.path.join(path, n)))

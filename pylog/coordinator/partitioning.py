@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pylog.arguments import check_int
 from pylog.errors import InvalidArgumentError
+from pylog.layout import INT32_MAX
 
 DEFAULT_PARTITIONS = 50
 _INT32_MIN = -(2**31)
@@ -52,5 +53,5 @@ def partition_for_transactional_id(transactional_id: str, partitions: int = DEFA
 def _partition_for(key: str, partitions: int, name: str) -> int:
     if not isinstance(key, str):
         raise InvalidArgumentError(f"{name} must be a str, not {type(key).__name__}")
-    check_int(partitions, "partitions", (1, 2**31 - 1))
+    check_int(partitions, "partitions", (1, INT32_MAX))
     return kafka_abs(java_string_hash(key)) % partitions

@@ -20,8 +20,6 @@ import numpy as np
 
 from pylog.errors import CorruptIndexError, InvalidOffsetError, ReadOnlyError, StorageError
 from pylog.io import DEFAULT_IO, FileIO
-
-INT32_MAX = 2**31 - 1
 _EMPTY = np.empty(0, np.int64)
 _EMPTY.flags.writeable = False
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from pylog.errors import CorruptIndexError, InvalidOffsetError
-from pylog.index.base import INT32_MAX, EntryFile
+from pylog.index.base import EntryFile
+from pylog.layout import INT32_MAX
 from pylog.layout import OFFSET_INDEX_ENTRY
 
 
@@ -55,12 +56,6 @@ class OffsetIndex(EntryFile):
         self._load()
         n = int(np.searchsorted(self._keys[: self._n], offset - self.base_offset, side="left"))
         self._truncate_entries(n)
-
-    def fetch_upper_bound_offset(self, position: int, fetch_bytes: int) -> int | None:
-        """Offset of the first entry whose position is >= position + fetch_bytes (None if none)."""
-        self._load()
-        i = int(np.searchsorted(self._vals[: self._n], position + fetch_bytes, side="left"))
-        return None if i >= self._n else self._entry(i)[0]
 
     def sanity_check(self) -> None:
         """Raise :class:`CorruptIndexError` if the file cannot be this segment's index."""

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from pylog.errors import CorruptIndexError, InvalidOffsetError
-from pylog.index.base import INT32_MAX, EntryFile
+from pylog.index.base import EntryFile
+from pylog.layout import INT32_MAX
 from pylog.layout import TIME_INDEX_ENTRY
 
 

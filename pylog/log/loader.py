@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 
 from pylog import failpoints
 from pylog.config import LogConfig
+from pylog.errors import CorruptIndexError
 from pylog.io import FileIO
 from pylog.listing import Listing
 from pylog.layout import (
     CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_START_OFFSET_CHECKPOINT, LOG_SUFFIX, RECOVERY_POINT_CHECKPOINT,
-    REPLICATION_OFFSET_CHECKPOINT, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
+    REPLICATION_OFFSET_CHECKPOINT, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, segment_file_name,
 )
 from pylog.log.offsets import LogOffsets
 from pylog.log.segments import LogSegments, SegmentFactory, batches_from, delete_segment
@@ -137,7 +138,7 @@ def remove_orphan_indexes(directory: str, io: FileIO, report: LoadReport,
     for suffix, have in ((INDEX_SUFFIX, indexed), (TIME_INDEX_SUFFIX, timed),
                          (TXN_INDEX_SUFFIX, set(listing.bases(TXN_INDEX_SUFFIX)))):
         for base in sorted(have - logs):
-            name = f"{base:020d}{suffix}"
+            name = segment_file_name(base, suffix)
             io.remove(os.path.join(directory, name))
             report.removed_files.append(name)
     return sorted(logs), logs - (indexed & timed)
@@ -176,7 +177,7 @@ def index_needs_rebuild(segment: Segment) -> bool:
     try:
         segment._raw_offset_index().sanity_check()
         segment._raw_time_index().sanity_check()
-    except Exception:
+    except (CorruptIndexError, OSError):
         return True
     return False
 
@@ -322,6 +323,8 @@ class LogLoader:
         checkpoint_watch.mark()
         for base, suffix in live_segment_bases(self._dir.path, read_only=True):
             self.segments.add(self.factory.open(base, suffix))
+        if self.segments:
+            self.segments.active.zero_tail_is_end = True  # a crash's zero-filled tail ends the log
         self.report.clean = self._dir.has_clean_shutdown_marker()
         empty_start = take_checkpointed_offsets(self._dir, self.segments, self.offsets, empty_start=0)
         return self._loaded(empty_start=empty_start, dir_watch=dir_watch, checkpoint_watch=checkpoint_watch)

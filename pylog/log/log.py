@@ -27,9 +27,10 @@ from pylog.errors import (
     LogClosedError, OffsetOutOfRangeError, PylogError, ReadOnlyError, RecordTooLargeError, StorageError,
 )
 from pylog.io import DEFAULT_IO, FileIO
-from pylog.layout import INT64_MAX, LOG_SUFFIX, OFFSET_RANGE
+from pylog.layout import INT64_MAX, LOG_SUFFIX, OFFSET_RANGE, SEQUENCE_MODULUS
 from pylog.log.loader import LoadedLog, LogLoader, live_segment_bases, lso_after, take_checkpointed_offsets
 from pylog.log.segments import SegmentFactory, batches_from, delete_segment
+from pylog.log.validation import validate_timestamps
 from pylog.partition_dir import PartitionDir
 from pylog.producer_state import ProducerStateManager
 from pylog.record.batch import RecordBatch, decode_batches
@@ -247,6 +248,7 @@ class Log:
             if base not in self._segments:
                 self._segments.add(self._factory.open(base, suffix))
         if self._segments:
+            self.active_segment.zero_tail_is_end = True  # a crash's zero-filled tail ends the log
             self.active_segment.follow()  # measured now, so any later rewrite shows
         if rewritten:
             self._producers = None
@@ -370,7 +372,7 @@ class Log:
         ``base_sequence`` the append is idempotent: an exact retry returns the original
         offsets and writes nothing. Durable after the next flush (see ``flush_messages``).
         Options outside their fields raise :class:`InvalidArgumentError`, records that cannot
-        be encoded :class:`InvalidRecordError`, both before anything is written.
+        be encoded :class:`InvalidArgumentError` too, both before anything is written.
         Cost: O(bytes) to encode, one write.
         """
         self._check_writable()
@@ -416,7 +418,7 @@ class Log:
             out.append(raw)
             base += len(group)
             if seq >= 0:
-                seq = (seq + len(group)) % (2**31)
+                seq = (seq + len(group)) % SEQUENCE_MODULUS
         return out
 
     def append_batches(self, raw) -> AppendInfo:
@@ -463,6 +465,7 @@ class Log:
     def _append_encoded(self, data: bytes, *, from_client: bool, now: int) -> AppendInfo:
         """Write whole batches (offsets final) to the active segment, rolling first if needed."""
         batches = list(decode_batches(data))
+        validate_timestamps(batches, self.config, now, from_client=from_client)
         first, last = batches[0], batches[-1]
         first_offset = first.base_offset if first.magic == 2 else first.last_offset
         max_ts, offset_of_max = -1, last.last_offset

@@ -16,7 +16,7 @@ from pylog.layout import (
     ATTR_COMPRESSION_MASK, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE,
     ATTR_TRANSACTIONAL, ATTRIBUTES_AT, BATCH_HEADER, BATCH_HEADER_BYTES, COMPRESSION_NAMES,
     ENTRY_PREFIX_BYTES, LEGACY_RECORD_OVERHEAD_V0, LOG_OVERHEAD, LOG_OVERHEAD_BYTES,
-    MAGIC_POSITION,
+    MAGIC_POSITION, SEQUENCE_MODULUS,
 )
 from pylog.record import compression as _codec
 from pylog.record.record import ControlRecord, Record
@@ -113,7 +113,7 @@ class RecordBatch:
         """Sequence number of the last record; -1 without a producer sequence."""
         if self.base_sequence < 0:
             return -1
-        return (self.base_sequence + self.last_offset_delta) % (2**31)
+        return (self.base_sequence + self.last_offset_delta) % SEQUENCE_MODULUS
 
     @property
     def has_producer_id(self) -> bool:

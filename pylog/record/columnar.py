@@ -25,7 +25,7 @@ import numpy as np
 
 from pylog.errors import InvalidRecordError
 from pylog.layout import (
-    ATTR_COMPRESSION_MASK, ATTR_CONTROL, ATTR_TIMESTAMP_TYPE, BATCH_HEADER_BYTES, INT64_MAX,
+    ATTR_COMPRESSION_MASK, ATTR_CONTROL, ATTR_TIMESTAMP_TYPE, BATCH_HEADER_BYTES, INT32_MAX, INT64_MAX,
 )
 from pylog.record.batch import MIN_RECORD_BYTES, decode_batches
 from pylog.record.scan import Fields, Malformed, parse_all_headers, scan_numpy
@@ -37,7 +37,6 @@ except ImportError:  # pragma: no cover - no compiler at install time
 
 _I32 = np.dtype(np.int32)
 _I64 = np.dtype(np.int64)
-_INT32_MAX = 2**31 - 1
 #: Records averaging more bytes than this are gathered by ``bytes.join`` (cost per record),
 #: smaller ones by a numpy mask (cost per byte, ~0.4 ns); measured on 1,000-record batches.
 _JOIN_GATHER_MIN_RECORD_BYTES = 512
@@ -183,7 +182,7 @@ def _constant_string(pa, n, text: str):
 
 def _concat_binary(parts):
     datas = [d for d, _ in parts]
-    if sum(len(d) for d in datas) > _INT32_MAX:
+    if sum(len(d) for d in datas) > INT32_MAX:
         raise OverflowError("more than 2 GiB of keys or values in one Columns; split the read")
     shifts = np.cumsum([0] + [len(d) for d in datas[:-1]])
     offs = [parts[0][1]] + [o[1:] + s for (_, o), s in zip(parts[1:], shifts[1:])]
@@ -334,7 +333,7 @@ def _gather(data: bytes, positions: np.ndarray, lengths: np.ndarray, array) -> t
     """Copy the byte ranges (negative length = null, no bytes) into one buffer with int32
     offsets [n+1]. O(n + gathered bytes)."""
     if _speedups is not None:
-        if len(data) > _INT32_MAX:
+        if len(data) > INT32_MAX:
             raise OverflowError("more than 2 GiB of records in one run; split the read")
         out, offsets = _speedups.gather(data, positions.astype(_I32, copy=False).tobytes(),
                                         lengths.astype(_I32, copy=False).tobytes())
@@ -344,7 +343,7 @@ def _gather(data: bytes, positions: np.ndarray, lengths: np.ndarray, array) -> t
     offsets = np.zeros(n + 1, _I64)
     np.cumsum(clipped, out=offsets[1:])
     gathered = int(offsets[-1])
-    if gathered > _INT32_MAX:
+    if gathered > INT32_MAX:
         raise OverflowError("more than 2 GiB of keys or values in one Columns; split the read")
     if gathered == 0:
         out = b""

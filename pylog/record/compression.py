@@ -22,7 +22,7 @@ import lz4.frame as _lz4f
 import zstandard
 
 from pylog.errors import InvalidRecordError, UnsupportedCompressionError
-from pylog.layout import COMPRESSION_IDS, COMPRESSION_NAMES
+from pylog.layout import COMPRESSION_IDS, COMPRESSION_NAMES, INT32_MAX
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
 
@@ -31,12 +31,15 @@ CODEC_IDS = COMPRESSION_IDS
 CODEC_NAMES = COMPRESSION_NAMES
 
 #: Upper bound of a decompressed batch, whatever the input: Kafka's own segment limit (2 GiB).
-HARD_MAX_OUTPUT_BYTES = 2**31 - 1
+HARD_MAX_OUTPUT_BYTES = INT32_MAX
 
 _XERIAL_HEADER = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
 _XERIAL_MAGIC = _XERIAL_HEADER[:8]
 _XERIAL_BLOCK_BYTES = 32 * 1024
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
+
+#: What the codec libraries raise for bytes they cannot decompress (each its own type).
+_CODEC_ERRORS = (zlib.error, cramjam.DecompressionError, RuntimeError, zstandard.ZstdError, ValueError)
 
 _zstd_compressors: dict[int, zstandard.ZstdCompressor] = {}
 
@@ -98,7 +101,7 @@ def decompress(codec: int, data, *, magic: int = 2, max_output_bytes: int | None
             raise UnsupportedCompressionError(f"unknown compression id {codec}")
     except InvalidRecordError:
         raise
-    except Exception as e:  # the codec libraries raise their own types
+    except _CODEC_ERRORS as e:
         raise InvalidRecordError(f"{CODEC_NAMES[codec]} payload does not decompress: {e}") from None
     if len(out) > limit:
         raise InvalidRecordError(f"{CODEC_NAMES[codec]} payload decompresses past {limit} bytes")

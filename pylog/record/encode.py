@@ -13,7 +13,7 @@ import time
 import crc32c as _crc32c
 
 from pylog.arguments import check_int
-from pylog.errors import InvalidRecordError
+from pylog.errors import InvalidArgumentError
 from pylog.layout import (
     ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE, ATTR_TRANSACTIONAL, ATTRIBUTES_AT,
     BATCH_FIELD_RANGES, BATCH_HEADER, BATCH_HEADER_BYTES, CONTROL_KEY, COORDINATOR_EPOCH_RANGE, CRC_AT,
@@ -45,11 +45,11 @@ def _header_bytes(headers) -> bytes:
     try:
         pairs = [(hkey, hval) for hkey, hval in headers]
     except (TypeError, ValueError):
-        raise InvalidRecordError(f"record headers must be (str, bytes or None) pairs, not {headers!r:.80}") from None
+        raise InvalidArgumentError(f"record headers must be (str, bytes or None) pairs, not {headers!r:.80}") from None
     parts = [varint_bytes(len(pairs))]
     for hkey, hval in pairs:
         if not isinstance(hkey, str):
-            raise InvalidRecordError(f"header key must be str, not {type(hkey).__name__}")
+            raise InvalidArgumentError(f"header key must be str, not {type(hkey).__name__}")
         kb = hkey.encode("utf-8", "surrogateescape")
         parts.append(varint_bytes(len(kb)))
         parts.append(kb)
@@ -65,20 +65,20 @@ def _header_bytes(headers) -> bytes:
 def check_record(record: Record) -> Record:
     """``record`` if it can be encoded: key and value bytes or None, timestamp None or in
     ``layout.TIMESTAMP_RANGE``, headers (str, bytes or None) pairs; else
-    :class:`InvalidRecordError`. Lets a caller that writes several batches refuse bad input
+    :class:`InvalidArgumentError`. Lets a caller that writes several batches refuse bad input
     before the first one. O(headers)."""
     for value, what in ((record.key, "key"), (record.value, "value")):
         if value is not None:
             _check_bytes(value, what)
     if record.timestamp is not None:
-        check_int(record.timestamp, "record timestamp (ms)", TIMESTAMP_RANGE, error=InvalidRecordError)
+        check_int(record.timestamp, "record timestamp (ms)", TIMESTAMP_RANGE)
     _header_bytes(record.headers)
     return record
 
 
 def _check_bytes(value, what: str) -> None:
     if not isinstance(value, (bytes, bytearray, memoryview)):
-        raise InvalidRecordError(f"record {what} must be bytes or None, not {type(value).__name__}")
+        raise InvalidArgumentError(f"record {what} must be bytes or None, not {type(value).__name__}")
 
 
 def encode_records(records, base_timestamp: int) -> tuple[bytes, int, int]:
@@ -208,7 +208,7 @@ def encode_batch_buffer(records, *, base_offset: int = 0, compression: str | int
             if r.timestamp is None:
                 recs[i] = r = Record(r.value, r.key, default_ts, r.headers)
             else:
-                check_int(r.timestamp, f"record {i}'s timestamp (ms)", TIMESTAMP_RANGE, error=InvalidRecordError)
+                check_int(r.timestamp, f"record {i}'s timestamp (ms)", TIMESTAMP_RANGE)
         base_ts = recs[0].timestamp if recs else -1
         payload, count, max_ts = _encode_native(recs, base_ts) or encode_records(recs, base_ts)
     return build_batch(payload, count, codec=codec, compression_level=compression_level, base_timestamp=base_ts,
@@ -219,7 +219,7 @@ def _attributes(codec: int, timestamp_type, is_transactional: bool, is_control: 
                 delete_horizon_ms: int | None) -> int:
     ts_type = _TIMESTAMP_TYPES.get(timestamp_type)
     if ts_type is None:
-        raise InvalidRecordError(f"unknown timestamp type {timestamp_type!r}")
+        raise InvalidArgumentError(f"unknown timestamp type {timestamp_type!r}")
     return (codec | (ATTR_TIMESTAMP_TYPE if ts_type else 0) | (ATTR_TRANSACTIONAL if is_transactional else 0)
             | (ATTR_CONTROL if is_control else 0) | (ATTR_DELETE_HORIZON if delete_horizon_ms is not None else 0))
 

@@ -13,8 +13,9 @@ import zlib
 
 from pylog.errors import CorruptRecordError, InvalidRecordError
 from pylog.layout import (
-    COMPRESSION_NAMES, INT32, LEGACY_ATTR_COMPRESSION_MASK, LEGACY_ATTR_TIMESTAMP_TYPE,
-    LEGACY_RECORD_OVERHEAD_V0, LEGACY_V0_HEADER, LEGACY_V1_HEADER, LOG_OVERHEAD, LOG_OVERHEAD_BYTES,
+    COMPRESSION_NAMES, INT32, LEGACY_ATTR_COMPRESSION_MASK, LEGACY_ATTR_TIMESTAMP_TYPE, LEGACY_CRC_AT,
+    LEGACY_RECORD_OVERHEAD_V0, LEGACY_RECORD_OVERHEAD_V1, LEGACY_V0_HEADER, LEGACY_V1_HEADER, LOG_OVERHEAD,
+    LOG_OVERHEAD_BYTES, MAGIC_POSITION,
 )
 from pylog.record import compression as _codec
 from pylog.record.record import Record
@@ -47,8 +48,9 @@ def _parse_message(buf, pos: int, end: int) -> _Message:
         m.timestamp = -1
         p += LEGACY_V0_HEADER.size
     elif m.magic == 1:
-        if length < LEGACY_RECORD_OVERHEAD_V0 + 8:
-            raise InvalidRecordError(f"magic-1 message size {length} is below its 22-byte overhead")
+        if length < LEGACY_RECORD_OVERHEAD_V1:
+            raise InvalidRecordError(
+                f"magic-1 message size {length} is below its {LEGACY_RECORD_OVERHEAD_V1}-byte overhead")
         m.crc, _, m.attributes, m.timestamp = LEGACY_V1_HEADER.unpack_from(buf, p)
         p += LEGACY_V1_HEADER.size
     else:
@@ -119,11 +121,11 @@ class LegacyBatch:
 
     @property
     def magic(self) -> int:
-        return self._buf[self._start + 16]
+        return self._buf[self._start + MAGIC_POSITION]
 
     @property
     def crc(self) -> int:
-        return int.from_bytes(self._buf[self._start + 12:self._start + 16], "big")
+        return int.from_bytes(self._buf[self._start + LEGACY_CRC_AT:self._start + MAGIC_POSITION], "big")
 
     @property
     def attributes(self) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pylog.errors import InvalidRecordError
+from pylog.errors import InvalidArgumentError, InvalidRecordError
 
 
 class Record:
@@ -93,5 +93,5 @@ def as_record(item) -> Record:
         return Record(item[1], key=item[0])
     if item is None:
         return Record(None)
-    raise InvalidRecordError(
+    raise InvalidArgumentError(
         f"cannot append {type(item).__name__}: expected Record, bytes or a (key, value) tuple")

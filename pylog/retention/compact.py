@@ -22,7 +22,7 @@ import contextlib
 from dataclasses import dataclass, field
 
 from pylog import failpoints
-from pylog.errors import StorageError
+from pylog.errors import CorruptCheckpointError, StorageError
 from pylog.layout import CLEANER_OFFSET_CHECKPOINT, INT32_MAX
 from pylog.record.batch import decode_batches
 from pylog.record.encode import build_batch, now_ms as _now_ms
@@ -89,7 +89,7 @@ def _first_dirty_offset(log) -> int:
     import os
     try:
         cp = OffsetCheckpoint(os.path.join(log._dir.log_dir, CLEANER_OFFSET_CHECKPOINT)).read()
-    except Exception:
+    except (CorruptCheckpointError, OSError):
         cp = {}
     return max(cp.get(log._dir.key, log.log_start_offset), log.log_start_offset)
 

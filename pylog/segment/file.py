@@ -12,11 +12,11 @@ import errno
 import os
 from typing import Iterator, NamedTuple
 
-from pylog.errors import CorruptRecordError, StorageError
+from pylog.errors import CorruptRecordError, InvalidArgumentError, StorageError
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
-    BATCH_HEADER_BYTES, INT32, INT64, LAST_OFFSET_DELTA_AT, LEGACY_RECORD_OVERHEAD_V0, LOG_OVERHEAD,
-    LOG_OVERHEAD_BYTES, MAGIC_POSITION, MAX_TIMESTAMP_AT,
+    BATCH_HEADER_BYTES, INT32, INT32_MAX, INT64, LAST_OFFSET_DELTA_AT, LEGACY_RECORD_OVERHEAD_V0, LOG_OVERHEAD,
+    LOG_OVERHEAD_BYTES, MAGIC_POSITION, MAGIC_V0, MAGIC_V1, MAGIC_V2, MAX_TIMESTAMP_AT,
 )
 
 _unpack_overhead = LOG_OVERHEAD.unpack_from
@@ -26,7 +26,7 @@ _unpack_i64 = INT64.unpack_from
 #: Bytes read at a time when walking batch headers.
 SCAN_CHUNK_BYTES = 64 * 1024
 #: Largest file Kafka allows for one segment.
-MAX_FILE_BYTES = 2**31 - 1
+MAX_FILE_BYTES = INT32_MAX
 
 
 class BatchHeader(NamedTuple):
@@ -46,7 +46,7 @@ def check_offsets_follow(batch, previous_last: int, *, end_offset: int | None = 
     file order) holds offsets after ``previous_last`` and below ``end_offset`` (the
     segment's range, where known), its last offset not below its first. The base offset
     lies outside the CRC, so a flipped bit there shows only here. Returns its last offset."""
-    first = batch.base_offset if batch.magic == 2 else batch.last_offset
+    first = batch.base_offset if batch.magic == MAGIC_V2 else batch.last_offset
     if first <= previous_last or batch.last_offset < first or \
             (end_offset is not None and batch.last_offset >= end_offset):
         expected = f"after {previous_last}" + ("" if end_offset is None else f" and below {end_offset}")
@@ -92,8 +92,17 @@ class LogFile:
     ``inode`` is the file's identity as first measured or opened: a read-only file
     refuses to open another file that took its name since (compaction and truncation
     replace segment files), so sizes and indexes never get mixed with other bytes.
-    ``mtime_ns`` is its modification time when the size was measured.
+    ``mtime_ns`` is its modification time when the size was measured, ``measured_bytes``
+    the size measured then (a zero-filled tail may make the logical size smaller).
+
+    ``zero_tail_is_end`` is set on the last segment of a read-only log: there a tail of
+    zero bytes from a batch boundary to the end of the file (what a crash can leave
+    where the file grew before its data reached the disk) ends the data, as a writer's
+    recovery would cut it; the file is not changed. Anywhere else such bytes are
+    corruption.
     """
+
+    zero_tail_is_end = False
 
     def __init__(self, path: str, *, writable: bool, io: FileIO = DEFAULT_IO, on_open=None):
         self.path = str(path)
@@ -104,6 +113,7 @@ class LogFile:
         self._size: int | None = None
         self.inode: int | None = None
         self.mtime_ns: int | None = None
+        self.measured_bytes: int | None = None
 
     @property
     def size_bytes(self) -> int:
@@ -117,12 +127,17 @@ class LogFile:
                 size = 0
             if size > MAX_FILE_BYTES:
                 raise CorruptRecordError(f"segment file is {size} bytes, past the 2 GiB limit", path=self.path)
-            self._size = size
+            self._size = self.measured_bytes = size
         return self._size
 
     @size_bytes.setter
     def size_bytes(self, value: int) -> None:
         self._size = value
+
+    def measured(self, st: os.stat_result) -> None:
+        """Take ``st``, a fresh ``stat`` of this file, as its size (a follower saw it grow)."""
+        self.inode = st.st_ino if self.inode is None else self.inode
+        self._size = self.measured_bytes = st.st_size
 
     # -- handles -------------------------------------------------------------------
     def _open(self) -> _Handle:
@@ -186,7 +201,7 @@ class LogFile:
     def truncate_to(self, size: int) -> None:
         """Cut the file to ``size`` bytes (only if it is larger). Durable after :meth:`flush`."""
         if not 0 <= size <= self.size_bytes:
-            raise ValueError(f"cannot truncate {self.path} to {size}: size is {self.size_bytes}")
+            raise InvalidArgumentError(f"cannot truncate {self.path} to {size} bytes: its size is {self.size_bytes}")
         fd = self._open().fd
         if os.fstat(fd).st_size > size:
             self.io.truncate(fd, size)
@@ -207,7 +222,8 @@ class LogFile:
 
         Reads ``SCAN_CHUNK_BYTES`` at a time and skips over batch bodies, so the cost is
         O(batches) syscalls at worst and O(bytes / 64 KiB) for small batches. Raises
-        :class:`CorruptRecordError` for a size field that cannot be right.
+        :class:`CorruptRecordError` for a size field that cannot be right, unless it
+        starts a zero-filled tail that ends the data (``zero_tail_is_end``).
         """
         end = self.size_bytes if end is None else min(end, self.size_bytes)
         pos = start
@@ -222,23 +238,42 @@ class LogFile:
                 return
             base_offset, length = _unpack_overhead(buf, rel)
             if length < LEGACY_RECORD_OVERHEAD_V0:
+                if self._ends_at_zero_tail(pos):
+                    return
                 raise CorruptRecordError(f"record size {length} is below the minimum record overhead",
                                          position=pos, path=self.path)
             size = length + LOG_OVERHEAD_BYTES
             if pos + size > end:
                 return
             magic = buf[rel + MAGIC_POSITION]
-            if magic == 2:
+            if magic == MAGIC_V2:
                 if size < BATCH_HEADER_BYTES:
                     raise CorruptRecordError(f"record batch size {size} is below the 61-byte header",
                                              position=pos, path=self.path)
                 last = base_offset + _unpack_i32(buf, rel + LAST_OFFSET_DELTA_AT)[0]
                 max_ts = _unpack_i64(buf, rel + MAX_TIMESTAMP_AT)[0]
-            elif magic == 1:
+            elif magic == MAGIC_V1:
                 last, max_ts = base_offset, _unpack_i64(buf, rel + 18)[0]
-            elif magic == 0:
+            elif magic == MAGIC_V0:
                 last, max_ts = base_offset, -1
             else:
                 raise CorruptRecordError(f"unknown record magic {magic}", position=pos, path=self.path)
             yield BatchHeader(pos, size, base_offset, last, magic, max_ts)
             pos += size
+        if end == self.size_bytes:
+            self._ends_at_zero_tail(pos)
+
+    def _ends_at_zero_tail(self, position: int) -> bool:
+        """With ``zero_tail_is_end``: if every byte from ``position`` (a batch boundary) to
+        the end of the file is zero, make ``position`` the logical end and return True.
+        Reads the tail, O(tail bytes); changes nothing on disk."""
+        if not self.zero_tail_is_end or self.writable or position >= self.size_bytes:
+            return False
+        pos, end = position, self.size_bytes
+        while pos < end:
+            chunk = self.read(pos, min(SCAN_CHUNK_BYTES, end - pos))
+            if not chunk or chunk.count(0) != len(chunk):
+                return False
+            pos += len(chunk)
+        self._size = position
+        return True

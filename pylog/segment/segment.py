@@ -12,15 +12,16 @@ from __future__ import annotations
 import errno
 import os
 import random
-import time
 
 from pylog.errors import CorruptIndexError, IncompleteBatchError, InvalidOffsetError, RecordFormatError, StorageError
 from pylog.index import OffsetIndex, TimeIndex, TxnIndex
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
-    INDEX_SUFFIX, INT32_MAX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
+    INDEX_SUFFIX, INT32_MAX, LOG_OVERHEAD, LOG_OVERHEAD_BYTES, LOG_SUFFIX, MAGIC_V2, TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX, offset_file_prefix, segment_file_name,
 )
 from pylog.record.batch import decode_batches
+from pylog.record.encode import now_ms
 from pylog.segment.file import BatchHeader, LogFile, check_offsets_follow
 from pylog.stat_watch import fs_clock_ns, settled
 
@@ -33,8 +34,8 @@ BATCH_IDENTITY_BYTES = 21
 
 def segment_paths(directory: str, base_offset: int, suffix: str = "") -> dict[str, str]:
     """The four file paths of the segment at ``base_offset`` (with an extra suffix such as .swap)."""
-    prefix = f"{directory}/{base_offset:020d}"
-    return {ext: prefix + ext + suffix for ext in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)}
+    return {kind: f"{directory}/{segment_file_name(base_offset, kind, suffix)}"
+            for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)}
 
 
 class Segment:
@@ -91,7 +92,7 @@ class Segment:
     # -- files, made on first use (opening a log of many segments touches none of them) ----
     @property
     def _prefix(self) -> str:
-        return f"{self.directory}/{self.base_offset:020d}"
+        return f"{self.directory}/{offset_file_prefix(self.base_offset)}"
 
     @property
     def log(self) -> LogFile:
@@ -146,10 +147,20 @@ class Segment:
             io.close(io.open(path))  # Kafka creates the log and both index files with the segment
         seg._next_offset = base_offset
         seg._max_ts_and_offset = (-1, base_offset)
-        seg.created_ms = int(time.time() * 1000)
+        seg.created_ms = now_ms()
         return seg
 
     # -- identity ----------------------------------------------------------------------------
+    @property
+    def zero_tail_is_end(self) -> bool:
+        """Whether a zero-filled tail of the ``.log`` ends its data instead of being
+        corruption: set on the last segment of a read-only log (see :class:`LogFile`)."""
+        return self.log.zero_tail_is_end
+
+    @zero_tail_is_end.setter
+    def zero_tail_is_end(self, value: bool) -> None:
+        self.log.zero_tail_is_end = value
+
     @property
     def log_path(self) -> str:
         """Path of the ``.log`` file."""
@@ -203,19 +214,19 @@ class Segment:
         log = self.log
         if log.inode not in (None, st.st_ino) or st.st_size < log.size_bytes:
             return False
-        unchanged = (st.st_size, st.st_mtime_ns) == (log.size_bytes, log.mtime_ns)
+        unchanged = (st.st_size, st.st_mtime_ns) == (log.measured_bytes, log.mtime_ns)
         if self._tail is None:  # first look: only the size and mtime measured before to compare
             if log.mtime_ns is not None and not unchanged:
                 return False  # appended to or rewritten since measured, no telling which
-            log.inode, log.size_bytes = st.st_ino, st.st_size
+            log.measured(st)
             self._max_ts_and_offset = None
             self._take_tail(self._safe_lookup(2**62)[1])
         elif unchanged and self._mtime_settled:
             return True
         elif self.log.read(self._tail[0], len(self._tail[2])) != self._tail[2]:
             return False  # truncated and written again, maybe to the same size
-        elif st.st_size > log.size_bytes:
-            log.size_bytes = st.st_size
+        elif st.st_size > log.size_bytes:  # grown, or written over a zero-filled tail
+            log.measured(st)
             self._max_ts_and_offset = None
             self._take_tail(self._tail[0])
         log.mtime_ns, self._mtime_settled = st.st_mtime_ns, settled(st.st_mtime_ns, now_ns)
@@ -396,7 +407,7 @@ class Segment:
         _, pos = self._safe_lookup(2**62)
         self._bytes_since_last_index_entry = self.log.size_bytes - pos
         if self.log.size_bytes == 0:
-            self.created_ms = int(time.time() * 1000)
+            self.created_ms = now_ms()
 
     def on_become_inactive(self) -> None:
         """On roll: final time-index entry (the segment's max), trimmed index files."""
@@ -461,7 +472,7 @@ class Segment:
             if not batch.is_valid() or batch.last_offset < expected_next or \
                     batch.last_offset - self.base_offset > INT32_MAX:
                 break
-            if batch.magic == 2 and (batch.base_offset < expected_next or batch.record_count < 0):
+            if batch.magic == MAGIC_V2 and (batch.base_offset < expected_next or batch.record_count < 0):
                 break
             max_ts = batch.max_timestamp
             if max_ts > self._max_ts_and_offset[0]:
@@ -509,10 +520,10 @@ class Segment:
             position += consumed
 
     def _entry_size_at(self, position: int) -> int | None:
-        head = self.log.read(position, 12)
-        if len(head) < 12:
+        head = self.log.read(position, LOG_OVERHEAD_BYTES)
+        if len(head) < LOG_OVERHEAD_BYTES:
             return None
-        return int.from_bytes(head[8:12], "big", signed=True) + 12
+        return LOG_OVERHEAD.unpack(head)[1] + LOG_OVERHEAD_BYTES
 
     # -- reads ----------------------------------------------------------------------------------
     def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None:
@@ -590,7 +601,7 @@ def _mtime_ms(path: str) -> int:
     try:
         return int(os.stat(path).st_mtime * 1000)
     except OSError:
-        return int(time.time() * 1000)
+        return now_ms()
 
 
 def roll_jitter_ms(segment_jitter_ms: int, segment_ms: int) -> int:

@@ -8,6 +8,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from pylog.cli.common import open_manager
 from pylog.errors import InvalidConfigError, OffsetOutOfRangeError, UnknownTopicError
 from pylog.spark.options import EARLIEST, LATEST, ReadOptions
 
@@ -34,12 +35,6 @@ def require_log_dir(root: str) -> None:
     """A read names an existing log dir, or fails when the DataFrame is created (``load()``)."""
     if not os.path.isdir(root):
         raise InvalidConfigError(f"no log dir at {root}")
-
-
-def open_manager(root: str):
-    from pylog.manager import LogManager
-    require_log_dir(root)
-    return LogManager(root, read_only=True)
 
 
 def topic_partitions(manager, opts: ReadOptions) -> list[tuple[str, int]]:
@@ -95,7 +90,7 @@ def _resolve(log, topic, partition, value, by_timestamp, timestamp, *, starting:
 def plan_ranges(opts: ReadOptions) -> list[OffsetRange]:
     """Offset ranges for a batch read, split per minPartitions / maxRecordsPerPartition."""
     ranges = []
-    with open_manager(opts.root) as manager:
+    with open_manager(opts.root, read_only=True) as manager:
         for topic, p in topic_partitions(manager, opts):
             log = manager.log(topic, p)
             start = _resolve(log, topic, p, opts.starting, opts.starting_by_timestamp, opts.starting_timestamp,
@@ -187,7 +182,7 @@ def _seek_timestamps(ranges, timestamp_ms: int):
         return ranges
     firsts = {}
     out = []
-    with open_manager(ranges[0].root) as manager:
+    with open_manager(ranges[0].root, read_only=True) as manager:
         for r in ranges:
             key = (r.topic, r.partition)
             if key not in firsts:

@@ -172,7 +172,7 @@ class PylogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.available_now_end = None
 
     def _latest(self) -> dict:
-        with plan.open_manager(self.opts.root) as manager:
+        with plan.open_manager(self.opts.root, read_only=True) as manager:
             out = {}
             for t, p in plan.topic_partitions(manager, self.opts):
                 log = manager.log(t, p)
@@ -184,7 +184,7 @@ class PylogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         latest = self._latest()
         if self.opts.starting == "latest":
             return latest
-        with plan.open_manager(self.opts.root) as manager:
+        with plan.open_manager(self.opts.root, read_only=True) as manager:
             out = {}
             for t, parts in latest.items():
                 for p in parts:

@@ -111,7 +111,7 @@ def test_bad_input_is_refused_with_clear_errors(log):
         log.append(b"not a list")
     with pytest.raises(InvalidArgumentError):
         log.append([])
-    with pytest.raises(InvalidRecordError):
+    with pytest.raises(InvalidArgumentError):
         log.append([12345])
     with pytest.raises(InvalidOffsetError):
         log.read(-1)

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pylog import (
-    CorruptRecordError, IncompleteBatchError, InvalidRecordError, PylogError, Record, decode_batches, encode_batch,
+    CorruptRecordError, IncompleteBatchError, InvalidArgumentError, InvalidRecordError, PylogError, Record, decode_batches, encode_batch,
 )
 from pylog.record import encode_control_batch, set_base_offset, set_log_append_time, set_partition_leader_epoch
 from pylog.record.varint import decode_varint, encode_varint
@@ -308,9 +308,9 @@ def test_snappy_batch_is_byte_identical_to_kafka_python_when_compression_pays(im
 
 
 def test_fast_path_refuses_what_it_cannot_encode(impl):
-    with pytest.raises(InvalidRecordError, match="value"):
+    with pytest.raises(InvalidArgumentError, match="value"):
         encode_batch([(b"k", "text")] * 100)
-    with pytest.raises(InvalidRecordError):
+    with pytest.raises(InvalidArgumentError):
         encode_batch([(b"k", b"v", b"extra")] * 100)
     mixed = [(b"k", b"v")] * 70 + [b"plain"]
     assert [(r.key, r.value) for r in next(decode_batches(encode_batch(mixed)))][-2:] == \

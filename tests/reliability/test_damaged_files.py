@@ -17,7 +17,7 @@ from tests.conftest import needs_samples, sample_partitions
 def _make(d, n=300, **cfg):
     with Log.open(d, segment_bytes=3000, index_interval_bytes=200, **cfg) as log:
         for i in range(n):
-            log.append([Record(b"value-%05d" % i, key=b"k%d" % (i % 10), timestamp=1_800_000_000_000 + i)],
+            log.append([Record(b"value-%05d" % i, key=b"k%d" % (i % 10), timestamp=1_700_000_000_000 + i)],
                        producer_id=1, producer_epoch=0, base_sequence=i)
     return [(r.offset, r.value) for r in Log.open(d, read_only=True).records()]
 
@@ -47,7 +47,7 @@ def test_damaged_side_files_never_change_what_is_read(tmp_path, suffix, damage):
             assert [(r.offset, r.value) for r in log.records()] == before
             mid = before[len(before) // 2][0]
             assert log.read(mid).records()[0].offset == mid
-            assert log.offset_for_timestamp(1_800_000_000_000 + mid) == mid
+            assert log.offset_for_timestamp(1_700_000_000_000 + mid) == mid
     with Log.open(d, segment_bytes=3000, index_interval_bytes=200) as log:
         assert log.append([b"more"], producer_id=1, producer_epoch=0, base_sequence=300).first_offset == 300
 
@@ -60,10 +60,10 @@ def test_a_plausible_time_index_naming_offsets_past_the_log_is_rebuilt(tmp_path,
     before = _make(d)
     victims = sorted(p for p in d.iterdir() if p.name.endswith(".timeindex"))
     victim = victims[-1] if which == "active" else victims[0]
-    victim.write_bytes(struct.pack(">qi", 1_800_000_000_000, 1_000_000))
+    victim.write_bytes(struct.pack(">qi", 1_700_000_000_000, 1_000_000))
     with Log.open(d, segment_bytes=3000, index_interval_bytes=200) as log:
         assert [(r.offset, r.value) for r in log.records()] == before
-        assert log.offset_for_timestamp(1_800_000_000_000 + 7) == 7
+        assert log.offset_for_timestamp(1_700_000_000_000 + 7) == 7
         assert log.append([b"more"], producer_id=1, producer_epoch=0, base_sequence=300).first_offset == 300
     with Log.open(d, read_only=True) as log:
         assert log.check() == []

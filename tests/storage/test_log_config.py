@@ -30,7 +30,7 @@ KAFKA_DEFAULTS = {
     "max.message.bytes": "1048588",
     "message.timestamp.type": "CreateTime",
     "message.timestamp.before.max.ms": LONG_MAX,
-    "message.timestamp.after.max.ms": LONG_MAX,
+    "message.timestamp.after.max.ms": "3600000",  # Kafka 4's default (it was unlimited before)
     "compression.type": "producer",
     "preallocate": "false",
 }
@@ -54,7 +54,7 @@ def test_from_kafka_of_the_defaults_is_the_default():
 
 def test_round_trip_of_changed_settings():
     cfg = LogConfig(segment_bytes=1 << 20, retention_ms=-1, cleanup_policy="compact,delete",
-                    min_cleanable_dirty_ratio=0.25, preallocate=True, compression="zstd",
+                    min_cleanable_dirty_ratio=0.25, compression="zstd", message_timestamp_after_max_ms=0,
                     message_timestamp_type="LogAppendTime", max_compaction_lag_ms=3_600_000)
     assert LogConfig.from_kafka(cfg.to_kafka()) == cfg
 
@@ -63,8 +63,8 @@ def test_round_trip_of_changed_settings():
     ({"segment.bytes": "1048576"}, "segment_bytes", 1048576),
     ({"retention.ms": "-1"}, "retention_ms", -1),
     ({"min.cleanable.dirty.ratio": "0.1"}, "min_cleanable_dirty_ratio", 0.1),
-    ({"preallocate": "true"}, "preallocate", True),
     ({"preallocate": "FALSE"}, "preallocate", False),
+    ({"message.timestamp.before.max.ms": "60000"}, "message_timestamp_before_max_ms", 60000),
     ({"cleanup.policy": "compact"}, "cleanup_policy", "compact"),
     ({"cleanup.policy": "delete, compact"}, "cleanup_policy", "compact,delete"),  # a list, in any order
     ({"compression.type": "lz4"}, "compression", "lz4"),
@@ -75,9 +75,9 @@ def test_from_kafka_parses_kafkas_string_values(props, field, value):
 
 
 def test_to_kafka_values_are_strings():
-    kafka = LogConfig(preallocate=True, min_cleanable_dirty_ratio=1).to_kafka()
+    kafka = LogConfig(min_cleanable_dirty_ratio=1).to_kafka()
     assert all(isinstance(v, str) for v in kafka.values())
-    assert kafka["preallocate"] == "true" and kafka["min.cleanable.dirty.ratio"] == "1.0"
+    assert kafka["preallocate"] == "false" and kafka["min.cleanable.dirty.ratio"] == "1.0"
 
 
 @pytest.mark.parametrize("props, named", [
@@ -94,6 +94,9 @@ def test_to_kafka_values_are_strings():
     ({"min.cleanable.dirty.ratio": "1.5"}, "min_cleanable_dirty_ratio"),
     ({"min.cleanable.dirty.ratio": "half"}, "min.cleanable.dirty.ratio"),
     ({"preallocate": "yes"}, "preallocate"),
+    ({"preallocate": "true"}, "preallocate"),  # pylog does not preallocate
+    ({"message.timestamp.before.max.ms": "-1"}, "message_timestamp_before_max_ms"),
+    ({"message.timestamp.after.max.ms": "-1"}, "message_timestamp_after_max_ms"),
     ({"cleanup.policy": "archive"}, "cleanup_policy"),
     ({"compression.type": "brotli"}, "compression"),
     ({"message.timestamp.type": "Now"}, "message_timestamp_type"),

@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from pylog import Log, Record
+from pylog import Log, Record, encode_batch
 from pylog.errors import CorruptRecordError
 from pylog.layout import CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT
 from pylog.segment import LogFile
@@ -169,13 +169,68 @@ def test_a_torn_tail_is_cut_and_read_only_stops_before_it(part, torn_bytes):
     assert last.read_bytes()[: len(whole)] == whole
 
 
-@pytest.mark.xfail(strict=True, raises=CorruptRecordError,
-                   reason="a read-only open reads the last segment's headers through a zero-filled tail")
-def test_a_zero_filled_tail_after_an_unclean_stop_is_left_unread_by_a_read_only_open(part):
-    with open(part / name(bases(part)[-1], ".log"), "ab") as f:
-        f.write(bytes(40))  # what a power loss can leave where the file grew
+def append_zeros(path, zero_bytes: int) -> None:
+    with open(path, "ab") as f:
+        f.write(bytes(zero_bytes))  # what a power loss can leave where the file grew
+
+
+@pytest.mark.parametrize("zero_bytes", [10, 40, 5000, 200_000])
+def test_a_zero_filled_tail_after_an_unclean_stop_is_left_unread_by_a_read_only_open(part, zero_bytes):
+    append_zeros(part / name(bases(part)[-1], ".log"), zero_bytes)
     unclean(part)
     assert open_read_only_unchanged(part) == (expected_values(), 0, 120)
+    with Log.open(part, read_only=True, **CONFIG) as log:
+        assert log.check() == []
+        assert log.offset_for_timestamp(T0 + 119) == 119
+        assert [b.last_offset for b in log.read(118).batches()] == [119]
+
+
+def test_a_zero_filled_tail_of_a_segment_before_the_last_is_corruption(part):
+    segments = bases(part)
+    path = part / name(segments[-2], ".log")
+    append_zeros(path, 40)
+    unclean(part)
+    end_of_data = path.stat().st_size - 40
+    with Log.open(part, read_only=True, **CONFIG) as log:
+        with pytest.raises(CorruptRecordError) as e:
+            values(log)
+    assert (e.value.path, e.value.position) == (str(path), end_of_data)
+
+
+def test_a_non_zero_damaged_tail_of_the_last_segment_still_raises_with_file_and_position(part):
+    path = part / name(bases(part)[-1], ".log")
+    end_of_data = path.stat().st_size
+    append_zeros(path, 40)
+    with open(path, "r+b") as f:  # a size field too small to be a batch, then zeros
+        f.seek(end_of_data + 11)
+        f.write(b"\x05")
+    unclean(part)
+    with pytest.raises(CorruptRecordError) as e:
+        with Log.open(part, read_only=True, **CONFIG) as log:
+            values(log)
+    assert (e.value.path, e.value.position) == (str(path), end_of_data)
+
+
+@pytest.mark.parametrize("written_over", ["less", "exactly", "more"])
+def test_a_live_reader_takes_in_what_a_writer_writes_over_a_zero_filled_tail(part, written_over):
+    """A writer's recovery cuts the zeros and appends over them: a reader that opened the
+    crashed log still sees every new record, whether the file ends up shorter than, as
+    long as, or longer than it was with the zeros."""
+    path = part / name(bases(part)[-1], ".log")
+    new = [Record(b"value-%d" % (120 + i), key=b"k", timestamp=T0 + 120 + i) for i in range(RECORDS_PER_BATCH)]
+    batch_bytes = len(encode_batch(new))
+    zero_bytes = {"less": batch_bytes + 1, "exactly": batch_bytes, "more": batch_bytes - 1}[written_over]
+    append_zeros(path, zero_bytes)
+    unclean(part)
+    size_with_zeros = path.stat().st_size
+    with Log.open(part, read_only=True, **CONFIG) as reader:
+        assert values(reader) == expected_values()
+        with Log.open(part, **CONFIG) as writer:
+            assert writer.load_report.truncated_bytes == zero_bytes
+            writer.append(new)
+        assert (path.stat().st_size > size_with_zeros) == (written_over == "more")
+        assert values(reader) == expected_values(0, 122)
+        assert reader.log_end_offset == 122
 
 
 def test_a_zero_filled_tail_after_an_unclean_stop_is_cut_by_a_writable_open(part):

@@ -86,13 +86,6 @@ def test_lookup_in_an_empty_index_is_the_segment_start(path):
     assert OffsetIndex(path, base_offset=100).lookup(12345) == (100, 0)
 
 
-def test_fetch_upper_bound_offset(path):
-    idx = index_with(path, (150, 4096), (180, 8192))
-    assert idx.fetch_upper_bound_offset(0, 4096) == 150
-    assert idx.fetch_upper_bound_offset(4096, 1) == 180
-    assert idx.fetch_upper_bound_offset(8192, 1) is None
-
-
 # -- appends ------------------------------------------------------------------------------------
 def test_append_refuses_an_offset_not_above_the_last(path):
     idx = index_with(path, (150, 4096))

@@ -1,0 +1,46 @@
+"""One owner per small fact: the int limits, the sequence modulus and the segment file
+names live in pylog/layout.py, the clock in ``record.encode.now_ms``. A copy of one of
+them anywhere else in pylog/ fails here, naming the file and line."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+PYLOG = Path(__file__).resolve().parent.parent / "pylog"
+
+RULES = [
+    ("an int limit (layout.INT32_MAX, INT64_MAX)", r"2 ?\*\* ?(31|63) ?- ?1|0x7fffffff", {"layout.py"}),
+    ("the sequence modulus (layout.SEQUENCE_MODULUS)", r"% ?\(2 ?\*\* ?31\)", {"layout.py"}),
+    ("the clock (record.encode.now_ms)", r"time\.time\(\) ?\* ?1000|time_ns\(\) ?// ?1_?000_?000\b",
+     {"record/encode.py"}),
+    ("a segment file name (layout.segment_file_name)", r":0?20d\}", set()),
+    ("a file-kind suffix (layout.LOG_SUFFIX, ...)",
+     r"""endswith\(["']\.(log|index|timeindex|txnindex|snapshot)["']\)""", set()),
+]
+
+
+def sources():
+    return sorted(p for p in PYLOG.rglob("*.py"))
+
+
+@pytest.mark.parametrize("what, pattern, owners", RULES, ids=[r[0] for r in RULES])
+def test_the_fact_is_written_only_by_its_owner(what, pattern, owners):
+    found = []
+    for path in sources():
+        rel = path.relative_to(PYLOG).as_posix()
+        if rel in owners:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if re.search(pattern, line):
+                found.append(f"pylog/{rel}:{number}: {line.strip()}")
+    assert not found, f"{what} written outside its owner:\n" + "\n".join(found)
+
+
+def test_the_rules_find_what_they_look_for():
+    samples = ["x = 2**31 - 1", "seq % (2**31)", "int(time.time() * 1000)", 'f"{base:020d}.log"',
+               'name.endswith(".log")']
+    for (what, pattern, _), sample in zip(RULES, samples):
+        assert re.search(pattern, sample), what
