@@ -64,3 +64,5 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(list(globals()) + list(_LAZY))
+_LAZY.update({name: ("pylog.clients", name) for name in (
+    "Producer", "Consumer", "TopicPartition", "ConsumerRecord", "ConsumerRebalanceListener", "RecordMetadata")})

@@ -2,3 +2,6 @@
 groups across the processes of one host (docs/consumers.md)."""
 
 from pylog.clients.producer import FutureRecordMetadata, Producer, RecordMetadata  # noqa: F401
+from pylog.clients.consumer import (  # noqa: F401
+    Consumer, ConsumerRebalanceListener, ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition,
+)

@@ -94,7 +94,8 @@ class GroupMembership:
         DEFAULT_IO.write_file(self.path, json.dumps(state, sort_keys=True).encode(), fsync=False)
 
     def _alive(self, member: dict, now: int) -> bool:
-        return (self._locks.is_locked(self._base + 1 + member["slot"])
+        mine = member["slot"] == self._slot  # a lock does not conflict with itself
+        return ((mine or self._locks.is_locked(self._base + 1 + member["slot"]))
                 and now - member["heartbeat_ms"] <= member["session_timeout_ms"])
 
     def _expire(self, state: dict, now: int) -> bool:

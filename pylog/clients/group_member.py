@@ -1,0 +1,156 @@
+"""``GroupMember``: a :class:`~pylog.clients.consumer.Consumer`'s part in its group: join,
+heartbeat (a background thread), give up and take partitions when the generation moves
+(from inside ``poll``, where the rebalance listener runs), leave.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from pylog.clients.assignors import ASSIGNORS
+from pylog.coordinator.group_membership import GroupMembership, read_group_file
+from pylog.errors import GroupCoordinatorError, UnknownMemberIdError
+
+
+class GroupMember:
+    def __init__(self, consumer):
+        self.consumer = consumer
+        coordinator = consumer._group_coordinator()
+        self.membership = GroupMembership(consumer.root, consumer.group_id,
+                                          on_generation=coordinator.write_group_metadata)
+        self.member_id: str | None = None
+        self.generation = -1
+        self._rejoin = True
+        self._stamp = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.RLock()
+
+    @property
+    def cooperative(self) -> bool:
+        state = read_group_file(self.consumer.root, self.consumer.group_id) or {}
+        return ASSIGNORS.get(state.get("protocol") or "range").cooperative
+
+    def request_rejoin(self) -> None:
+        self._rejoin = True
+
+    def is_stable(self) -> bool:
+        state = read_group_file(self.consumer.root, self.consumer.group_id)
+        return bool(state and state["state"] == "Stable" and state["generation"] == self.generation
+                    and self.member_id in state["members"])
+
+    def next_check_s(self) -> float:
+        return self.consumer.heartbeat_interval_ms / 1000
+
+    # -- the poll thread --------------------------------------------------------------------
+    def poll(self) -> None:
+        """Called by each poll: rejoin when asked, follow the group's state file."""
+        with self._lock:
+            if self._rejoin:
+                self._join(revoke_all=True)
+            stamp = _stamp(self.membership.path)
+            if stamp == self._stamp:
+                return
+            self._stamp = stamp
+            state = read_group_file(self.consumer.root, self.consumer.group_id)
+            if state is None:
+                return
+            me = state["members"].get(self.member_id)
+            if me is None:
+                self._lost()
+                self._join(revoke_all=True)
+            elif state["state"] == "PreparingRebalance" and not me["joined"]:
+                self._join(revoke_all=not ASSIGNORS.get(state.get("protocol") or "range").cooperative)
+            elif state["state"] == "Stable" and state["generation"] != self.generation:
+                self._adopt(state)
+
+    def _join(self, *, revoke_all: bool) -> None:
+        c = self.consumer
+        owned = set(c.assignment())
+        if revoke_all and owned:
+            self._revoke(owned)
+            owned = set()
+        self._rejoin = False
+        self.member_id = self.membership.join(
+            self.member_id, topics=c._subscribed_topics(), assignors=c.assignors, owned=owned,
+            session_timeout_ms=c.session_timeout_ms, rebalance_timeout_ms=c.max_poll_interval_ms,
+            client_id=c.client_id)
+        self._start_heartbeat()
+        self._stamp = None
+
+    def _revoke(self, partitions: set) -> None:
+        c = self.consumer
+        try:
+            c._maybe_auto_commit(force=True)
+        except GroupCoordinatorError:
+            pass
+        c._listener.on_partitions_revoked(set(partitions))
+        c._set_assignment(c.assignment() - set(partitions))
+
+    def _lost(self) -> None:
+        """The group removed this member: its partitions are someone else's now; no commit."""
+        c = self.consumer
+        lost = c.assignment()
+        self.member_id, self.generation = None, -1
+        if lost:
+            c._listener.on_partitions_revoked(set(lost))
+            c._set_assignment(set())
+
+    def _adopt(self, state: dict) -> None:
+        c = self.consumer
+        new = {c_tp(tp) for tp in state["assignment"].get(self.member_id, [])}
+        old = c.assignment()
+        self.generation = state["generation"]
+        if ASSIGNORS[state["protocol"]].cooperative:
+            revoked = old - new
+            if revoked:
+                self._revoke(revoked)
+                self._rejoin = True  # ask for the partitions given up to be handed out
+            added = new - old
+            c._set_assignment(new)
+            if added:
+                c._listener.on_partitions_assigned(added)
+        else:
+            c._set_assignment(new)
+            c._listener.on_partitions_assigned(set(new))
+
+    # -- the heartbeat thread -----------------------------------------------------------------
+    def _start_heartbeat(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._beat, name="pylog-heartbeat", daemon=True)
+            self._thread.start()
+
+    def _beat(self) -> None:
+        interval = self.consumer.heartbeat_interval_ms / 1000
+        while not self._stop.wait(interval):
+            member_id = self.member_id
+            if member_id is None:
+                continue
+            try:
+                self.membership.heartbeat(member_id)
+            except UnknownMemberIdError:
+                self._stamp = None  # poll() finds out and rejoins
+            except Exception:  # a transient file error: the next beat retries
+                pass
+
+    def leave(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self.member_id is not None:
+            self.membership.leave(self.member_id)
+        self.membership.close()
+
+
+def c_tp(tp):
+    from pylog.clients.consumer import TopicPartition
+    return TopicPartition(tp[0], tp[1])
+
+
+def _stamp(path: str):
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
