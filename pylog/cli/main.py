@@ -22,6 +22,7 @@ COMMANDS = {
     "describe": "describe",
     "produce": "produce",
     "consume": "consume",
+    "consumer-groups": "consumer_groups",
     "retention": "maintenance",
     "compact": "maintenance",
 }
