@@ -366,7 +366,9 @@ class Consumer:
                 if not fetch.size_bytes:
                     continue
                 position = self._positions[tp]
-                records = [r for r in fetch.records() if r.offset >= position]
+                records = fetch.records()
+                if records and records[0].offset < position:  # the batch began before the position
+                    records = [r for r in records if r.offset >= position]
                 if not records:
                     self._positions[tp] = max(position, fetch.next_offset)
                     continue
@@ -374,7 +376,8 @@ class Consumer:
                 self._buffered[tp] = records[left:]
                 records = records[:left]
             topic, partition = tp
-            out[tp] = [ConsumerRecord(topic, partition, r.offset, r.timestamp, 0, r.key, r.value, r.headers)
+            new = tuple.__new__
+            out[tp] = [new(ConsumerRecord, (topic, partition, r.offset, r.timestamp, 0, r.key, r.value, r.headers))
                        for r in records]
             self._positions[tp] = records[-1].offset + 1
             left -= len(records)

@@ -39,6 +39,7 @@ from pylog.record.encode import check_record
 from pylog.record.record import Record
 
 _RECORD_OVERHEAD_BYTES = 21  # a record's fixed fields, for the batch_size estimate
+_PLAIN = (bytes, type(None))
 
 
 class RecordMetadata:
@@ -71,19 +72,21 @@ class FutureRecordMetadata:
         if batch.error is not None:
             raise batch.error
         r = batch.records[self._index]
-        ts = batch.log_append_time if batch.log_append_time >= 0 else r.timestamp
+        ts = batch.log_append_time if batch.log_append_time >= 0 else (
+            batch.created_ms if r.timestamp is None else r.timestamp)
         return RecordMetadata(batch.topic, batch.partition, batch.base_offset + self._index, ts)
 
 
 class _Batch:
-    __slots__ = ("topic", "partition", "records", "size_bytes", "created", "done", "error", "base_offset",
-                 "log_append_time")
+    __slots__ = ("topic", "partition", "records", "size_bytes", "created", "created_ms", "done", "error",
+                 "base_offset", "log_append_time")
 
     def __init__(self, topic, partition):
         self.topic, self.partition = topic, partition
         self.records: list[Record] = []
         self.size_bytes = 0
         self.created = time.monotonic()
+        self.created_ms = int(time.time() * 1000)  # the create time of its records without one
         self.done = threading.Event()
         self.error = None
         self.base_offset = -1
@@ -119,7 +122,8 @@ class Producer:
         self.compression_type = compression_type
         self.transactional_id = transactional_id
         self._pool = WriterPool.for_root(self.root)
-        self._lock = threading.Condition()
+        self._lock = threading.Lock()  # the open batches
+        self._wake = threading.Event()  # set when the linger thread has a new deadline to wait for
         self._batches: dict[tuple[str, int], _Batch] = {}
         self._sequences: dict[tuple[str, int], int] = {}
         self._partition_counts: dict[str, int] = {}
@@ -149,10 +153,12 @@ class Producer:
         ``headers``: ``[(str, bytes), ...]``. Cost: O(record) plus, when the batch is
         sent now, one ``Log.append``. Raises :class:`UnknownTopicError` for a topic or
         partition that does not exist, :class:`InvalidRecordError` for a bad record."""
-        self._check_usable()
-        record = check_record(Record(value, key, timestamp_ms, tuple(headers or ())))
-        if timestamp_ms is None:
-            record.timestamp = int(time.time() * 1000)
+        if self._closed or self._fenced is not None:
+            self._check_usable()
+        if headers or timestamp_ms is not None or type(value) not in _PLAIN or type(key) not in _PLAIN:
+            record = check_record(Record(value, key, timestamp_ms, tuple(headers or ())))
+        else:
+            record = Record(value, key)  # bytes or None: nothing to check
         p = self._partition(topic, key, partition)
         tp = (topic, p)
         if self._txn is not None and tp not in self._txn_partitions:
@@ -163,6 +169,9 @@ class Producer:
                 batch = self._batches[tp] = _Batch(topic, p)
                 if key is None and partition is None:
                     self._sticky.pop(topic, None)  # the next keyless batch picks another partition
+                new_batch = True
+            else:
+                new_batch = False
             future = FutureRecordMetadata(batch, len(batch.records))
             batch.records.append(record)
             batch.size_bytes += _RECORD_OVERHEAD_BYTES + len(value or b"") + len(key or b"")
@@ -171,14 +180,16 @@ class Producer:
                 del self._batches[tp]
             elif self._sender is None:
                 self._start_sender()
-            else:
-                self._lock.notify()
+            elif new_batch:
+                self._wake.set()  # a new deadline for the linger thread
         if ready:
             self._append(tp, batch)
         return future
 
     def _partition(self, topic: str, key: bytes | None, partition: int | None) -> int:
-        count = self._partition_count(topic)
+        count = self._partition_counts.get(topic) or self._partition_count(topic)
+        if type(partition) is int and 0 <= partition < count:
+            return partition
         if partition is not None:
             check_int(partition, "partition", (0, 2**31 - 1))
             if partition >= count:
@@ -212,7 +223,7 @@ class Producer:
                 seq = self._sequences.get(tp, 0) if self.producer_id >= 0 else -1
                 info = log.append(batch.records, producer_id=self.producer_id, producer_epoch=self.producer_epoch,
                                   base_sequence=seq, is_transactional=self._txn is not None,
-                                  compression=self.compression_type)
+                                  compression=self.compression_type, timestamp=batch.created_ms)
                 if seq >= 0:
                     self._sequences[tp] = (seq + len(batch.records)) % 2**31
             batch.base_offset, batch.log_append_time = info.first_offset, info.log_append_time
@@ -239,20 +250,18 @@ class Producer:
 
     def _send_loop(self) -> None:
         linger = self.linger_ms / 1000
-        while True:
+        while not self._closed:
+            self._wake.clear()
             with self._lock:
-                while not self._closed:
-                    now = time.monotonic()
-                    due = [tp for tp, b in self._batches.items() if now - b.created >= linger]
-                    if due:
-                        break
-                    oldest = min((b.created for b in self._batches.values()), default=None)
-                    self._lock.wait(None if oldest is None else oldest + linger - now)
-                else:
-                    return
-                ready = [(tp, self._batches.pop(tp)) for tp in due]
+                now = time.monotonic()
+                ready = [(tp, b) for tp, b in self._batches.items() if now - b.created >= linger]
+                for tp, _ in ready:
+                    del self._batches[tp]
+                oldest = min((b.created for b in self._batches.values()), default=None)
             for tp, batch in ready:
                 self._append(tp, batch)
+            if not ready:
+                self._wake.wait(None if oldest is None else oldest + linger - now)
 
     def flush(self, timeout: float | None = None) -> None:
         """Append every batch now and wait for them (kafka-python's ``flush``)."""
@@ -343,9 +352,8 @@ class Producer:
             if self._fenced is None:
                 self.flush(timeout)
         finally:
-            with self._lock:
-                self._closed = True
-                self._lock.notify_all()
+            self._closed = True
+            self._wake.set()
             if self._sender is not None:
                 self._sender.join()
             if self._txn is not None:
