@@ -105,6 +105,11 @@ class Consumer:
         if isolation_level not in _ISOLATION:
             raise InvalidArgumentError(f"isolation_level must be one of {tuple(_ISOLATION)}, "
                                        f"not {isolation_level!r}")
+        from pylog.clients.assignors import ASSIGNORS
+        unknown = [a for a in partition_assignment_strategy if a not in ASSIGNORS]
+        if unknown or not partition_assignment_strategy:
+            raise InvalidArgumentError(f"partition_assignment_strategy must name assignors among "
+                                       f"{sorted(ASSIGNORS)}, not {list(partition_assignment_strategy)!r}")
         if not os.path.isdir(root):
             raise UnknownTopicError(f"log dir {root} does not exist")
         self.root = os.path.abspath(root)

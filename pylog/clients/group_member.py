@@ -29,8 +29,11 @@ class GroupMember:
 
     @property
     def cooperative(self) -> bool:
+        """Whether the group's assignor is incremental (members keep partitions while
+        rejoining); before the first generation, whether this member's first choice is."""
         state = read_group_file(self.consumer.root, self.consumer.group_id) or {}
-        return ASSIGNORS.get(state.get("protocol") or "range").cooperative
+        protocol = state.get("protocol") or self.consumer.assignors[0]
+        return ASSIGNORS[protocol].cooperative
 
     def request_rejoin(self) -> None:
         self._rejoin = True
@@ -48,7 +51,7 @@ class GroupMember:
         """Called by each poll: rejoin when asked, follow the group's state file."""
         with self._lock:
             if self._rejoin:
-                self._join(revoke_all=True)
+                self._join(revoke_all=not self.cooperative)
             stamp = _stamp(self.membership.path)
             if stamp == self._stamp:
                 return
@@ -61,7 +64,7 @@ class GroupMember:
                 self._lost()
                 self._join(revoke_all=True)
             elif state["state"] == "PreparingRebalance" and not me["joined"]:
-                self._join(revoke_all=not ASSIGNORS.get(state.get("protocol") or "range").cooperative)
+                self._join(revoke_all=not self.cooperative)
             elif state["state"] == "Stable" and state["generation"] != self.generation:
                 self._adopt(state)
 
