@@ -57,9 +57,13 @@ def run(args) -> int:
         return 0
     if args.delete:
         from pylog.coordinator.group_coordinator import GroupCoordinator
-        for g in targets:
-            GroupCoordinator.for_root(args.root).delete_group(g)
-            print(f"Deletion of requested consumer groups ('{g}') was successful.")
+        coordinator = GroupCoordinator.for_root(args.root)
+        try:
+            for g in targets:
+                coordinator.delete_group(g)
+                print(f"Deletion of requested consumer groups ('{g}') was successful.")
+        finally:
+            coordinator.release()
         return 0
     for g in targets:
         reset_offsets(args, g, state)
@@ -186,4 +190,8 @@ def reset_offsets(args, group: str, state) -> None:
     for (topic, p), offset in sorted(plan.items()):
         print("{:<30} {:<30} {:<10} {:<15}".format(group, topic, p, offset))
     if args.execute:
-        GroupCoordinator.for_root(args.root).commit_offsets(group, plan)
+        coordinator = GroupCoordinator.for_root(args.root)
+        try:
+            coordinator.commit_offsets(group, plan)
+        finally:
+            coordinator.release()

@@ -491,6 +491,9 @@ class Consumer:
             self._set_assignment(set())
             for log in self._queried.values():
                 log.close()
+            if self._coordinator is not None:
+                self._coordinator.release()
+                self._coordinator = None
             self._watch.close()
             self._closed = True
 

@@ -135,6 +135,7 @@ class Producer:
         self._in_txn = False
         self._txn_partitions: set = set()
         self._fenced: ProducerFencedError | None = None
+        self._groups = None  # the group coordinator, once offsets were sent in a transaction
         self.producer_id, self.producer_epoch = -1, -1
         if transactional_id is not None:
             from pylog.coordinator.partitioning import DEFAULT_PARTITIONS
@@ -301,7 +302,9 @@ class Producer:
         transaction: they take effect if and only if it commits."""
         from pylog.coordinator.group_coordinator import GroupCoordinator
         self._require_txn()
-        coordinator = GroupCoordinator.for_root(self.root)
+        if self._groups is None:
+            self._groups = GroupCoordinator.for_root(self.root)
+        coordinator = self._groups
         group_id, generation, member_id = _group_identity(group)
         tp = coordinator.offsets_partition(group_id)
         if tp not in self._txn_partitions:
@@ -358,6 +361,8 @@ class Producer:
                 self._sender.join()
             if self._txn is not None:
                 self._txn.close()
+            if self._groups is not None:
+                self._groups.release()
             self._pool.release()
 
     def __enter__(self) -> "Producer":

@@ -60,16 +60,33 @@ class GroupCoordinator:
         self._readers: dict[int, TailReader] = {}
         self._states: dict[int, GroupState] = {}
         self._memberships: dict[str, GroupMembership] = {}
+        self._users = 0
         ensure_internal_topic(self.root, OFFSETS_TOPIC, partitions)
 
     @classmethod
     def for_root(cls, root) -> "GroupCoordinator":
+        """This process's coordinator of ``root``; give it back with :meth:`release`."""
         key = os.path.realpath(root)
         with cls._instances_lock:
             c = cls._instances.get(key)
             if c is None:
                 c = cls._instances[key] = cls(key)
+            c._users += 1
             return c
+
+    def release(self) -> None:
+        """One user is done; the last closes the readers and the logs it writes."""
+        with self._instances_lock:
+            self._users -= 1
+            if self._users > 0:
+                return
+            if self._instances.get(self.root) is self:
+                del self._instances[self.root]
+        for reader in self._readers.values():
+            reader.close()
+        for membership in self._memberships.values():
+            membership.close()
+        self.pool.release()
 
     def offsets_partition(self, group_id: str) -> tuple[str, int]:
         return OFFSETS_TOPIC, partition_for_group(group_id, self.partitions)

@@ -2,7 +2,7 @@
 coordinators that keep their state by replaying their topic (as Kafka's reload it).
 
 It keeps a read-only :class:`~pylog.log.Log` open and the offset replayed to; each
-:meth:`new_records` reads only what was appended since (``isolation="committed"``: records
+``new_records`` reads only what was appended since (``isolation="committed"``: records
 of open and aborted transactions are left out until their transaction ends, and then
 only committed ones are returned), and starts over, calling ``reset``, when the writer
 truncated, compacted or deleted below that offset. Cost: O(1) system calls when nothing

@@ -16,8 +16,12 @@ from tests.clients.conftest import make_topic
 
 
 def test_offset_commit_records_are_the_schema_codecs_bytes(root):
-    coordinator = GroupCoordinator(root, partitions=3)
-    for (key, value) in coordinator.offset_records("grüppe", {("tópic", 7): 123, ("a", 0): 2**40}):
+    coordinator = GroupCoordinator.for_root(root)
+    try:
+        records = coordinator.offset_records("grüppe", {("tópic", 7): 123, ("a", 0): 2**40})
+    finally:
+        coordinator.release()
+    for key, value in records:
         rec = GROUP_RECORDS.decode(key, value)
         assert rec.type_id == OFFSET_COMMIT and rec.value_version == 3
         assert GROUP_RECORDS.encode_key(rec.type_id, rec.key) == key
@@ -33,12 +37,14 @@ def test_group_metadata_records_and_tombstones_on_deletion(root):
         state = read_group_state(root)
         group = state.groups["g"]
         assert (group.state, group.protocol, group.generation) == ("Stable", "range", 1)
+        coordinator = GroupCoordinator.for_root(root)
         with pytest.raises(GroupNotEmptyError):
-            GroupCoordinator.for_root(root).delete_group("g")
+            coordinator.delete_group("g")
         c.commit()
     state = read_group_state(root)
     assert state.groups["g"].state == "Empty" and set(state.offsets["g"]) == {("t", 0), ("t", 1)}
-    assert GroupCoordinator.for_root(root).delete_group("g") == 3
+    assert coordinator.delete_group("g") == 3
+    coordinator.release()
     state = read_group_state(root)
     assert "g" not in state.offsets and "g" not in state.groups
 

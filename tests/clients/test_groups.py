@@ -14,7 +14,7 @@ from pylog.coordinator.group_coordinator import GroupCoordinator
 from pylog.errors import IllegalGenerationError, UnknownMemberIdError
 from tests.clients.conftest import make_topic, start_worker
 
-RECORDS_PER_PARTITION = 300
+RECORDS_PER_PARTITION = 150
 
 
 def wait_for(condition, timeout_s=30.0, what="condition"):
@@ -57,7 +57,7 @@ def test_three_processes_consume_every_record_and_a_killed_members_partitions_mo
             assert rec[0] in victim_partitions
         seen.add(rec)
     duplicates = len(records) - len(seen)
-    assert duplicates <= 5 * len(victim_partitions)  # at most one poll (max_records=5) per partition
+    assert duplicates <= 10  # at most the one poll (max_records=10) it did not commit
     survivors = {p for p, _ in consumed(outs[1:])}
     assert victim_partitions <= survivors
 
@@ -79,6 +79,7 @@ def test_zombie_commit_after_a_rebalance_is_refused(root):
     member = survivor.group_metadata()
     with pytest.raises(IllegalGenerationError):
         coordinator.commit_offsets("g", {("input", 0): 1}, generation=old_generation, member_id=member.member_id)
+    coordinator.release()
     survivor.commit({TopicPartition("input", 0): 1})
     assert survivor.committed(TopicPartition("input", 0)) == 1
     survivor.close()

@@ -16,7 +16,7 @@ def group(root: str, group_id: str, out: str) -> None:
     c.subscribe(["input"])
     with open(out, "a") as f:
         while True:
-            got = c.poll(timeout_ms=200, max_records=5)
+            got = c.poll(timeout_ms=200, max_records=10)
             for tp, records in got.items():
                 for r in records:
                     f.write(f"{tp.partition} {r.offset}\n")
