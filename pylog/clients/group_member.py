@@ -5,12 +5,12 @@ heartbeat (a background thread), give up and take partitions when the generation
 
 from __future__ import annotations
 
-import os
 import threading
 
 from pylog.clients.assignors import ASSIGNORS
 from pylog.coordinator.group_membership import GroupMembership, read_group_file
 from pylog.errors import GroupCoordinatorError, UnknownMemberIdError
+from pylog.stat_watch import StatWatch
 
 
 class GroupMember:
@@ -22,7 +22,7 @@ class GroupMember:
         self.member_id: str | None = None
         self.generation = -1
         self._rejoin = True
-        self._stamp = None
+        self._watch = _FileWatch([self.membership.path])
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.RLock()
@@ -52,10 +52,9 @@ class GroupMember:
         with self._lock:
             if self._rejoin:
                 self._join(revoke_all=not self.cooperative)
-            stamp = _stamp(self.membership.path)
-            if stamp == self._stamp:
+            if not self._watch.changed():
                 return
-            self._stamp = stamp
+            self._watch.mark()
             state = read_group_file(self.consumer.root, self.consumer.group_id)
             if state is None:
                 return
@@ -80,7 +79,7 @@ class GroupMember:
             session_timeout_ms=c.session_timeout_ms, rebalance_timeout_ms=c.max_poll_interval_ms,
             client_id=c.client_id)
         self._start_heartbeat()
-        self._stamp = None
+        self._watch.mark_stale()
 
     def _revoke(self, partitions: set) -> None:
         c = self.consumer
@@ -133,7 +132,7 @@ class GroupMember:
             try:
                 self.membership.heartbeat(member_id)
             except UnknownMemberIdError:
-                self._stamp = None  # poll() finds out and rejoins
+                self._watch.mark_stale()  # poll() finds out and rejoins
             except Exception:  # a transient file error: the next beat retries
                 pass
 
@@ -151,9 +150,10 @@ def c_tp(tp):
     return TopicPartition(tp[0], tp[1])
 
 
-def _stamp(path: str):
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return st.st_ino, st.st_mtime_ns, st.st_size
+
+class _FileWatch(StatWatch):
+    """The group's state file, replaced by rename on every change."""
+
+    def mark_stale(self) -> None:
+        """Read it again at the next look."""
+        self._seen = None

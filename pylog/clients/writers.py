@@ -23,6 +23,7 @@ import time
 from contextlib import contextmanager
 
 from pylog.clients.locks import LockFile, name_byte
+from pylog.clients.per_root import PerRoot
 from pylog.errors import LogLockedError
 from pylog.log import Log
 from pylog.manager import LogManager
@@ -39,40 +40,20 @@ class _Held:
         self.log, self.byte, self.busy = log, byte, threading.Lock()
 
 
-class WriterPool:
+class WriterPool(PerRoot):
     """The writable logs of ``root`` held by this process; one pool per log dir per
     process (:meth:`for_root`)."""
-
-    _pools: dict[str, "WriterPool"] = {}
-    _pools_lock = threading.Lock()
 
     def __init__(self, root: str):
         self.root = os.path.abspath(root)
         self._lock = threading.Lock()
         self._held: dict[tuple[str, int], _Held] = {}
         self._locks = LockFile(os.path.join(self.root, CLIENTS_LOCK_FILE))
-        self._users = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    @classmethod
-    def for_root(cls, root) -> "WriterPool":
-        """This process's pool for ``root``; release it with :meth:`release`."""
-        key = os.path.realpath(root)
-        with cls._pools_lock:
-            pool = cls._pools.get(key)
-            if pool is None:
-                pool = cls._pools[key] = cls(key)
-            pool._users += 1
-            return pool
-
-    def release(self) -> None:
-        """One user is done; the last closes every log it holds (each flushes)."""
-        with self._pools_lock:
-            self._users -= 1
-            if self._users > 0:
-                return
-            self._pools.pop(self.root, None)
+    def _close(self) -> None:
+        """Close every log held (each flushes): the last user's release."""
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()

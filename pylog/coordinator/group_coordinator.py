@@ -23,6 +23,7 @@ import struct
 import threading
 import time
 
+from pylog.clients.per_root import PerRoot
 from pylog.clients.writers import WriterPool
 from pylog.coordinator.group_membership import GroupMembership, read_group_file
 from pylog.coordinator.offsets_reader import OFFSETS_TOPIC, GroupState
@@ -45,12 +46,9 @@ SUBSCRIPTION_VERSION = 1
 ASSIGNMENT_VERSION = 0
 
 
-class GroupCoordinator:
+class GroupCoordinator(PerRoot):
     """The groups of one log dir, as seen from this process (one per log dir:
     :meth:`for_root`)."""
-
-    _instances: dict[str, "GroupCoordinator"] = {}
-    _instances_lock = threading.Lock()
 
     def __init__(self, root: str, *, partitions: int = DEFAULT_PARTITIONS):
         self.root = os.path.abspath(root)
@@ -60,28 +58,10 @@ class GroupCoordinator:
         self._readers: dict[int, TailReader] = {}
         self._states: dict[int, GroupState] = {}
         self._memberships: dict[str, GroupMembership] = {}
-        self._users = 0
         ensure_internal_topic(self.root, OFFSETS_TOPIC, partitions)
 
-    @classmethod
-    def for_root(cls, root) -> "GroupCoordinator":
-        """This process's coordinator of ``root``; give it back with :meth:`release`."""
-        key = os.path.realpath(root)
-        with cls._instances_lock:
-            c = cls._instances.get(key)
-            if c is None:
-                c = cls._instances[key] = cls(key)
-            c._users += 1
-            return c
-
-    def release(self) -> None:
-        """One user is done; the last closes the readers and the logs it writes."""
-        with self._instances_lock:
-            self._users -= 1
-            if self._users > 0:
-                return
-            if self._instances.get(self.root) is self:
-                del self._instances[self.root]
+    def _close(self) -> None:
+        """Close the readers and give back the logs written (the last user's release)."""
         for reader in self._readers.values():
             reader.close()
         for membership in self._memberships.values():

@@ -26,4 +26,4 @@ def make_topic(root: str, name: str, partitions: int, records=()) -> None:
 def start_worker(*args) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=_REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.Popen([sys.executable, "-m", "tests.clients.workers", *args], cwd=_REPO, env=env,
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL)

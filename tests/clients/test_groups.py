@@ -9,8 +9,9 @@ import time
 
 import pytest
 
-from pylog.clients import Consumer, TopicPartition
+from pylog.clients import Consumer, Producer, TopicPartition
 from pylog.coordinator.group_coordinator import GroupCoordinator
+from pylog.coordinator.group_membership import read_group_file
 from pylog.errors import IllegalGenerationError, UnknownMemberIdError
 from tests.clients.conftest import make_topic, start_worker
 
@@ -34,15 +35,30 @@ def consumed(paths) -> list:
     return out
 
 
+def produce(root, start, stop):
+    with Producer(root) as producer:
+        for p in range(6):
+            for i in range(start, stop):
+                producer.send("input", b"%d" % i, partition=p)
+
+
 def test_three_processes_consume_every_record_and_a_killed_members_partitions_move(root, tmp_path):
-    make_topic(root, "input", 6, [(p, [b"%d" % i for i in range(RECORDS_PER_PARTITION)]) for p in range(6)])
+    make_topic(root, "input", 6)
     outs = [str(tmp_path / f"member-{i}.txt") for i in range(3)]
     workers = [start_worker("group", root, "g", out) for out in outs]
+    half = RECORDS_PER_PARTITION // 2
     try:
+        def stable_with_three():
+            state = read_group_file(root, "g")
+            return state is not None and state["state"] == "Stable" and len(state["members"]) == 3 and all(
+                state["assignment"].values())
+        wait_for(stable_with_three, what="three members in a stable group")
+        produce(root, 0, half)
         wait_for(lambda: all(consumed([o]) for o in outs), what="every member consuming")
         victim = workers[0]
         victim.send_signal(signal.SIGKILL)
         victim.wait()
+        produce(root, half, RECORDS_PER_PARTITION)
         everything = {(p, o) for p in range(6) for o in range(RECORDS_PER_PARTITION)}
         wait_for(lambda: set(consumed(outs)) >= everything, 60, "every record consumed")
     finally:

@@ -1,7 +1,8 @@
 """Client processes the tests start (and SIGKILL): ``python -m tests.clients.workers
 group ROOT GROUP OUT`` consumes in a group, appending ``partition offset`` lines to OUT
-after each committed poll; ``eos ROOT`` runs a consume-transform-produce loop, printing
-``committed N`` after each transaction, until the input is consumed."""
+for each poll and then committing; ``eos(root)`` (run in a forked child) is a
+consume-transform-produce loop printing ``committed N`` after each transaction until the
+input is consumed."""
 
 from __future__ import annotations
 
@@ -23,7 +24,6 @@ def group(root: str, group_id: str, out: str) -> None:
             f.flush()
             if got:
                 c.commit()
-                print("committed", flush=True)
 
 
 def eos(root: str) -> None:
