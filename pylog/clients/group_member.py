@@ -6,8 +6,9 @@ heartbeat (a background thread), give up and take partitions when the generation
 from __future__ import annotations
 
 import threading
+import time
 
-from pylog.clients.assignors import ASSIGNORS
+from pylog.clients.assignors import ASSIGNORS, partition_counts
 from pylog.coordinator.group_membership import GroupMembership, read_group_file
 from pylog.errors import GroupCoordinatorError, UnknownMemberIdError
 from pylog.stat_watch import StatWatch
@@ -22,6 +23,8 @@ class GroupMember:
         self.member_id: str | None = None
         self.generation = -1
         self._rejoin = True
+        self._metadata: dict | None = None  # {topic: partitions} the last join was made with
+        self._next_metadata_check = 0.0
         self._watch = _FileWatch([self.membership.path])
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -48,9 +51,11 @@ class GroupMember:
 
     # -- the poll thread --------------------------------------------------------------------
     def poll(self) -> None:
-        """Called by each poll: rejoin when asked, follow the group's state file."""
+        """Called by each poll: rejoin when asked or when the subscribed topics or their
+        partition counts changed (looked at every ``heartbeat_interval_ms``, one listing
+        of the log dir), follow the group's state file."""
         with self._lock:
-            if self._rejoin:
+            if self._rejoin or self._metadata_changed():
                 self._join(revoke_all=not self.cooperative)
             if not self._watch.changed():
                 return
@@ -67,8 +72,22 @@ class GroupMember:
             elif state["state"] == "Stable" and state["generation"] != self.generation:
                 self._adopt(state)
 
+    def _metadata_changed(self) -> bool:
+        now = time.monotonic()
+        if now < self._next_metadata_check:
+            return False
+        self._next_metadata_check = now + self.consumer.heartbeat_interval_ms / 1000
+        seen = self._metadata
+        self._metadata = self._subscribed_partitions()
+        return seen is not None and seen != self._metadata
+
+    def _subscribed_partitions(self) -> dict:
+        topics = self.consumer._subscribed_topics()
+        return partition_counts(self.consumer.root, topics)
+
     def _join(self, *, revoke_all: bool) -> None:
         c = self.consumer
+        self._metadata = self._subscribed_partitions()
         owned = set(c.assignment())
         if revoke_all and owned:
             self._revoke(owned)

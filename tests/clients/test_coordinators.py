@@ -104,3 +104,17 @@ def test_cooperative_sticky_moves_only_what_must_move(root):
     assert all(event[0] != "revoked" or set(event[1]).isdisjoint(kept) for event in r1.events)
     first.close()
     second.close()
+
+
+def test_a_pattern_subscription_picks_up_a_new_topic(root):
+    make_topic(root, "logs-a", 1, [(0, [b"a"])])
+    with Consumer(root, "g", auto_offset_reset="earliest", heartbeat_interval_ms=20) as c:
+        c.subscribe(pattern=r"logs-.*")
+        assert [r.value for rs in c.poll(1000).values() for r in rs] == [b"a"]
+        make_topic(root, "logs-b", 2, [(1, [b"b"])])
+        got = []
+        for _ in range(100):
+            got += [r.value for rs in c.poll(50).values() for r in rs]
+            if got:
+                break
+        assert got == [b"b"] and {tp.topic for tp in c.assignment()} == {"logs-a", "logs-b"}
