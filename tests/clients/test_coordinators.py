@@ -118,3 +118,15 @@ def test_a_pattern_subscription_picks_up_a_new_topic(root):
             if got:
                 break
         assert got == [b"b"] and {tp.topic for tp in c.assignment()} == {"logs-a", "logs-b"}
+
+
+def test_kafka_pythons_decoders_read_the_members_subscription_and_assignment(root):
+    consumer_protocol = pytest.importorskip("kafka.protocol.old.consumer_protocol")
+    make_topic(root, "t", 3)
+    with Consumer(root, "g") as c:
+        c.subscribe(["t"])
+        c.poll(200)
+        member = read_group_state(root).groups["g"].members[0]
+    assignment = consumer_protocol.ConsumerProtocolMemberAssignment_v0.decode(member.assignment)
+    assert sorted(assignment.partitions()) == [("t", 0), ("t", 1), ("t", 2)]
+    assert consumer_protocol.ConsumerProtocolMemberMetadata_v0.decode(member.subscription).topics == ["t"]

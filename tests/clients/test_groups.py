@@ -99,7 +99,7 @@ def test_zombie_commit_after_a_rebalance_is_refused(root):
     survivor.commit({TopicPartition("input", 0): 1})
     assert survivor.committed(TopicPartition("input", 0)) == 1
     survivor.close()
-    zombie._member.leave()
+    zombie.close(autocommit=False)
 
 
 def test_two_groups_read_independently_and_offsets_survive_restarts(root):
