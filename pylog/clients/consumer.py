@@ -78,6 +78,8 @@ class ConsumerRebalanceListener:
 
 _ISOLATION = {"read_uncommitted": "uncommitted", "read_committed": "committed"}
 _RESETS = ("earliest", "latest", "none")
+#: How often a read_committed consumer waiting at an open transaction looks for expired ones.
+TXN_CHECK_INTERVAL_MS = 1000
 
 
 class Consumer:
@@ -140,6 +142,8 @@ class Consumer:
         self._manual = False
         self._closed = False
         self._rotation = 0
+        self._txn_coordinator = None
+        self._next_txn_check = 0.0
 
     # -- assignment -------------------------------------------------------------------------
     def assign(self, partitions) -> None:
@@ -335,11 +339,30 @@ class Consumer:
             wait = deadline - time.monotonic()
             if wait <= 0:
                 return {}
+            if self.isolation == "committed":
+                wait = min(wait, self._abort_expired_transactions())
             if self._member is not None:
                 wait = min(wait, self._member.next_check_s())
             if self.enable_auto_commit:
                 wait = min(wait, max(0.0, self._next_auto_commit - time.monotonic()))
             self._watch.wait(max(wait, 0.0005))
+
+    def _abort_expired_transactions(self) -> float:
+        """When a partition waits at an open transaction, abort the transactions past
+        their timeout (the broker's periodic task; a dead producer's transaction must not
+        hold readers back forever), at most every ``TXN_CHECK_INTERVAL_MS``. Returns the
+        seconds until the next look."""
+        now = time.monotonic()
+        if now < self._next_txn_check:
+            return self._next_txn_check - now
+        self._next_txn_check = now + TXN_CHECK_INTERVAL_MS / 1000
+        if any(log.last_stable_offset < log.log_end_offset for log in self._logs.values()):
+            from pylog.clients.writers import WriterPool
+            from pylog.coordinator.txn_coordinator import TransactionCoordinator
+            if self._txn_coordinator is None:
+                self._txn_coordinator = TransactionCoordinator(self.root, WriterPool.for_root(self.root))
+            self._txn_coordinator.abort_expired()
+        return TXN_CHECK_INTERVAL_MS / 1000
 
     def _fetchable(self) -> list:
         tps = [tp for tp in self._positions if tp not in self._paused]
@@ -494,6 +517,10 @@ class Consumer:
             if self._coordinator is not None:
                 self._coordinator.release()
                 self._coordinator = None
+            if self._txn_coordinator is not None:
+                self._txn_coordinator.close()
+                self._txn_coordinator.pool.release()
+                self._txn_coordinator = None
             self._watch.close()
             self._closed = True
 

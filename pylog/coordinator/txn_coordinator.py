@@ -14,9 +14,10 @@ partition, then ``CompleteCommit``/``CompleteAbort``. Every step runs under a lo
 the transactional id (a byte of ``.pylog-clients.lock``) and first checks the epoch
 recorded, so a fenced instance gets :class:`ProducerFencedError` and writes nothing.
 
-Limits: there is no broker to abort a transaction left open past
-``transaction_timeout_ms``; the next instance of its transactional id aborts it, and
-until then readers with ``read_committed`` stop at it.
+A transaction left open past its ``transaction_timeout_ms`` (its producer died or hung) is
+aborted by ``abort_expired``, which ``read_committed`` consumers call while they wait at
+an open transaction (pylog/clients/consumer.py), and by the next instance of its
+transactional id at the latest.
 """
 
 from __future__ import annotations
@@ -108,7 +109,10 @@ class TransactionCoordinator:
 
     def current(self, transactional_id: str) -> TxnMetadata | None:
         """The id's state as last written (by any process). O(new records)."""
-        p = self._partition(transactional_id)
+        return self._caught_up(self._partition(transactional_id)).get(transactional_id)
+
+    def _caught_up(self, p: int) -> dict[str, TxnMetadata]:
+        """``{transactional id: state}`` of partition ``p``, replayed to its end."""
         reader = self._readers.get(p)
         if reader is None:
             reader = self._readers[p] = TailReader(os.path.join(self.root, f"{TXN_TOPIC}-{p}"))
@@ -123,7 +127,27 @@ class TransactionCoordinator:
                 states.pop(tid, None)
             else:
                 states[tid] = TxnMetadata.from_value(rec.value)
-        return states.get(transactional_id)
+        return states
+
+    def abort_expired(self, now_ms: int | None = None) -> list[str]:
+        """Abort every transaction open longer than its ``transaction_timeout_ms``, as
+        Kafka's coordinator does periodically: the epoch is bumped (the producer, if still
+        alive, is fenced) and ABORT markers written. Returns the transactional ids aborted.
+        Cost: a replay of the new records of every ``__transaction_state`` partition."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        aborted = []
+        for p in range(self.partitions):
+            if not os.listdir(os.path.join(self.root, f"{TXN_TOPIC}-{p}")):
+                continue  # never written
+            for tid, meta in list(self._caught_up(p).items()):
+                if meta.state == "Ongoing" and meta.start_ms + meta.timeout_ms < now_ms:
+                    with self._mutex(tid):
+                        meta = self.current(tid)
+                        if meta.state == "Ongoing" and meta.start_ms + meta.timeout_ms < now_ms:
+                            meta.producer_epoch += 1
+                            self._complete(tid, meta, commit=False)
+                            aborted.append(tid)
+        return aborted
 
     def _write(self, transactional_id: str, meta: TxnMetadata) -> None:
         meta.last_update_ms = int(time.time() * 1000)

@@ -63,3 +63,34 @@ def test_loop_killed_at_random_points_outputs_each_record_exactly_once(root, soa
     progress.close()
     out = committed_values(root)
     assert sorted(out) == sorted(v.upper() for v in values)
+
+
+def test_a_dead_producers_transaction_is_aborted_after_its_timeout(root):
+    from pylog.clients import Consumer, Producer, TopicPartition
+    make_topic(root, "t", 1)
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # a producer that opens a transaction and dies in it
+        try:
+            p = Producer(root, transactional_id="doomed", transaction_timeout_ms=300)
+            p.begin_transaction()
+            p.send("t", b"never", partition=0).get(5)
+            os.write(write_fd, b"sent")
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    assert os.read(read_fd, 4) == b"sent"
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    os.close(read_fd)
+    with Producer(root) as p:
+        p.send("t", b"after", partition=0).get(5)
+    tp = TopicPartition("t", 0)
+    with Consumer(root, auto_offset_reset="earliest", isolation_level="read_committed") as c:
+        c.assign([tp])
+        got = []
+        for _ in range(100):
+            got += [r.value for r in c.poll(100).get(tp, [])]
+            if got:
+                break
+    assert got == [b"after"]
