@@ -200,3 +200,10 @@ class UnknownMemberIdError(GroupCoordinatorError):
 
 class GroupNotEmptyError(GroupCoordinatorError):
     """Raised when a group with live members is deleted or has its offsets reset."""
+
+
+class ClientStateError(PylogError):
+    """Raised when a producer or consumer is used in a state that forbids the call: after
+    ``close()``, ``assign()`` after ``subscribe()`` or the other way round, a transaction
+    call out of order (``commit_transaction`` without ``begin_transaction``, a send outside
+    a transaction of a transactional producer). Nothing is written."""

@@ -19,16 +19,16 @@ positions of their new owner. What is durable when: docs/consumers.md.
 
 from __future__ import annotations
 
+import collections
 import os
 import re
-import threading
 import time
 from typing import NamedTuple
 
 from pylog.clients.wakeup import DirWatch
 from pylog.errors import (
-    GroupCoordinatorError, IllegalGenerationError, InvalidArgumentError, InvalidTxnStateError, OffsetOutOfRangeError,
-    RebalanceInProgressError, UnknownMemberIdError, UnknownTopicError,
+    ClientStateError, GroupCoordinatorError, IllegalGenerationError, InvalidArgumentError, LogDirNotFoundError,
+    OffsetOutOfRangeError, RebalanceInProgressError, UnknownMemberIdError, UnknownTopicError,
 )
 from pylog.log import Log
 
@@ -113,7 +113,7 @@ class Consumer:
             raise InvalidArgumentError(f"partition_assignment_strategy must name assignors among "
                                        f"{sorted(ASSIGNORS)}, not {list(partition_assignment_strategy)!r}")
         if not os.path.isdir(root):
-            raise UnknownTopicError(f"log dir {root} does not exist")
+            raise LogDirNotFoundError(f"log dir {root} does not exist or is not a directory")
         self.root = os.path.abspath(root)
         self.group_id = group_id
         self.auto_offset_reset = auto_offset_reset
@@ -144,12 +144,13 @@ class Consumer:
         self._rotation = 0
         self._txn_coordinator = None
         self._next_txn_check = 0.0
+        self._iter_pending: collections.deque = collections.deque()  # polled, not yet iterated
 
     # -- assignment -------------------------------------------------------------------------
     def assign(self, partitions) -> None:
         """Read exactly ``partitions`` (no group management)."""
         if self._member is not None or self._subscription or self._pattern:
-            raise InvalidTxnStateError("assign() after subscribe(): call unsubscribe() first")
+            raise ClientStateError("assign() after subscribe(): call unsubscribe() first")
         self._manual = True
         self._set_assignment({TopicPartition(*tp) for tp in partitions})
 
@@ -157,7 +158,7 @@ class Consumer:
         """Subscribe to ``topics`` or the topics matching ``pattern`` (a regex), as a
         member of ``group_id``; partitions are assigned in ``poll``."""
         if self._manual:
-            raise InvalidTxnStateError("subscribe() after assign(): call unsubscribe() first")
+            raise ClientStateError("subscribe() after assign(): call unsubscribe() first")
         if self.group_id is None:
             raise InvalidArgumentError("subscribe() needs a group_id; use assign() without one")
         if isinstance(topics, str):
@@ -435,16 +436,15 @@ class Consumer:
     def __next__(self) -> ConsumerRecord:
         """The next record; StopIteration after ``consumer_timeout_ms`` without one."""
         while True:
-            pending = getattr(self, "_iter_pending", None)
-            if pending:
-                return pending.pop(0)
+            if self._iter_pending:
+                return self._iter_pending.popleft()
             timeout = self.consumer_timeout_ms
             got = self.poll(timeout_ms=int(min(timeout, 2**31 - 1)))
             if not got:
                 if timeout != float("inf"):
                     raise StopIteration
                 continue
-            self._iter_pending = [r for records in got.values() for r in records]
+            self._iter_pending.extend(r for records in got.values() for r in records)
 
     # -- commits ----------------------------------------------------------------------------
     def _group_coordinator(self):
@@ -496,7 +496,7 @@ class Consumer:
     # -- closing ----------------------------------------------------------------------------
     def _check_open(self) -> None:
         if self._closed:
-            raise InvalidTxnStateError("consumer is closed")
+            raise ClientStateError("consumer is closed")
 
     def close(self, autocommit: bool = True) -> None:
         """Commit positions (with ``enable_auto_commit``), leave the group, release files."""

@@ -32,7 +32,8 @@ from pylog.arguments import check_int
 from pylog.clients.producer_ids import allocate_producer_id
 from pylog.clients.writers import WriterPool
 from pylog.errors import (
-    InvalidArgumentError, InvalidTxnStateError, ClientTimeoutError, ProducerFencedError, UnknownTopicError,
+    ClientStateError, ClientTimeoutError, InvalidArgumentError, LogDirNotFoundError, ProducerFencedError,
+    UnknownTopicError,
 )
 from pylog.partitioner import partition_for_key
 from pylog.record.encode import check_record
@@ -115,7 +116,7 @@ class Producer:
         if transactional_id is not None and not enable_idempotence:
             raise InvalidArgumentError("a transactional producer must be idempotent (enable_idempotence=True)")
         if not os.path.isdir(root):
-            raise UnknownTopicError(f"log dir {root} does not exist")
+            raise LogDirNotFoundError(f"log dir {root} does not exist or is not a directory")
         self.root = os.path.abspath(root)
         self.client_id = client_id
         self.linger_ms, self.batch_size, self.max_block_ms = linger_ms, batch_size, max_block_ms
@@ -282,12 +283,12 @@ class Producer:
     def begin_transaction(self) -> None:
         self._require_txn()
         if self._in_txn:
-            raise InvalidTxnStateError("a transaction is already in progress")
+            raise ClientStateError("a transaction is already in progress")
         self._in_txn, self._txn_partitions = True, set()
 
     def _add_to_txn(self, partitions) -> None:
         if not self._in_txn:
-            raise InvalidTxnStateError("send outside a transaction: call begin_transaction() first")
+            raise ClientStateError("send outside a transaction: call begin_transaction() first")
         self._check_usable()
         try:
             self._txn.add_partitions(self.transactional_id, self.producer_id, self.producer_epoch, partitions)
@@ -324,7 +325,7 @@ class Producer:
     def _end(self, *, commit: bool) -> None:
         self._require_txn()
         if not self._in_txn:
-            raise InvalidTxnStateError("no transaction in progress")
+            raise ClientStateError("no transaction in progress")
         self.flush()
         if self._fenced is not None:
             raise ProducerFencedError(str(self._fenced))
@@ -337,11 +338,11 @@ class Producer:
 
     def _require_txn(self) -> None:
         if self._txn is None:
-            raise InvalidTxnStateError("this producer has no transactional_id")
+            raise ClientStateError("this producer has no transactional_id")
 
     def _check_usable(self) -> None:
         if self._closed:
-            raise InvalidTxnStateError("producer is closed")
+            raise ClientStateError("producer is closed")
         if self._fenced is not None:
             raise ProducerFencedError(str(self._fenced))
 

@@ -29,7 +29,7 @@ from pylog.coordinator.group_membership import GroupMembership, read_group_file
 from pylog.coordinator.offsets_reader import OFFSETS_TOPIC, GroupState
 from pylog.coordinator.offsets_records import (
     CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, CONSUMER_PROTOCOL_TYPE, GROUP_METADATA,
-    GROUP_RECORDS, OFFSET_COMMIT, OffsetAndMetadata,
+    GROUP_RECORDS, OFFSET_COMMIT,
 )
 from pylog.coordinator.partitioning import DEFAULT_PARTITIONS, partition_for_group
 from pylog.coordinator.schema import encode
