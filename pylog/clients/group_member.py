@@ -25,6 +25,7 @@ class GroupMember:
         self._rejoin = True
         self._metadata: dict | None = None  # {topic: partitions} the last join was made with
         self._next_metadata_check = 0.0
+        self._last_poll = time.monotonic()
         self._watch = _FileWatch([self.membership.path])
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -54,7 +55,10 @@ class GroupMember:
         """Called by each poll: rejoin when asked or when the subscribed topics or their
         partition counts changed (looked at every ``heartbeat_interval_ms``, one listing
         of the log dir), follow the group's state file."""
+        self._last_poll = time.monotonic()
         with self._lock:
+            if self.member_id is None and self.consumer.assignment():
+                self._lost()  # left for not polling: the partitions went to others meanwhile
             if self._rejoin or self._metadata_changed():
                 self._join(revoke_all=not self.cooperative)
             if not self._watch.changed():
@@ -143,10 +147,19 @@ class GroupMember:
             self._thread.start()
 
     def _beat(self) -> None:
+        """Heartbeats; and, as Kafka's heartbeat thread does, leaves the group when
+        ``poll`` was not called for ``max_poll_interval_ms`` (its partitions go to members
+        that do poll; the next ``poll`` rejoins)."""
         interval = self.consumer.heartbeat_interval_ms / 1000
         while not self._stop.wait(interval):
             member_id = self.member_id
             if member_id is None:
+                continue
+            if time.monotonic() - self._last_poll > self.consumer.max_poll_interval_ms / 1000:
+                with self._lock:
+                    if self.member_id == member_id:
+                        self.membership.leave(member_id)
+                        self.member_id, self._rejoin = None, True
                 continue
             try:
                 self.membership.heartbeat(member_id)

@@ -115,3 +115,22 @@ def test_two_groups_read_independently_and_offsets_survive_restarts(root):
         with Consumer(root, group, auto_offset_reset="earliest") as c:
             c.assign([tp])
             assert c.position(tp) == start and c.committed(tp) == start
+
+
+def test_a_member_that_stops_polling_leaves_and_its_partitions_move(root):
+    make_topic(root, "input", 2)
+    opts = dict(auto_offset_reset="earliest", enable_auto_commit=False, heartbeat_interval_ms=20)
+    slow = Consumer(root, "g", max_poll_interval_ms=300, **opts)
+    busy = Consumer(root, "g", **opts)
+    slow.subscribe(["input"])
+    busy.subscribe(["input"])
+    wait_for(lambda: slow.poll(10) is not None and busy.poll(10) is not None and len(busy.assignment()) == 1,
+             what="one partition each")
+    # slow stops polling: its heartbeat thread leaves the group after max_poll_interval_ms
+    wait_for(lambda: busy.poll(20) is not None and len(busy.assignment()) == 2, what="busy owning both")
+    with pytest.raises(UnknownMemberIdError):
+        slow.commit()
+    busy.close()
+    slow.poll(10)  # rejoins, having lost its partition without committing
+    assert slow.assignment() == {TopicPartition("input", 0), TopicPartition("input", 1)}
+    slow.close()
