@@ -124,12 +124,12 @@ def test_a_member_that_stops_polling_leaves_and_its_partitions_move(root):
     busy = Consumer(root, "g", **opts)
     slow.subscribe(["input"])
     busy.subscribe(["input"])
-    wait_for(lambda: slow.poll(10) is not None and busy.poll(10) is not None and len(busy.assignment()) == 1,
-             what="one partition each")
+    wait_for(lambda: slow.poll(10) is not None and busy.poll(10) is not None
+             and len(busy.assignment()) == len(slow.assignment()) == 1, what="one partition each")
     # slow stops polling: its heartbeat thread leaves the group after max_poll_interval_ms
     wait_for(lambda: busy.poll(20) is not None and len(busy.assignment()) == 2, what="busy owning both")
     with pytest.raises(UnknownMemberIdError):
-        slow.commit()
+        slow.commit({TopicPartition("input", 0): 0})
     busy.close()
     slow.poll(10)  # rejoins, having lost its partition without committing
     assert slow.assignment() == {TopicPartition("input", 0), TopicPartition("input", 1)}
