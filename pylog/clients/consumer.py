@@ -61,9 +61,17 @@ class ConsumerRecord(Record):
     partition: int = -1
     timestamp_type: int = 0  # CreateTime (LogAppendTime batches carry the broker time in timestamp)
 
+    def __reduce__(self):  # the per-partition class is rebuilt on unpickling
+        return _rebuild_record, (self.topic, self.partition, self.value, self.key, self.timestamp, self.headers,
+                                 self.offset)
+
     def __repr__(self) -> str:
         return (f"ConsumerRecord(topic={self.topic!r}, partition={self.partition}, offset={self.offset}, "
                 f"timestamp={self.timestamp}, key={self.key!r}, value={self.value!r}, headers={self.headers!r})")
+
+
+def _rebuild_record(topic, partition, value, key, timestamp, headers, offset) -> ConsumerRecord:
+    return record_class(topic, partition)(value, key, timestamp, headers, offset)
 
 
 @functools.lru_cache(maxsize=None)

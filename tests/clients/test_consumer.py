@@ -156,3 +156,14 @@ def test_a_reader_at_the_tail_reads_a_new_batch_without_walking_from_the_index(r
             finally:
                 del segment.log.headers
         assert len(walked) <= 2 * 300
+
+
+def test_polled_records_know_their_partition_and_survive_pickling(root):
+    import pickle
+    make_topic(root, "t", 2, [(1, [(b"k", b"v")])])
+    with Consumer(root, auto_offset_reset="earliest") as c:
+        c.assign([TopicPartition("t", 1)])
+        (record,) = c.poll(1000)[TopicPartition("t", 1)]
+    copy = pickle.loads(pickle.dumps(record))
+    for r in (record, copy):
+        assert (r.topic, r.partition, r.offset, r.key, r.value) == ("t", 1, 0, b"k", b"v")
