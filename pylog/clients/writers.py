@@ -13,6 +13,10 @@ lets the waiting one take it first (``YIELD_MS``). A hand-off costs a close and 
 the log (a few milliseconds on a disk). A writer that dies releases everything with it
 (kernel locks).
 
+A log this process opened for writing outside the pool (a ``LogManager``, ``Log.open``)
+is not handed over: a client waits ``max_block_ms`` for it and then gets
+:class:`LogLockedError`.
+
 Durability is ``Log``'s: an append reaches the operating system at once (it survives
 the process, SIGKILL included) and the disk at the log's flush policy or close.
 """
