@@ -206,3 +206,39 @@ class PylogWarning(UserWarning):
 class SpeedupsMissingWarning(PylogWarning):
     """Warned once on ``import pylog`` when the optional C extension ``pylog._speedups``
     is not built: everything works, the record-format hot loops run in pure Python (slower)."""
+
+
+class ClientTimeoutError(PylogError, TimeoutError):
+    """Raised when a producer or consumer call waited its whole timeout: a record not
+    appended in time, a log another process did not hand over, a group that did not settle."""
+
+
+class GroupCoordinatorError(PylogError):
+    """Base of the consumer-group errors: a commit or heartbeat the group refuses."""
+
+
+class IllegalGenerationError(GroupCoordinatorError):
+    """Raised (Kafka's ILLEGAL_GENERATION) when a member commits or heartbeats with a
+    generation the group has left behind: a rebalance happened since it joined. Nothing is
+    written."""
+
+
+class RebalanceInProgressError(GroupCoordinatorError):
+    """Raised (Kafka's REBALANCE_IN_PROGRESS) when a member commits after giving up its
+    partitions for a rebalance still under way. Nothing is written."""
+
+
+class UnknownMemberIdError(GroupCoordinatorError):
+    """Raised (Kafka's UNKNOWN_MEMBER_ID) when a member the group removed (it left, or its
+    session timed out) commits or heartbeats. Nothing is written."""
+
+
+class GroupNotEmptyError(GroupCoordinatorError):
+    """Raised when a group with live members is deleted or has its offsets reset."""
+
+
+class ClientStateError(PylogError):
+    """Raised when a producer or consumer is used in a state that forbids the call: after
+    ``close()``, ``assign()`` after ``subscribe()`` or the other way round, a transaction
+    call out of order (``commit_transaction`` without ``begin_transaction``, a send outside
+    a transaction of a transactional producer). Nothing is written."""

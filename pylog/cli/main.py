@@ -25,6 +25,7 @@ COMMANDS = {
     "consume": "console_consumer",
     "get-offsets": "get_offsets",
     "delete-records": "delete_records",
+    "consumer-groups": "consumer_groups",
     "describe": "describe",
     "dump": "dump",
     "verify": "verify",

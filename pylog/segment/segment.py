@@ -534,8 +534,11 @@ class Segment:
         previous one's or lie below the segment's base offset."""
         _, position = self._safe_lookup(offset)
         previous_last = self.base_offset - 1
-        if self._tail is not None and offset > self._tail[1] and self._tail[0] > position:
-            position, previous_last = self._tail[0], self._tail[1] - 1
+        tail = self._tail
+        # a v2 batch's base offset is its first offset: a reader at its tail starts there too
+        if tail is not None and tail[0] > position and (
+                offset > tail[1] or offset == tail[1] and tail[2][16:17] == b"\x02"):
+            position, previous_last = tail[0], tail[1] - 1
         for h in self.log.headers(max(position, start_position)):
             previous_last = check_offsets_follow(h, previous_last, path=self.log.path)
             if h.last_offset >= offset:

@@ -1,0 +1,158 @@
+"""Clients: end-to-end latency producer process -> consumer process (``poll``), an idle
+consumer's CPU, consumer and producer throughput against ``Log.read``/``Log.append`` on
+the same data, and the cost of a ``commit()`` of 100 partitions.
+
+    PYTHONPATH=. python benches/bench_clients.py
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from pylog import Log, LogManager
+from pylog.clients import Consumer, Producer, TopicPartition
+
+RECORDS = 200_000
+VALUE = b"x" * 100
+
+
+def latency(root: str, n: int = 2000) -> tuple[float, float]:
+    """The consumer (this process) polls; a child producer sends one record at a time,
+    each carrying its send time (time.time_ns is shared across processes)."""
+    with LogManager(root) as m:
+        m.create_topic("lat", 1)
+    tp = TopicPartition("lat", 0)
+    c = Consumer(root, auto_offset_reset="latest")
+    c.assign([tp])
+    c.position(tp)
+    code = (f"import time,sys\nfrom pylog.clients import Producer\np=Producer({root!r})\n"
+            f"sys.stdin.readline()\nfor i in range({n}):\n"
+            f"    p.send('lat', str(time.time_ns()).encode()).get()\n    time.sleep(0.001)\np.close()\n")
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, env=dict(os.environ))
+    child.stdin.write(b"go\n")
+    child.stdin.flush()
+    delays = []
+    while len(delays) < n:
+        for records in c.poll(timeout_ms=5000).values():
+            now = time.time_ns()
+            delays += [(now - int(r.value)) / 1e6 for r in records]
+    child.wait()
+    c.close()
+    delays.sort()
+    return delays[len(delays) // 2], delays[int(len(delays) * 0.99)]
+
+
+def idle_cpu(root: str, seconds: float = 10.0) -> float:
+    tp = TopicPartition("lat", 0)
+    c = Consumer(root, auto_offset_reset="latest")
+    c.assign([tp])
+    start_cpu, start = time.process_time(), time.monotonic()
+    while time.monotonic() - start < seconds:
+        c.poll(timeout_ms=int((seconds - (time.monotonic() - start)) * 1000) + 1)
+    used = time.process_time() - start_cpu
+    c.close()
+    return used / seconds
+
+
+def _append_batches(root: str) -> float:
+    with Log.open(os.path.join(root, "tp-0")) as log:
+        log.truncate_to(0)
+        t = time.perf_counter()
+        for _ in range(RECORDS // 1000):
+            log.append([VALUE] * 1000)
+        return RECORDS / (time.perf_counter() - t)
+
+
+def _append_one_by_one(root: str, n: int = 5000) -> float:
+    with Log.open(os.path.join(root, "one-0")) as log:
+        t = time.perf_counter()
+        for _ in range(n):
+            log.append([VALUE])
+        return n / (time.perf_counter() - t)
+
+
+def _send(root: str) -> float:
+    with Producer(root, linger_ms=5, batch_size=1 << 20) as p:
+        t = time.perf_counter()
+        for _ in range(RECORDS):
+            p.send("tp2", VALUE, partition=0)
+        p.flush()
+        return RECORDS / (time.perf_counter() - t)
+
+
+def _read(root: str) -> float:
+    with Log.open(os.path.join(root, "tp-0"), read_only=True) as log:
+        t = time.perf_counter()
+        n = sum(1 for _ in log.records())
+        return n / (time.perf_counter() - t)
+
+
+def _poll(root: str, columnar: bool) -> float:
+    c = Consumer(root, auto_offset_reset="earliest", max_poll_records=100_000)
+    c.assign([TopicPartition("tp", 0)])
+    got, t = 0, time.perf_counter()
+    while got < RECORDS:
+        res = c.poll_columns(1000) if columnar else c.poll(1000)
+        got += sum((v.num_rows if columnar else len(v)) for v in res.values())
+    rate = got / (time.perf_counter() - t)
+    c.close()
+    return rate
+
+
+def throughput(root: str, rounds: int = 3) -> dict:
+    """Records/s, the best of ``rounds`` rounds, the measurements of a round interleaved
+    (a busy machine slows them alike)."""
+    with LogManager(root) as m:
+        for name in ("tp", "tp2", "one"):
+            m.create_topic(name, 1)
+    runs = {"Log.append, 1,000 a call": lambda: _append_batches(root),
+            "Log.append, 1 a call": lambda: _append_one_by_one(root),
+            "Producer.send, linger 5 ms": lambda: _send(root),
+            "Log.read records": lambda: _read(root),
+            "Consumer.poll": lambda: _poll(root, False),
+            "Consumer.poll_columns": lambda: _poll(root, True)}
+    best = dict.fromkeys(runs, 0.0)
+    for _ in range(rounds):
+        for name, run in runs.items():
+            best[name] = max(best[name], run())
+    return best
+
+
+def commit_cost(root: str, partitions: int = 100, rounds: int = 200) -> float:
+    with LogManager(root) as m:
+        m.create_topic("many", partitions)
+    c = Consumer(root, "bench-group", enable_auto_commit=False)
+    offsets = {TopicPartition("many", p): 1 for p in range(partitions)}
+    times = []
+    for i in range(rounds):
+        offsets = {tp: i for tp in offsets}
+        t = time.perf_counter()
+        c.commit(offsets)
+        times.append((time.perf_counter() - t) * 1e3)
+    c.close()
+    return statistics.median(times)
+
+
+def main() -> None:
+    root = tempfile.mkdtemp(prefix="bench-clients-")
+    p50, p99 = latency(root)
+    print(f"latency producer process -> consumer poll: p50 {p50:.3f} ms, p99 {p99:.3f} ms")
+    print(f"idle consumer CPU over 10 s: {idle_cpu(root) * 100:.3f}% of a core")
+    tput = throughput(root)
+    for k, v in tput.items():
+        print(f"{k}: {v:,.0f} records/s")
+    send = tput["Producer.send, linger 5 ms"]
+    print(f"Producer.send / Log.append 1,000 a call: {send / tput['Log.append, 1,000 a call']:.2f}; "
+          f"/ Log.append 1 a call: {send / tput['Log.append, 1 a call']:.2f}")
+    for name in ("Consumer.poll", "Consumer.poll_columns"):
+        print(f"{name} / Log.read: {tput[name] / tput['Log.read records']:.2f}")
+    print(f"commit() of 100 partitions: median {commit_cost(root):.3f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,526 @@
+"""``Consumer``: Kafka's consumer (kafka-python's names) reading a pylog log dir, alone
+(``assign``) or as a member of a consumer group (``subscribe`` with a ``group_id``).
+
+``poll`` reads each assigned partition through a read-only :class:`~pylog.log.Log` from
+the consumer's position; when nothing is there it sleeps on inotify watches of the
+partition directories (pylog/clients/wakeup.py), so it returns as soon as a producer in
+any process appends, and an idle consumer uses no CPU. Positions start at the group's
+committed offset, else at ``auto_offset_reset`` (``earliest``, ``latest``, or ``none``:
+:class:`OffsetOutOfRangeError`); a position that retention or ``delete_records`` left
+behind is reset the same way, as Kafka's consumer does.
+
+Groups (pylog/coordinator/group_membership.py) rebalance when members come, leave or die;
+``poll`` takes part (it gives up partitions, calls the listener, rejoins), and a
+background thread keeps the member's lease with a heartbeat every
+``heartbeat_interval_ms``. Commits (pylog/coordinator/group_coordinator.py) are refused
+once the generation moved on, so a member that lost its partitions cannot overwrite the
+positions of their new owner. What is durable when: docs/consumers.md.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import re
+import time
+from typing import NamedTuple
+
+from pylog.clients.wakeup import DirWatch
+from pylog.errors import (
+    ClientStateError, GroupCoordinatorError, IllegalGenerationError, InvalidArgumentError, LogDirNotFoundError,
+    OffsetOutOfRangeError, RebalanceInProgressError, UnknownMemberIdError, UnknownTopicError,
+)
+from pylog.layout import INT32_MAX
+from pylog.log import Log
+from pylog.record.record import Record
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+
+class OffsetAndTimestamp(NamedTuple):
+    offset: int
+    timestamp: int
+
+
+class OffsetAndMetadata(NamedTuple):
+    offset: int
+    metadata: str = ""
+
+
+#: A record as ``poll`` returns it: a :class:`~pylog.record.Record` read from its partition,
+#: so besides ``offset``, ``timestamp``, ``key``, ``value`` and ``headers`` it answers
+#: ``topic``, ``partition`` and ``timestamp_type`` (kafka-python's ``ConsumerRecord`` fields).
+ConsumerRecord = Record
+
+
+class GroupMetadata(NamedTuple):
+    """What ``send_offsets_to_transaction`` needs to fence zombies of a group."""
+    group_id: str
+    generation_id: int
+    member_id: str
+
+
+class ConsumerRebalanceListener:
+    """Override to act when partitions come and go (called from inside ``poll``)."""
+
+    def on_partitions_revoked(self, revoked: set) -> None:
+        pass
+
+    def on_partitions_assigned(self, assigned: set) -> None:
+        pass
+
+
+_ISOLATION = {"read_uncommitted": "uncommitted", "read_committed": "committed"}
+_RESETS = ("earliest", "latest", "none")
+#: How often a read_committed consumer waiting at an open transaction looks for expired ones.
+TXN_CHECK_INTERVAL_MS = 1000
+
+
+class Consumer:
+    """Reads records of the topics of the log dir ``root``.
+
+    >>> import tempfile
+    >>> from pylog import LogManager
+    >>> root = tempfile.mkdtemp()
+    >>> with LogManager(root) as m: _ = m.create_topic("events", 1).append([b"a", b"b"])
+    >>> with Consumer(root, auto_offset_reset="earliest") as c:
+    ...     c.assign([TopicPartition("events", 0)])
+    ...     [r.value for r in c.poll(timeout_ms=1000)[TopicPartition("events", 0)]]
+    [b'a', b'b']
+    """
+
+    def __init__(self, root, group_id: str | None = None, *, auto_offset_reset: str = "latest",
+                 enable_auto_commit: bool = True, auto_commit_interval_ms: int = 5000,
+                 isolation_level: str = "read_uncommitted", session_timeout_ms: int = 10_000,
+                 heartbeat_interval_ms: int = 3000, max_poll_interval_ms: int = 300_000,
+                 max_poll_records: int = 500, fetch_max_bytes: int = 1 << 20,
+                 partition_assignment_strategy=("range", "cooperative-sticky"), client_id: str = "pylog",
+                 consumer_timeout_ms: float = float("inf")):
+        if auto_offset_reset not in _RESETS:
+            raise InvalidArgumentError(f"auto_offset_reset must be one of {_RESETS}, not {auto_offset_reset!r}")
+        if isolation_level not in _ISOLATION:
+            raise InvalidArgumentError(f"isolation_level must be one of {tuple(_ISOLATION)}, "
+                                       f"not {isolation_level!r}")
+        from pylog.clients.assignors import ASSIGNORS
+        unknown = [a for a in partition_assignment_strategy if a not in ASSIGNORS]
+        if unknown or not partition_assignment_strategy:
+            raise InvalidArgumentError(f"partition_assignment_strategy must name assignors among "
+                                       f"{sorted(ASSIGNORS)}, not {list(partition_assignment_strategy)!r}")
+        if not os.path.isdir(root):
+            raise LogDirNotFoundError(f"log dir {root} does not exist or is not a directory")
+        self.root = os.path.abspath(root)
+        self.group_id = group_id
+        self.auto_offset_reset = auto_offset_reset
+        self.enable_auto_commit = enable_auto_commit and group_id is not None
+        self.auto_commit_interval_ms = auto_commit_interval_ms
+        self.isolation = _ISOLATION[isolation_level]
+        self.session_timeout_ms, self.heartbeat_interval_ms = session_timeout_ms, heartbeat_interval_ms
+        self.max_poll_interval_ms = max_poll_interval_ms
+        self.max_poll_records, self.fetch_max_bytes = max_poll_records, fetch_max_bytes
+        self.assignors = tuple(partition_assignment_strategy)
+        self.client_id = client_id
+        self.consumer_timeout_ms = consumer_timeout_ms
+        self._logs: dict[TopicPartition, Log] = {}
+        self._queried: dict[TopicPartition, Log] = {}
+        self._positions: dict[TopicPartition, int | None] = {}
+        self._buffered: dict[TopicPartition, list] = {}
+        self._paused: set[TopicPartition] = set()
+        self._watch = DirWatch()
+        self._watch.add(self.root)
+        self._next_auto_commit = time.monotonic() + auto_commit_interval_ms / 1000
+        self._coordinator = None
+        self._member = None
+        self._subscription: set[str] = set()
+        self._pattern = None
+        self._listener = None
+        self._manual = False
+        self._closed = False
+        self._rotation = 0
+        self._txn_coordinator = None
+        self._next_txn_check = 0.0
+        self._iter_pending: collections.deque = collections.deque()  # polled, not yet iterated
+
+    # -- assignment -------------------------------------------------------------------------
+    def assign(self, partitions) -> None:
+        """Read exactly ``partitions`` (no group management)."""
+        if self._member is not None or self._subscription or self._pattern:
+            raise ClientStateError("assign() after subscribe(): call unsubscribe() first")
+        self._manual = True
+        self._set_assignment({TopicPartition(*tp) for tp in partitions})
+
+    def subscribe(self, topics=(), pattern: str | None = None, listener: ConsumerRebalanceListener | None = None):
+        """Subscribe to ``topics`` or the topics matching ``pattern`` (a regex), as a
+        member of ``group_id``; partitions are assigned in ``poll``."""
+        if self._manual:
+            raise ClientStateError("subscribe() after assign(): call unsubscribe() first")
+        if self.group_id is None:
+            raise InvalidArgumentError("subscribe() needs a group_id; use assign() without one")
+        if isinstance(topics, str):
+            topics = [topics]
+        self._subscription = set(topics)
+        self._pattern = re.compile(pattern) if pattern is not None else None
+        self._listener = listener or ConsumerRebalanceListener()
+        if self._member is None:
+            from pylog.clients.group_member import GroupMember
+            self._member = GroupMember(self)
+        self._member.request_rejoin()
+
+    def unsubscribe(self) -> None:
+        if self._member is not None:
+            self._member.leave()
+            self._member = None
+        self._subscription, self._pattern, self._manual = set(), None, False
+        self._set_assignment(set())
+
+    def subscription(self) -> set[str]:
+        return set(self._subscribed_topics())
+
+    def _subscribed_topics(self) -> list[str]:
+        if self._pattern is None:
+            return sorted(self._subscription)
+        from pylog.manager import LogManager
+        return [t for t in LogManager(self.root, read_only=True).topics() if self._pattern.fullmatch(t)]
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._positions)
+
+    def _set_assignment(self, partitions: set) -> None:
+        for tp in list(self._positions):
+            if tp not in partitions:
+                self._positions.pop(tp)
+                self._buffered.pop(tp, None)
+                self._paused.discard(tp)
+                log = self._logs.pop(tp, None)
+                if log is not None:
+                    self._watch.remove(log.path)
+                    log.close()
+        for tp in sorted(partitions):
+            if tp not in self._positions:
+                self._log(tp)
+                self._positions[tp] = None
+
+    def _log(self, tp: TopicPartition) -> Log:
+        log = self._logs.get(tp)
+        if log is None:
+            path = os.path.join(self.root, f"{tp.topic}-{tp.partition}")
+            if not os.path.isdir(path):
+                raise UnknownTopicError(f"no partition {tp.topic}-{tp.partition} in {self.root}")
+            self._watch.add(path)
+            log = self._logs[tp] = Log.open(path, read_only=True)
+        return log
+
+    # -- positions --------------------------------------------------------------------------
+    def _check_assigned(self, tp) -> TopicPartition:
+        tp = TopicPartition(*tp)
+        if tp not in self._positions:
+            raise InvalidArgumentError(f"partition {tp.topic}-{tp.partition} is not assigned to this consumer")
+        return tp
+
+    def position(self, tp) -> int:
+        """The offset of the next record ``poll`` returns for ``tp``."""
+        tp = self._check_assigned(tp)
+        if self._positions[tp] is None:
+            self._positions[tp] = self._initial_position(tp)
+        return self._positions[tp]
+
+    def seek(self, tp, offset: int) -> None:
+        tp = self._check_assigned(tp)
+        if not isinstance(offset, int) or offset < 0:
+            raise InvalidArgumentError(f"offset must be an int >= 0, not {offset!r}")
+        self._positions[tp] = offset
+        self._buffered.pop(tp, None)
+
+    def seek_to_beginning(self, *partitions) -> None:
+        for tp in partitions or list(self._positions):
+            log = self._log(self._check_assigned(tp))
+            log.refresh()
+            self.seek(tp, log.log_start_offset)
+
+    def seek_to_end(self, *partitions) -> None:
+        for tp in partitions or list(self._positions):
+            self.seek(tp, self._end_offset(self._log(self._check_assigned(tp))))
+
+    def _end_offset(self, log: Log) -> int:
+        log.refresh()
+        return log.last_stable_offset if self.isolation == "committed" else log.log_end_offset
+
+    def beginning_offsets(self, partitions) -> dict:
+        return {TopicPartition(*tp): self._open_any(tp).log_start_offset for tp in partitions}
+
+    def end_offsets(self, partitions) -> dict:
+        return {TopicPartition(*tp): self._end_offset(self._open_any(tp)) for tp in partitions}
+
+    def _open_any(self, tp) -> Log:
+        """The log of any partition, assigned or not (kept open until ``close``), refreshed."""
+        tp = TopicPartition(*tp)
+        log = self._logs.get(tp) or self._queried.get(tp)
+        if log is None:
+            path = os.path.join(self.root, f"{tp.topic}-{tp.partition}")
+            if not os.path.isdir(path):
+                raise UnknownTopicError(f"no partition {tp.topic}-{tp.partition} in {self.root}")
+            log = self._queried[tp] = Log.open(path, read_only=True)
+        log.refresh()
+        return log
+
+    def offsets_for_times(self, timestamps: dict) -> dict:
+        """``{tp: OffsetAndTimestamp | None}``: the earliest offset whose timestamp is >=
+        the given one (Kafka's offsetsForTimes). O(segments + index interval) each."""
+        out = {}
+        for tp, ts in timestamps.items():
+            log = self._open_any(tp)
+            offset = log.offset_for_timestamp(ts)
+            if offset is None:
+                out[TopicPartition(*tp)] = None
+                continue
+            rec = next(iter(log.read(offset, 1 << 16).records()), None)
+            out[TopicPartition(*tp)] = OffsetAndTimestamp(offset, rec.timestamp if rec else ts)
+        return out
+
+    def pause(self, *partitions) -> None:
+        self._paused.update(self._check_assigned(tp) for tp in partitions)
+
+    def resume(self, *partitions) -> None:
+        self._paused.difference_update(TopicPartition(*tp) for tp in partitions)
+
+    def paused(self) -> set:
+        return set(self._paused)
+
+    def _initial_position(self, tp: TopicPartition) -> int:
+        if self.group_id is not None:
+            committed = self._group_coordinator().committed(self.group_id).get(tuple(tp))
+            if committed is not None:
+                return committed.offset
+        return self._reset_position(tp, None)
+
+    def _reset_position(self, tp: TopicPartition, out_of_range: int | None) -> int:
+        log = self._log(tp)
+        log.refresh()
+        if self.auto_offset_reset == "none":
+            what = "has no committed offset" if out_of_range is None else f"position {out_of_range} is out of range"
+            raise OffsetOutOfRangeError(f"{tp.topic}-{tp.partition} {what} "
+                                        f"[{log.log_start_offset}, {log.log_end_offset}] and auto_offset_reset "
+                                        f"is 'none'")
+        if self.auto_offset_reset == "earliest":
+            return log.log_start_offset
+        return self._end_offset(log)
+
+    # -- polling ----------------------------------------------------------------------------
+    def poll(self, timeout_ms: int = 0, max_records: int | None = None, update_offsets: bool = True) -> dict:
+        """``{TopicPartition: [ConsumerRecord, ...]}``: up to ``max_records`` records
+        (``max_poll_records`` by default), returned as soon as there are any, or an empty
+        dict after ``timeout_ms``. Takes part in rebalances and auto-commits. Cost: one
+        read per partition with data; while waiting, none (inotify)."""
+        return self._poll(timeout_ms, max_records or self.max_poll_records, columnar=False)
+
+    def poll_columns(self, timeout_ms: int = 0, max_records: int | None = None) -> dict:
+        """Like :meth:`poll`, as :class:`~pylog.record.columnar.Columns` per partition
+        (numpy arrays: offsets, timestamps, keys and values), without a Python object per
+        record. ``read_uncommitted`` only."""
+        if self.isolation != "uncommitted":
+            raise InvalidArgumentError("poll_columns reads with isolation_level='read_uncommitted' only")
+        return self._poll(timeout_ms, max_records or self.max_poll_records, columnar=True)
+
+    def _poll(self, timeout_ms: int, max_records: int, *, columnar: bool) -> dict:
+        self._check_open()
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            self._watch.drain()
+            if self._member is not None:
+                self._member.poll()
+            self._maybe_auto_commit()
+            out = self._fetch_columns(max_records) if columnar else self._fetch(max_records)
+            if out:
+                return out
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                return {}
+            if self.isolation == "committed":
+                wait = min(wait, self._abort_expired_transactions())
+            if self._member is not None:
+                wait = min(wait, self._member.next_check_s())
+            if self.enable_auto_commit:
+                wait = min(wait, max(0.0, self._next_auto_commit - time.monotonic()))
+            self._watch.wait(max(wait, 0.0005))
+
+    def _abort_expired_transactions(self) -> float:
+        """When a partition waits at an open transaction, abort the transactions past
+        their timeout (the broker's periodic task; a dead producer's transaction must not
+        hold readers back forever), at most every ``TXN_CHECK_INTERVAL_MS``. Returns the
+        seconds until the next look."""
+        now = time.monotonic()
+        if now < self._next_txn_check:
+            return self._next_txn_check - now
+        self._next_txn_check = now + TXN_CHECK_INTERVAL_MS / 1000
+        if any(log.last_stable_offset < log.log_end_offset for log in self._logs.values()):
+            from pylog.clients.writers import WriterPool
+            from pylog.coordinator.txn_coordinator import TransactionCoordinator
+            if self._txn_coordinator is None:
+                self._txn_coordinator = TransactionCoordinator(self.root, WriterPool.for_root(self.root))
+            self._txn_coordinator.abort_expired()
+        return TXN_CHECK_INTERVAL_MS / 1000
+
+    def _fetchable(self) -> list:
+        tps = [tp for tp in self._positions if tp not in self._paused]
+        if tps:
+            self._rotation = (self._rotation + 1) % len(tps)
+            tps = tps[self._rotation:] + tps[:self._rotation]
+        return tps
+
+    def _read(self, tp: TopicPartition):
+        """The FetchData at ``tp``'s position, resetting a position out of range."""
+        log = self._logs[tp]
+        position = self.position(tp)
+        try:
+            return log.read(position, self.fetch_max_bytes, isolation=self.isolation)
+        except OffsetOutOfRangeError:
+            log.refresh()
+            if log.log_start_offset <= position <= log.log_end_offset:
+                raise
+            self._positions[tp] = position = self._reset_position(tp, position)
+            return log.read(position, self.fetch_max_bytes, isolation=self.isolation)
+
+    def _fetch(self, max_records: int) -> dict:
+        out = {}
+        left = max_records
+        for tp in self._fetchable():
+            records = self._buffered.pop(tp, None)
+            if records is None:
+                fetch = self._read(tp)
+                if not fetch.size_bytes:
+                    continue
+                position = self._positions[tp]
+                records = fetch.records()
+                if records and records[0].offset < position:  # the batch began before the position
+                    records = [r for r in records if r.offset >= position]
+                if not records:
+                    self._positions[tp] = max(position, fetch.next_offset)
+                    continue
+            if len(records) > left:
+                self._buffered[tp] = records[left:]
+                records = records[:left]
+            out[tp] = records
+            self._positions[tp] = records[-1].offset + 1
+            left -= len(records)
+            if left <= 0:
+                break
+        return out
+
+    def _fetch_columns(self, max_records: int) -> dict:
+        from pylog.record.columnar import decode_columns
+        out = {}
+        for tp in self._fetchable():
+            fetch = self._read(tp)
+            if not fetch.size_bytes:
+                continue
+            position = self._positions[tp]
+            cols = decode_columns(fetch.raw(), min_offset=position, max_offset=position + max_records)
+            if cols.num_rows:
+                out[tp] = cols
+                self._positions[tp] = int(cols.offsets[-1]) + 1
+            else:
+                self._positions[tp] = max(position, fetch.next_offset)
+        return out
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> ConsumerRecord:
+        """The next record; StopIteration after ``consumer_timeout_ms`` without one."""
+        while True:
+            if self._iter_pending:
+                return self._iter_pending.popleft()
+            timeout = self.consumer_timeout_ms
+            got = self.poll(timeout_ms=int(min(timeout, INT32_MAX)))
+            if not got:
+                if timeout != float("inf"):
+                    raise StopIteration
+                continue
+            self._iter_pending.extend(r for records in got.values() for r in records)
+
+    # -- commits ----------------------------------------------------------------------------
+    def _group_coordinator(self):
+        if self._coordinator is None:
+            from pylog.coordinator.group_coordinator import GroupCoordinator
+            self._coordinator = GroupCoordinator.for_root(self.root)
+        return self._coordinator
+
+    def group_metadata(self) -> GroupMetadata:
+        member = self._member
+        if member is None:
+            return GroupMetadata(self.group_id, -1, "")
+        return GroupMetadata(self.group_id, member.generation, member.member_id or "")
+
+    def commit(self, offsets: dict | None = None) -> None:
+        """Commit ``offsets`` (``{tp: OffsetAndMetadata | int}``), by default the current
+        positions of all assigned partitions; synchronous. Raises
+        :class:`IllegalGenerationError`, :class:`RebalanceInProgressError` or
+        :class:`UnknownMemberIdError` when the group moved on (nothing is written)."""
+        if self.group_id is None:
+            raise InvalidArgumentError("commit() needs a group_id")
+        if offsets is None:
+            offsets = {tp: pos for tp, pos in self._positions.items() if pos is not None}
+        if not offsets:
+            return
+        meta = self.group_metadata()
+        self._group_coordinator().commit_offsets(
+            self.group_id, {tuple(tp): om for tp, om in offsets.items()},
+            generation=meta.generation_id, member_id=meta.member_id)
+
+    def committed(self, tp) -> int | None:
+        """The offset ``group_id`` committed for ``tp`` (read_committed view), or None."""
+        if self.group_id is None:
+            raise InvalidArgumentError("committed() needs a group_id")
+        om = self._group_coordinator().committed(self.group_id).get(tuple(tp))
+        return None if om is None else om.offset
+
+    def _maybe_auto_commit(self, *, force: bool = False) -> None:
+        if not self.enable_auto_commit:
+            return
+        if not force and time.monotonic() < self._next_auto_commit:
+            return
+        self._next_auto_commit = time.monotonic() + self.auto_commit_interval_ms / 1000
+        try:
+            self.commit()
+        except (IllegalGenerationError, RebalanceInProgressError, UnknownMemberIdError):
+            pass  # the group moved on: the next owner starts from the last accepted commit
+
+    # -- closing ----------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClientStateError("consumer is closed")
+
+    def close(self, autocommit: bool = True) -> None:
+        """Commit positions (with ``enable_auto_commit``), leave the group, release files."""
+        if self._closed:
+            return
+        try:
+            if autocommit and self._member is not None and self._member.is_stable():
+                self._maybe_auto_commit(force=True)
+        except GroupCoordinatorError:
+            pass
+        finally:
+            if self._member is not None:
+                self._member.leave()
+                self._member = None
+            self._set_assignment(set())
+            for log in self._queried.values():
+                log.close()
+            if self._coordinator is not None:
+                self._coordinator.release()
+                self._coordinator = None
+            if self._txn_coordinator is not None:
+                self._txn_coordinator.close()
+                self._txn_coordinator.pool.release()
+                self._txn_coordinator = None
+            self._watch.close()
+            self._closed = True
+
+    def __enter__(self) -> "Consumer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+

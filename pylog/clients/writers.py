@@ -1,0 +1,191 @@
+"""``WriterPool``: the writable partition logs of a log dir that this process's clients
+(producers, group and transaction coordinators) append to, shared with other processes.
+
+A partition has one writer at a time (the writer lock of :class:`~pylog.log.Log`). A
+client process keeps the logs it writes open, so an append costs what ``Log.append``
+costs; when another process wants one of them, it hands it over: the waiting process
+takes a shared lock on the partition's byte of ``.pylog-clients.lock`` (and on byte 0,
+"someone waits"), rings (writes a byte to ``.pylog-clients.bell``) and retries
+``Log.open`` with a backoff capped at 5 ms; the holding process's hand-off thread sleeps
+on an inotify watch of the bell (without inotify: looks every ``HANDOFF_CHECK_MS``), and
+closes the wanted logs that no append is using. A process that just handed a log over
+lets the waiting one take it first (``YIELD_MS``). A hand-off costs a close and an open of
+the log (a few milliseconds on a disk). A writer that dies releases everything with it
+(kernel locks).
+
+A log this process opened for writing outside the pool (a ``LogManager``, ``Log.open``)
+is not handed over: a client waits ``max_block_ms`` for it and then gets
+:class:`LogLockedError`.
+
+Durability is ``Log``'s: an append reaches the operating system at once (it survives
+the process, SIGKILL included) and the disk at the log's flush policy or close.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from contextlib import contextmanager
+
+from pylog.clients.locks import LockFile, name_byte
+from pylog.clients.per_root import PerRoot
+from pylog.clients.wakeup import DirWatch
+from pylog.errors import LogLockedError
+from pylog.log import Log
+from pylog.manager import LogManager
+
+CLIENTS_LOCK_FILE = ".pylog-clients.lock"
+BELL_FILE = ".pylog-clients.bell"
+#: Without inotify, how often a holder looks for waiting processes.
+HANDOFF_CHECK_MS = 5
+#: How long a process that handed a log over lets a waiting process take it first.
+YIELD_MS = 20
+_WAITING = 0  # byte held shared by every process waiting for a log
+
+
+class _Held:
+    __slots__ = ("log", "busy", "byte")
+
+    def __init__(self, log: Log, byte: int):
+        self.log, self.byte, self.busy = log, byte, threading.Lock()
+
+
+class WriterPool(PerRoot):
+    """The writable logs of ``root`` held by this process; one pool per log dir per
+    process (:meth:`for_root`)."""
+
+    def __init__(self, root: str):
+        self.root = os.path.abspath(root)
+        self._lock = threading.Lock()
+        self._held: dict[tuple[str, int], _Held] = {}
+        self._locks = LockFile(os.path.join(self.root, CLIENTS_LOCK_FILE))
+        self._handed_off: dict[str, float] = {}  # partition dir name -> when this process handed it over
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _close(self) -> None:
+        """Close every log held (each flushes): the last user's release."""
+        self._stop.set()
+        self._ring()  # wakes the hand-off thread to stop
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+        with self._lock:
+            for held in self._held.values():
+                held.log.close()
+            self._held.clear()
+        self._locks.close()
+
+    @contextmanager
+    def writer(self, topic: str, partition: int, *, max_block_ms: int = 60_000):
+        """``with pool.writer(topic, p) as log:`` the partition's writable log, held for
+        the block (no hand-off meanwhile). Waits up to ``max_block_ms`` for another
+        process to hand it over, then raises :class:`LogLockedError`."""
+        held = self._acquire(topic, partition, max_block_ms)
+        try:
+            yield held.log
+        finally:
+            held.busy.release()
+
+    def _acquire(self, topic: str, partition: int, max_block_ms: int) -> _Held:
+        key = (topic, partition)
+        deadline = time.monotonic() + max_block_ms / 1000
+        while True:
+            with self._lock:
+                held = self._held.get(key)
+            if held is not None:
+                held.busy.acquire()
+                if self._held.get(key) is held:
+                    return held
+                held.busy.release()  # handed over meanwhile
+                continue
+            held = self._open(topic, partition, deadline)
+            held.busy.acquire()
+            with self._lock:
+                self._held[key] = held
+                self._start_thread()
+            return held
+
+    def _open(self, topic: str, partition: int, deadline: float) -> _Held:
+        name = f"{topic}-{partition}"
+        path = os.path.join(self.root, name)
+        config = LogManager(self.root, read_only=True).topic_config(topic)
+        byte = name_byte(name)
+        waiting = False
+        pause = 0.0002
+        try:
+            while True:
+                if not self._yielding(name, byte):
+                    try:
+                        return _Held(Log.open(path, config), byte)
+                    except LogLockedError:
+                        if time.monotonic() >= deadline:
+                            raise
+                if not waiting:
+                    self._locks.try_lock(byte, shared=True)
+                    self._locks.try_lock(_WAITING, shared=True)
+                    waiting = True
+                self._ring()
+                time.sleep(pause)
+                pause = min(pause * 2, 0.005)
+        finally:
+            if waiting:
+                self._locks.unlock(_WAITING)
+                self._locks.unlock(byte)
+
+    def _yielding(self, name: str, byte: int) -> bool:
+        """Whether to let another waiting process have a log this one handed over a
+        moment ago (else the one that released it would take it back at once)."""
+        handed = self._handed_off.get(name)
+        if handed is None or time.monotonic() - handed > YIELD_MS / 1000:
+            return False
+        return self._locks.is_locked(byte)
+
+    def _ring(self) -> None:
+        """Wake the holding process's hand-off thread (a write to the bell file)."""
+        try:
+            fd = os.open(os.path.join(self.root, BELL_FILE), os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
+                         0o644)
+            try:
+                os.pwrite(fd, b"\0", 0)
+            finally:
+                os.close(fd)
+        except OSError:
+            pass  # the holder's periodic look still finds the waiter
+
+    def _start_thread(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._hand_off_loop, name="pylog-writer-handoff", daemon=True)
+            self._thread.start()
+
+    def _hand_off_loop(self) -> None:
+        """Sleep until a waiting process rings (inotify on the bell file), or at most
+        ``HANDOFF_CHECK_MS`` (the look that also covers a missed ring)."""
+        bell = DirWatch()
+        self._ring()  # the file exists before it is watched
+        bell.add(os.path.join(self.root, BELL_FILE))
+        timeout_s = HANDOFF_CHECK_MS / 1000 if not bell.uses_events else 1.0
+        try:
+            while not self._stop.is_set():
+                bell.wait(timeout_s)
+                if self._locks.is_locked(_WAITING):
+                    self.hand_off()
+        finally:
+            bell.close()
+
+    def hand_off(self) -> list[str]:
+        """Close the held logs another process waits for and no append uses; returns
+        their paths."""
+        closed = []
+        with self._lock:
+            for key, held in list(self._held.items()):
+                if not self._locks.is_locked(held.byte) or not held.busy.acquire(blocking=False):
+                    continue
+                try:
+                    del self._held[key]
+                    self._handed_off[os.path.basename(held.log.path)] = time.monotonic()
+                    held.log.close()
+                    closed.append(held.log.path)
+                finally:
+                    held.busy.release()
+        return closed

@@ -1,0 +1,210 @@
+"""``GroupCoordinator``: committed offsets and group metadata of the consumer groups of a
+log dir, written as Kafka's group coordinator writes them (docs/consumers.md).
+
+A group lives in ``__consumer_offsets-<partition_for_group(group)>`` (50 partitions by
+default, compacted). A commit appends one batch of OffsetCommit records (key type 1,
+value version 3), checked first against the group's membership under the group's mutex
+(pylog/coordinator/group_membership.py), so a commit is in the log only if its member and
+generation were current then. Every completed rebalance appends a GroupMetadata record
+(value version 3, the members' subscriptions and assignments in the consumer protocol);
+deleting a group appends tombstones for its offsets and metadata. A transactional commit
+(``producer=``) is a batch of the producer's transaction and counts only if it commits.
+
+Committed offsets are read back by replaying the partition (``isolation="committed"``),
+incrementally (pylog/coordinator/tail.py). Durability: an append reaches the operating
+system before the call returns (it survives the process), the disk at the partition's
+flush policy.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import threading
+
+from pylog.clients.per_root import PerRoot
+from pylog.clients.writers import WriterPool
+from pylog.coordinator.group_membership import GroupMembership, read_group_file
+from pylog.coordinator.offsets_reader import OFFSETS_TOPIC, GroupState
+from pylog.coordinator.offsets_records import (
+    CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, CONSUMER_PROTOCOL_TYPE, GROUP_METADATA,
+    GROUP_RECORDS, OFFSET_COMMIT,
+)
+from pylog.coordinator.partitioning import DEFAULT_PARTITIONS, partition_for_group
+from pylog.coordinator.schema import encode
+from pylog.coordinator.tail import TailReader
+from pylog.coordinator.txn_coordinator import ensure_internal_topic
+from pylog.errors import GroupNotEmptyError, InvalidArgumentError
+from pylog.record.encode import now_ms
+
+OFFSET_COMMIT_VALUE_VERSION = 3
+_OFFSET_COMMIT_KEY_TYPE = struct.pack(">h", OFFSET_COMMIT)
+_VALUE_V3_HEAD = struct.Struct(">hqi")  # version, offset, leaderEpoch
+_INT32, _INT64, _INT16 = struct.Struct(">i"), struct.Struct(">q"), struct.Struct(">h")
+GROUP_METADATA_VALUE_VERSION = 3
+SUBSCRIPTION_VERSION = 1
+ASSIGNMENT_VERSION = 0
+
+
+class GroupCoordinator(PerRoot):
+    """The groups of one log dir, as seen from this process (one per log dir:
+    :meth:`for_root`)."""
+
+    def __init__(self, root: str, *, partitions: int = DEFAULT_PARTITIONS):
+        self.root = os.path.abspath(root)
+        self.partitions = partitions
+        self.pool = WriterPool.for_root(self.root)
+        self._lock = threading.RLock()
+        self._readers: dict[int, TailReader] = {}
+        self._states: dict[int, GroupState] = {}
+        self._memberships: dict[str, GroupMembership] = {}
+        ensure_internal_topic(self.root, OFFSETS_TOPIC, partitions)
+
+    def _close(self) -> None:
+        """Close the readers and give back the logs written (the last user's release)."""
+        for reader in self._readers.values():
+            reader.close()
+        for membership in self._memberships.values():
+            membership.close()
+        self.pool.release()
+
+    def offsets_partition(self, group_id: str) -> tuple[str, int]:
+        return OFFSETS_TOPIC, partition_for_group(group_id, self.partitions)
+
+    def membership(self, group_id: str) -> GroupMembership:
+        with self._lock:
+            m = self._memberships.get(group_id)
+            if m is None:
+                m = self._memberships[group_id] = GroupMembership(
+                    self.root, group_id, on_generation=lambda state: self.write_group_metadata(state))
+            return m
+
+    # -- reading -------------------------------------------------------------------------------
+    def _state(self, group_id: str) -> GroupState:
+        """The replayed state of the group's partition, caught up. O(new records)."""
+        p = partition_for_group(group_id, self.partitions)
+        with self._lock:
+            reader = self._readers.get(p)
+            if reader is None:
+                reader = self._readers[p] = TailReader(os.path.join(self.root, f"{OFFSETS_TOPIC}-{p}"))
+            records, reset = reader.new_records()
+            state = self._states.get(p)
+            if state is None or reset:
+                state = self._states[p] = GroupState()
+            for r in records:
+                state.apply(r.key, r.value, offset=r.offset, path=reader.path)
+            return state
+
+    def committed(self, group_id: str) -> dict:
+        """``{(topic, partition): OffsetAndMetadata}`` committed by ``group_id``."""
+        return dict(self._state(group_id).offsets.get(group_id, {}))
+
+    def group_metadata(self, group_id: str):
+        """The group's last GroupMetadata record (a ``GroupMetadata``), or None."""
+        return self._state(group_id).groups.get(group_id)
+
+    # -- writing -------------------------------------------------------------------------------
+    def commit_offsets(self, group_id: str, offsets: dict, *, generation: int = -1, member_id: str = "",
+                       producer=None) -> None:
+        """Append the offsets of ``offsets`` (``{(topic, partition): offset |
+        OffsetAndMetadata}``) as one batch if the member and generation are current
+        (else :class:`IllegalGenerationError`, :class:`RebalanceInProgressError` or
+        :class:`UnknownMemberIdError`, and nothing is written). ``producer``: a
+        transactional :class:`~pylog.clients.producer.Producer`, whose transaction the
+        batch joins. Cost: one append of len(offsets) records under the group's mutex."""
+        records = self.offset_records(group_id, offsets)
+        if not records:
+            return
+        membership = self.membership(group_id)
+        with membership.mutex:
+            state = read_group_file(self.root, group_id)
+            if state is not None:
+                membership.check_commit(state, member_id, generation)
+            elif generation >= 0 or member_id:
+                membership.check_commit({"members": {}, "generation": 0, "state": "Empty"}, member_id, generation)
+            tp = self.offsets_partition(group_id)
+            if producer is not None:
+                producer._append_now(tp, records)
+            else:
+                with self.pool.writer(*tp) as log:
+                    log.append(records)
+
+    def offset_records(self, group_id: str, offsets: dict) -> list:
+        """``(key, value)`` OffsetCommit records (key type 1, value version 3), encoded
+        directly: the same bytes as the schema codec (tests/clients check it), at about a
+        microsecond each."""
+        now = now_ms()
+        group_prefix = _OFFSET_COMMIT_KEY_TYPE + _string(group_id)
+        out = []
+        for tp, om in sorted(offsets.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+            topic, partition = tp[0], tp[1]
+            offset = getattr(om, "offset", om)
+            metadata = getattr(om, "metadata", "") or ""
+            if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset < 2**63:
+                raise InvalidArgumentError(f"offset to commit for {topic}-{partition} must be an int >= 0, "
+                                           f"not {offset!r}")
+            key = group_prefix + _string(topic) + _INT32.pack(partition)
+            value = (_VALUE_V3_HEAD.pack(OFFSET_COMMIT_VALUE_VERSION, offset, -1) + _string(metadata)
+                     + _INT64.pack(now))
+            out.append((key, value))
+        return out
+
+    def write_group_metadata(self, state: dict) -> None:
+        """Append the group's GroupMetadata record for a completed generation (called
+        under the group's mutex)."""
+        members = []
+        for member_id, info in sorted(state["members"].items()):
+            assigned = state["assignment"].get(member_id, [])
+            members.append({
+                "memberId": member_id, "groupInstanceId": None, "clientId": info["client_id"],
+                "clientHost": info["client_host"], "rebalanceTimeout": info["rebalance_timeout_ms"],
+                "sessionTimeout": info["session_timeout_ms"],
+                "subscription": _versioned(CONSUMER_PROTOCOL_SUBSCRIPTION, SUBSCRIPTION_VERSION, {
+                    "topics": info["topics"], "userData": None,
+                    "ownedPartitions": _by_topic(info["owned"])}),
+                "assignment": _versioned(CONSUMER_PROTOCOL_ASSIGNMENT, ASSIGNMENT_VERSION, {
+                    "assignedPartitions": _by_topic(assigned), "userData": None})})
+        value = {"protocolType": CONSUMER_PROTOCOL_TYPE, "generation": state["generation"],
+                 "protocol": state["protocol"], "leader": state["leader"],
+                 "currentStateTimestamp": state["current_state_ms"], "members": members}
+        key = GROUP_RECORDS.encode_key(GROUP_METADATA, {"group": state["group_id"]})
+        raw = GROUP_RECORDS.encode_value(GROUP_METADATA, GROUP_METADATA_VALUE_VERSION, value)
+        with self.pool.writer(*self.offsets_partition(state["group_id"])) as log:
+            log.append([(key, raw)])
+
+    def delete_group(self, group_id: str) -> int:
+        """Tombstones for every committed offset and the metadata of a group without live
+        members (else :class:`GroupNotEmptyError`). Returns the records written."""
+        membership = self.membership(group_id)
+        with membership.mutex:
+            state = read_group_file(self.root, group_id)
+            if state is not None and membership.live_members(state):
+                raise GroupNotEmptyError(f"group {group_id!r} has live members")
+            offsets = self.committed(group_id)
+            records = [(GROUP_RECORDS.encode_key(OFFSET_COMMIT, {"group": group_id, "topic": t, "partition": p}),
+                        None) for t, p in sorted(offsets)]
+            if self.group_metadata(group_id) is not None:
+                records.append((GROUP_RECORDS.encode_key(GROUP_METADATA, {"group": group_id}), None))
+            if records:
+                with self.pool.writer(*self.offsets_partition(group_id)) as log:
+                    log.append(records)
+            return len(records)
+
+
+def _string(text: str) -> bytes:
+    raw = text.encode()
+    if len(raw) > 32767:
+        raise InvalidArgumentError(f"string of {len(raw)} bytes is too long for a coordinator record")
+    return _INT16.pack(len(raw)) + raw
+
+
+def _versioned(schema, version: int, data: dict) -> bytes:
+    return version.to_bytes(2, "big") + encode(schema, version, data)
+
+
+def _by_topic(tps) -> list:
+    by: dict[str, list] = {}
+    for t, p in sorted(tuple(tp) for tp in tps):
+        by.setdefault(t, []).append(p)
+    return [{"topic": t, "partitions": ps} for t, ps in by.items()]
+

@@ -1,0 +1,169 @@
+"""Consumer: positions, seeks, resets, pause/resume, isolation, time lookups, waking on
+appends, and reading at the tail of a segment a writer is appending to."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from pylog import Log, LogManager
+from pylog.clients import Consumer, Producer, TopicPartition
+from pylog.errors import InvalidArgumentError, OffsetOutOfRangeError
+from tests.clients.conftest import make_topic
+
+TP = TopicPartition("t", 0)
+
+
+def values(got, tp=TP):
+    return [r.value for r in got.get(tp, [])]
+
+
+def test_positions_seeks_pause_and_resume(root):
+    make_topic(root, "t", 1, [(0, [b"%d" % i for i in range(10)])])
+    with Consumer(root, auto_offset_reset="earliest") as c:
+        c.assign([TP])
+        assert c.position(TP) == 0
+        assert values(c.poll(1000, max_records=3)) == [b"0", b"1", b"2"] and c.position(TP) == 3
+        c.seek(TP, 8)
+        assert values(c.poll(1000)) == [b"8", b"9"]
+        c.seek_to_beginning(TP)
+        c.pause(TP)
+        assert c.poll(50) == {} and c.paused() == {TP}
+        c.resume(TP)
+        assert values(c.poll(1000, max_records=1)) == [b"0"]
+        c.seek_to_end()
+        assert c.position(TP) == 10 and c.poll(0) == {}
+        with pytest.raises(InvalidArgumentError):
+            c.seek(TopicPartition("t", 5), 0)
+
+
+def test_auto_offset_reset_latest_earliest_and_none(root):
+    make_topic(root, "t", 1, [(0, [b"a", b"b"])])
+    for reset, expected in (("earliest", 0), ("latest", 2)):
+        with Consumer(root, auto_offset_reset=reset) as c:
+            c.assign([TP])
+            assert c.position(TP) == expected
+    with Consumer(root, "g", auto_offset_reset="none") as c:
+        c.assign([TP])
+        with pytest.raises(OffsetOutOfRangeError):
+            c.poll(0)
+
+
+def test_a_position_retention_passed_is_reset_as_kafka_does(root):
+    make_topic(root, "t", 1, [(0, [b"%d" % i for i in range(10)])])
+    with Consumer(root, auto_offset_reset="earliest") as c:
+        c.assign([TP])
+        c.poll(1000, max_records=2)
+        c.seek(TP, 2)  # records already fetched would still be returned, as Kafka's fetcher does
+        with LogManager(root) as m:
+            m.log("t", 0).delete_records(6)
+        assert values(c.poll(1000)) == [b"6", b"7", b"8", b"9"]
+    with Consumer(root, auto_offset_reset="none") as c:
+        c.assign([TP])
+        c.seek(TP, 1)
+        with pytest.raises(OffsetOutOfRangeError):
+            c.poll(0)
+
+
+def test_read_committed_skips_aborted_and_waits_for_open_transactions(root):
+    make_topic(root, "t", 1)
+    with Producer(root, transactional_id="x") as p:
+        p.begin_transaction()
+        p.send("t", b"aborted", partition=0)
+        p.abort_transaction()
+        p.begin_transaction()
+        p.send("t", b"open", partition=0).get(5)
+        committed = Consumer(root, auto_offset_reset="earliest", isolation_level="read_committed")
+        uncommitted = Consumer(root, auto_offset_reset="earliest")
+        for c in (committed, uncommitted):
+            c.assign([TP])
+        assert committed.poll(50) == {}
+        assert values(uncommitted.poll(1000)) == [b"aborted", b"open"]
+        p.commit_transaction()
+        assert values(committed.poll(1000)) == [b"open"]
+        committed.close()
+        uncommitted.close()
+
+
+def test_offsets_for_times_and_end_offsets(root):
+    make_topic(root, "t", 1)
+    with Producer(root) as p:
+        for ts in (1000, 2000, 3000):
+            p.send("t", b"v", partition=0, timestamp_ms=ts)
+    with Consumer(root) as c:
+        assert c.offsets_for_times({TP: 1500}) == {TP: (1, 2000)}
+        assert c.offsets_for_times({TP: 9999}) == {TP: None}
+        assert c.end_offsets([TP]) == {TP: 3} and c.beginning_offsets([TP]) == {TP: 0}
+
+
+def test_poll_returns_as_soon_as_another_process_appends(root):
+    make_topic(root, "t", 1)
+    with Consumer(root, auto_offset_reset="latest") as c:
+        c.assign([TP])
+        c.position(TP)
+        sent = threading.Event()
+
+        def produce():
+            time.sleep(0.2)  # the consumer is waiting by then (not required for the check)
+            with Producer(root) as p:
+                p.send("t", b"late", partition=0).get(5)
+            sent.set()
+        threading.Thread(target=produce).start()
+        start = time.monotonic()
+        got = c.poll(timeout_ms=20_000)
+        assert values(got) == [b"late"] and time.monotonic() - start < 10
+
+
+def test_iteration_stops_after_consumer_timeout(root):
+    make_topic(root, "t", 1, [(0, [b"a", b"b"])])
+    with Consumer(root, auto_offset_reset="earliest", consumer_timeout_ms=100) as c:
+        c.assign([TP])
+        assert [r.value for r in c] == [b"a", b"b"]
+
+
+def test_columnar_poll_returns_the_same_records(root):
+    make_topic(root, "t", 1, [(0, [(b"k%d" % i, b"v%d" % i) for i in range(50)])])
+    with Consumer(root, auto_offset_reset="earliest") as c:
+        c.assign([TP])
+        cols = c.poll_columns(1000)[TP]
+        assert cols.offsets.tolist() == list(range(50)) and cols.values() == [b"v%d" % i for i in range(50)]
+
+
+def test_a_reader_at_the_tail_reads_a_new_batch_without_walking_from_the_index(root):
+    """A follower that loaded the index long ago reads each new batch at its position:
+    it walks one batch header, not every batch since the last index entry it knows."""
+    path = os.path.join(root, "t-0")
+    with Log.open(path, index_interval_bytes=1 << 30) as writer, Log.open(path, read_only=True) as reader:
+        writer.append([b"first"])
+        walked = []
+        segment = None
+        for i in range(300):
+            info = writer.append([b"%d" % i])
+            reader.refresh()
+            segment = reader.active_segment
+            original = segment.log.headers
+
+            def counting(start, end=None, _original=original):
+                for h in _original(start, end):
+                    walked.append(h)
+                    yield h
+            segment.log.headers = counting
+            try:
+                assert [r.value for r in reader.read(info.first_offset).records()] == [b"%d" % i]
+            finally:
+                del segment.log.headers
+        assert len(walked) <= 2 * 300
+
+
+def test_polled_records_know_their_partition_and_survive_pickling(root):
+    import pickle
+    make_topic(root, "t", 2, [(1, [(b"k", b"v")])])
+    with Consumer(root, auto_offset_reset="earliest") as c:
+        c.assign([TopicPartition("t", 1)])
+        (record,) = c.poll(1000)[TopicPartition("t", 1)]
+    copy = pickle.loads(pickle.dumps(record))
+    for r in (record, copy):
+        assert (r.topic, r.partition, r.offset, r.key, r.value) == ("t", 1, 0, b"k", b"v")
