@@ -91,14 +91,12 @@ class Log:
         self.load_report = loaded.report
         self._last_flush_ms = now_ms()
         self._producers = loaded.producers
-        self._first_unstable_offset = None
         self._txn_checker = TxnIndexChecker(pdir.path, self._batches_between)
         # read-only logs: what refresh() watches, and how far committed reads replayed producer batches
         self._empty_start = loaded.empty_start
         self._dir_watch = loaded.dir_watch
         self._checkpoint_watch = loaded.checkpoint_watch
         self._txn_replayed_to = 0
-        self._update_first_unstable_offset()
 
     # ==== opening =================================================================================
     @classmethod
@@ -161,15 +159,17 @@ class Log:
             end = self.log_end_offset
             found: dict[int, list] = {}
             if self._txn_replayed_to < end:
-                for batch in self._batches_between(self._txn_replayed_to, end):
-                    aborted = self._producers.apply(batch)
-                    if aborted is not None:
-                        self._index_aborted_in_memory(aborted, found)
-                    self._txn_replayed_to = batch.next_offset  # a failed read resumes here
+                self._producers.replay(self._replayed(self._batches_between(self._txn_replayed_to, end)),
+                                       lambda txn: self._index_aborted_in_memory(txn, found))
                 self._txn_replayed_to = end
             if whole:
                 self._check_txn_indexes(found, end)
-            self._update_first_unstable_offset()
+
+    def _replayed(self, batches):
+        """``batches``, noting each one applied: a failed read resumes after it."""
+        for batch in batches:
+            yield batch
+            self._txn_replayed_to = batch.next_offset
 
     def _index_aborted_in_memory(self, txn, found: dict) -> None:
         base = self._segment_base_of(txn.last_offset)
@@ -327,7 +327,8 @@ class Log:
         _check_offset(offset, "high_watermark")
         with self._lock:
             self._offsets.set_high_watermark(offset, self.log_end_offset)
-            self._update_first_unstable_offset()
+            if self._producers is not None:  # transactions completed below it are replicated now
+                self._producers.first_unstable_offset(offset)
             self._offsets.checkpoint_high_watermark(self._dir)
 
     @property
@@ -335,8 +336,11 @@ class Log:
         """min(first offset of an open transaction, high watermark)."""
         if self.read_only:
             self._ensure_read_only_txn_state()
-        fuo = self._first_unstable_offset
         high_watermark = self._offsets.high_watermark
+        if self._producers is None:
+            return high_watermark
+        fuo = self._producers.first_unstable_offset(None if self.auto_high_watermark else high_watermark,
+                                                    self.log_start_offset)
         return high_watermark if fuo is None else min(fuo, high_watermark)
 
     def __repr__(self) -> str:
@@ -487,7 +491,6 @@ class Log:
             if self._producers is not None:
                 self._producers_update(batches)
             self._offsets.appended(self.log_end_offset)
-            self._update_first_unstable_offset()
             self._maybe_flush(now)
         except StorageError:
             self._undo_append(batches, first_offset, high_watermark, recovery_point)
@@ -505,13 +508,10 @@ class Log:
         if self._producers is not None and any(b.magic == 2 and b.producer_id >= 0 for b in batches):
             self._producers.truncate_and_reload(self.log_start_offset, self.log_end_offset,
                                                 self._segments.bases(), self._batches_between, now_ms())
-        self._update_first_unstable_offset()
 
     def _producers_update(self, batches) -> None:
-        for b in batches:
-            aborted = self._producers.apply(b)
-            if aborted is not None:
-                self._index_aborted(aborted._replace(last_stable_offset=self._lso_after(aborted.last_offset)))
+        self._producers.replay(batches, lambda txn: self._index_aborted(
+            txn._replace(last_stable_offset=self._lso_after(txn.last_offset))))
 
     def _index_aborted(self, txn) -> None:
         """Add ``txn`` to the active segment's ``.txnindex``, checked first if this open did
@@ -522,13 +522,6 @@ class Log:
             if any(t.last_offset >= txn.last_offset for t in index.entries()):
                 return
         index.append(txn)
-
-    def _update_first_unstable_offset(self) -> None:
-        if self._producers is None:
-            self._first_unstable_offset = None
-            return
-        fuo = self._producers.first_unstable_offset(None if self.auto_high_watermark else self.high_watermark)
-        self._first_unstable_offset = None if fuo is None else max(fuo, self.log_start_offset)
 
     # ==== rolling and flushing =====================================================================
     def _maybe_roll(self, append_bytes: int, max_ts: int, first_offset: int, last_offset: int, now: int) -> None:
@@ -776,7 +769,6 @@ class Log:
             if self._producers is not None:
                 self._producers.truncate_and_reload(self.log_start_offset, leo, self._segments.bases(),
                                                     self._batches_between, now_ms())
-            self._update_first_unstable_offset()
             self.active_segment.flush()
             self._write_checkpoints()
 
