@@ -28,6 +28,7 @@ from pylog.errors import (
 )
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import INT64_MAX, LOG_SUFFIX, OFFSET_RANGE
+from pylog.log.cleaner_view import LogCleanerView
 from pylog.log.loader import LoadedLog, LogLoader, live_segment_bases, lso_after, take_checkpointed_offsets
 from pylog.log.segments import SegmentFactory, batches_from, delete_segment
 from pylog.partition_dir import PartitionDir
@@ -97,6 +98,7 @@ class Log:
         self._dir_watch = loaded.dir_watch
         self._checkpoint_watch = loaded.checkpoint_watch
         self._txn_replayed_to = 0
+        self._cleaner_view = LogCleanerView(self)
 
     # ==== opening =================================================================================
     @classmethod
@@ -759,7 +761,7 @@ class Log:
             else:
                 for base in self._segments.bases():
                     if base > offset:
-                        self._delete_segment(self._segments.remove(base), delay=False)
+                        delete_segment(self._segments.remove(base), delay_ms=0)
                 seg = self.active_segment
                 seg.truncate_to(offset)
                 seg.offset_index.resize(self.config.segment_index_bytes)
@@ -774,7 +776,7 @@ class Log:
 
     def _truncate_fully_and_start_at(self, offset: int) -> None:
         for base in self._segments.bases():
-            self._delete_segment(self._segments.remove(base), delay=False)
+            delete_segment(self._segments.remove(base), delay_ms=0)
         self._segments.add(self._factory.create(offset))
         self._offsets.started_at(offset)
 
@@ -791,63 +793,9 @@ class Log:
             if before_offset <= self.log_start_offset:
                 return self.log_start_offset
             self._offsets.delete_records_before(before_offset, self.log_end_offset)
-            self.delete_segments([s for s in self.segments[:-1] if s.next_offset <= before_offset])
+            self._cleaner_view.delete_segments([s for s in self.segments[:-1] if s.next_offset <= before_offset])
             self._write_checkpoints()
             return self.log_start_offset
-
-    def delete_segments(self, segments: list[Segment]) -> list[int]:
-        """Remove whole inactive segments (oldest first): they are renamed ``.deleted`` at
-        once and their files removed after ``file_delete_delay_ms``; a fetch that holds one
-        still reads it. Moves the log start offset past them. Returns their base offsets."""
-        self._check_writable()
-        removed = []
-        with self._lock:
-            active = self.active_segment
-            for seg in segments:
-                if seg is active or not self._segments.holds(seg):
-                    continue
-                self._segments.remove(seg.base_offset)
-                self._delete_segment(seg, delay=True)
-                removed.append(seg.base_offset)
-            if removed:
-                first = self._segments.first_base_offset
-                self._offsets.advance_log_start(first, self.log_end_offset)
-                if self._producers is not None:
-                    self._producers.delete_snapshots_below(first)
-                self._write_checkpoints()
-        return removed
-
-    def _delete_segment(self, seg: Segment, *, delay: bool) -> None:
-        delete_segment(seg, delay_ms=self.config.file_delete_delay_ms if delay else 0)
-
-    def replace_segments(self, new_segments: list[Segment], old_segments: list[Segment]) -> None:
-        """Swap cleaned segments in for ``old_segments`` (Kafka's replace protocol).
-
-        ``new_segments`` were written with the ``.cleaned`` suffix and flushed. Each is renamed
-        ``.swap`` (from here a crash completes the swap on the next open), the old segments
-        are renamed ``.deleted`` and dropped from the map, and the new ones lose their suffix.
-        A crash at any step leaves a log that opens with nothing lost.
-        """
-        from pylog.layout import SWAP_SUFFIX
-        self._check_writable()
-        with self._lock:
-            for seg in new_segments:
-                seg.change_suffix(SWAP_SUFFIX)
-            self.io.fsync_dir(self._dir.path)
-            failpoints.hit("swap.renamed")
-            for seg in old_segments:
-                if self._segments.holds(seg):
-                    self._segments.remove(seg.base_offset)
-                self._delete_segment(seg, delay=True)
-            failpoints.hit("swap.old-deleted")
-            for seg in new_segments:
-                seg.change_suffix("")
-                self._segments.add(seg)
-            self.io.fsync_dir(self._dir.path)
-
-    def new_cleaned_segment(self, base_offset: int) -> Segment:
-        """An empty segment written with the ``.cleaned`` suffix (input to ``replace_segments``)."""
-        return self._factory.cleaned(base_offset)
 
     def expire_producers(self, now_ms: int | None = None) -> list[int]:
         """Forget producers idle for ``producer_id_expiration_ms`` (judged by their last
@@ -859,6 +807,11 @@ class Log:
             if self._producers is None:
                 return []
             return self._producers.remove_expired(now_ms)
+
+    def cleaner_view(self) -> LogCleanerView:
+        """This log as retention and compaction see it (:class:`pylog.retention.view.CleanerView`),
+        with the segment-swapping operations that are not part of ``Log``'s API."""
+        return self._cleaner_view
 
     def enforce_retention(self, now_ms: int | None = None) -> list[int]:
         """Apply the delete policy (``retention_ms``, ``retention_bytes``, log start
