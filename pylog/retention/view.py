@@ -25,24 +25,16 @@ class CleanerView(Protocol):
     #: restart the first pass finds the horizons in the batches again.
     delete_horizon_ms: int | None
 
-    @property
-    def closed(self) -> bool: ...
-    @property
-    def read_only(self) -> bool: ...
-    @property
-    def segments(self) -> list: ...
-    @property
-    def active_segment(self): ...
-    @property
-    def size_bytes(self) -> int: ...
-    @property
-    def log_start_offset(self) -> int: ...
-    @property
-    def log_end_offset(self) -> int: ...
-    @property
-    def high_watermark(self) -> int: ...
-    @property
-    def last_stable_offset(self) -> int: ...
+    #: Read-only members, as ``Log``'s properties of the same names.
+    closed: bool
+    read_only: bool
+    segments: list
+    active_segment: object
+    size_bytes: int
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+    last_stable_offset: int
 
     @property
     def first_dirty_offset(self) -> int:
