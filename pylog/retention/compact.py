@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pylog import failpoints
 from pylog.errors import StorageError
 from pylog.layout import INT32_MAX
-from pylog.record.batch import decode_batches
 from pylog.record.encode import build_batch, now_ms as _now_ms
 from pylog.retention.offset_map import DEFAULT_BUDGET_BYTES, OffsetMap
 from pylog.retention.txn_markers import TxnMarkers
@@ -180,7 +179,7 @@ def _build_offset_map(log: CleanerView, segments, first_dirty: int, end: int, bu
     markers = TxnMarkers(_aborted_txns(log, dirty[0].base_offset))
     map_end = first_dirty
     for seg in dirty:
-        for batch in _batches(seg):
+        for batch in seg.batches():
             if batch.base_offset >= end:
                 return offset_map, end
             keys = _mapped_records(batch, markers, first_dirty)
@@ -205,11 +204,6 @@ def _mapped_records(batch, markers: TxnMarkers, first_dirty: int) -> list:
     return [r for r in batch.records() if r.key is not None and r.offset >= first_dirty]
 
 
-def _batches(seg):
-    data = seg.read_slice(0, seg.size_bytes)
-    return decode_batches(data, allow_incomplete=True, path=seg.log_path)
-
-
 def _groups(segments, segment_bytes: int):
     """Consecutive segments whose sizes add up to at most ``segment_bytes`` (at least one each)."""
     group, size = [], 0
@@ -228,7 +222,7 @@ def _clean_segment_into(seg, cleaned, p: _Pass) -> None:
     offset on (a segment straddling it is cleaned up to it) are copied as they are, with
     the ``.txnindex`` entries of their ABORT markers."""
     uncleanable_txns = {t.last_offset: t for t in seg.txn_index.entries() if t.last_offset >= p.upper_bound}
-    for batch in _batches(seg):
+    for batch in seg.batches():
         if batch.base_offset >= p.upper_bound:
             data = bytes(batch.raw())
             if batch.last_offset in uncleanable_txns:

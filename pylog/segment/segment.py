@@ -14,7 +14,7 @@ import os
 import random
 import time
 
-from pylog.errors import CorruptIndexError, IncompleteBatchError, InvalidOffsetError, RecordFormatError, StorageError
+from pylog.errors import CorruptIndexError, InvalidOffsetError, RecordFormatError, StorageError
 from pylog.index import OffsetIndex, TimeIndex, TxnIndex
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
@@ -24,8 +24,6 @@ from pylog.record.batch import decode_batches
 from pylog.segment.file import BatchHeader, LogFile, check_offsets_follow
 from pylog.stat_watch import fs_clock_ns, settled
 
-#: Bytes read at a time while recovering (whole batches are validated in memory).
-RECOVERY_CHUNK_BYTES = 4 * 1024 * 1024
 #: Leading bytes of a batch that tell whether it is still the same batch: base offset,
 #: length, leader epoch, magic and the CRC (which covers the rest; magic 0/1 keep it at 12).
 BATCH_IDENTITY_BYTES = 21
@@ -484,35 +482,10 @@ class Segment:
 
     def _batches_for_recovery(self):
         """Whole batches from the file, read in chunks; stops at a torn or impossible entry."""
-        position = 0
-        size = self.log.size_bytes
-        while position < size:
-            chunk = self.log.read(position, max(RECOVERY_CHUNK_BYTES, 0))
-            consumed = 0
-            try:
-                for batch in decode_batches(chunk, position_base=position, path=self.log.path):
-                    consumed = batch.position - position + batch.size
-                    yield batch
-            except IncompleteBatchError as e:
-                consumed = e.valid_bytes
-                if consumed == 0:
-                    need = self._entry_size_at(position)
-                    if need is None or position + need > size or need > RECOVERY_CHUNK_BYTES * 64:
-                        return
-                    chunk = self.log.read(position, need)
-                    yield from decode_batches(chunk, position_base=position, path=self.log.path)
-                    consumed = need
-            except RecordFormatError:
-                return
-            if consumed == 0:
-                return
-            position += consumed
-
-    def _entry_size_at(self, position: int) -> int | None:
-        head = self.log.read(position, 12)
-        if len(head) < 12:
-            return None
-        return int.from_bytes(head[8:12], "big", signed=True) + 12
+        try:
+            yield from self.log.batches()
+        except RecordFormatError:
+            return
 
     # -- reads ----------------------------------------------------------------------------------
     def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None:
@@ -557,6 +530,10 @@ class Segment:
     def headers(self, start: int = 0, end: int | None = None):
         """Walk batch headers (see :meth:`LogFile.headers`)."""
         return self.log.headers(start, end)
+
+    def batches(self, start: int = 0, end: int | None = None):
+        """Walk whole batches, chunked (see :meth:`LogFile.batches`)."""
+        return self.log.batches(start, end)
 
     # -- files ------------------------------------------------------------------------------------
     def paths(self) -> list[str]:
