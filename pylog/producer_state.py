@@ -118,7 +118,6 @@ class ProducerStateManager:
         self.io = io
         self.producers: dict[int, ProducerEntry] = {}
         self._unreplicated: list[tuple[int, int]] = []  # (first offset, marker offset) of completed txns
-        self.map_end_offset = 0
         self._snapshots: list[int] | None = None  # offsets of the .snapshot files, ascending
         self._unstable: tuple | None = None  # (high watermark asked, answer) until the state changes
 
@@ -172,8 +171,7 @@ class ProducerStateManager:
         self._delete_snapshots(off for off in strays if off not in keep)
 
     # -- loading -----------------------------------------------------------------------------
-    def load(self, log_start_offset: int, log_end_offset: int, segment_base_offsets: list[int],
-             read_batches: Callable[[int, int], Iterable], now_ms: int, *, replay_from: int | None = None,
+    def load(self, log_start_offset: int, log_end_offset: int, read_batches: Callable[[int, int], Iterable], now_ms: int, *, replay_from: int | None = None,
              on_aborted: Callable[[AbortedTxn], None] | None = None, names: list[str] | None = None) -> None:
         """Newest valid snapshot <= ``log_end_offset`` (and <= ``replay_from`` if given),
         then replay the batches after it. Corrupt snapshots and, as Kafka, those past the log
@@ -197,15 +195,14 @@ class ProducerStateManager:
             self.producers = {e.producer_id: e for e in entries}
             start = off
             break
-        self.map_end_offset = start
         self.replay((b for b in read_batches(start, log_end_offset) if b.last_offset >= start), on_aborted)
-        self.map_end_offset = log_end_offset
         self.remove_expired(now_ms)
 
-    def truncate_and_reload(self, log_start_offset, log_end_offset, segment_base_offsets, read_batches, now_ms):
+    def truncate_and_reload(self, log_start_offset: int, log_end_offset: int,
+                            read_batches: Callable[[int, int], Iterable], now_ms: int) -> None:
         """After a truncation: drop snapshots past the new end and rebuild."""
         self.delete_snapshots_above(log_end_offset)
-        self.load(log_start_offset, log_end_offset, segment_base_offsets, read_batches, now_ms)
+        self.load(log_start_offset, log_end_offset, read_batches, now_ms)
 
     # -- appends -------------------------------------------------------------------------------
     def validate(self, batches, *, from_client: bool):
@@ -292,7 +289,6 @@ class ProducerStateManager:
             entry.epoch = info.producer_epoch
             entry.batches.clear()
         entry.last_timestamp = max(entry.last_timestamp, info.max_timestamp)
-        self.map_end_offset = max(self.map_end_offset, info.last_offset + 1)
         if info.is_control:
             if info.coordinator_epoch is not None:
                 entry.coordinator_epoch = info.coordinator_epoch

@@ -66,5 +66,5 @@ class TxnIndexChecker:
             if end == base and is_current(previous) and previous.next_offset == end:
                 return producers
         producers = ProducerStateManager(self._log_dir, producer_id_expiration_ms=_NEVER_MS, read_only=True)
-        producers.load(min(log_start_offset, base), base, [], self._read_batches, now_ms())
+        producers.load(min(log_start_offset, base), base, self._read_batches, now_ms())
         return producers

@@ -47,7 +47,7 @@ class Cleaner:
         for log in list(self.manager.logs()):
             if self._stop.is_set() and self.runs:
                 break
-            view = log.cleaner_view()
+            view = log.cleaner_view
             if view.read_only or view.closed:
                 continue
             try:

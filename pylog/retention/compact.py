@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pylog import failpoints
 from pylog.errors import StorageError
 from pylog.layout import INT32_MAX
-from pylog.record.encode import build_batch, now_ms as _now_ms
+from pylog.record.encode import _header_bytes, build_batch, now_ms as _now_ms
+from pylog.record.varint import varint_bytes as vb
 from pylog.retention.offset_map import DEFAULT_BUDGET_BYTES, OffsetMap
 from pylog.retention.txn_markers import TxnMarkers
 from pylog.retention.view import CleanerView
@@ -56,7 +57,7 @@ def compact(log, now_ms: int | None = None, *, budget_bytes: int = DEFAULT_BUDGE
     if not log.config.compact:
         return total
     now = _now_ms() if now_ms is None else now_ms
-    log = log.cleaner_view()
+    log = log.cleaner_view
     with log.lock:
         for _ in range(max_passes):
             result = _one_pass(log, now, budget_bytes, force or total.passes > 0)
@@ -329,8 +330,6 @@ def _rebuild(batch, kept, delete_horizon):
 
 
 def _encode_with_offsets(records, base_offset: int, base_ts: int) -> bytes:
-    from pylog.record.varint import varint_bytes as vb
-    from pylog.record.encode import _header_bytes
     parts = []
     for r in records:
         key = b"\x01" if r.key is None else vb(len(r.key)) + r.key

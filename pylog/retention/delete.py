@@ -17,7 +17,7 @@ from pylog.retention.view import CleanerView
 def enforce_retention(log, now_ms: int | None = None) -> list[int]:
     """Apply the delete policy to ``log``; returns the base offsets of the segments removed.
     Idempotent: a second call with the same clock removes nothing more."""
-    return _enforce(log.cleaner_view(), _now_ms() if now_ms is None else now_ms)
+    return _enforce(log.cleaner_view, _now_ms() if now_ms is None else now_ms)
 
 
 def _enforce(log: CleanerView, now: int) -> list[int]:

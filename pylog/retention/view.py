@@ -1,6 +1,6 @@
 """``CleanerView``: all that retention and compaction may use of a log (in Kafka the log
 cleaner and the retention task reach ``UnifiedLog`` through a handful of its methods; here
-that handful is one declared protocol). ``Log.cleaner_view()`` implements it; ``retention/``
+that handful is one declared protocol). ``Log.cleaner_view`` implements it; ``retention/``
 touches nothing else of a log, so a change inside ``pylog/log/`` cannot break it unseen.
 
 The segment-swapping methods (``new_cleaned_segment``, ``replace_segments``,
