@@ -192,9 +192,9 @@ class LocalLog:
                 fetch = None if offset >= bound else self._plan_read(
                     offset, candidates, max_bytes=max_bytes, bound=bound, isolation=isolation,
                     min_one_message=min_one_message, log_start_offset=start)
-                if fetch is None:
-                    return FetchData(offset, isolation=isolation, aborted_transactions=[] if isolation == "committed"
-                                     else None)
+                if fetch is None:  # nothing below the bound: an empty fetch
+                    fetch = FetchData(offset, isolation=isolation,
+                                      aborted_transactions=[] if isolation == "committed" else None)
                 return fetch
             except OSError as e:
                 if not self.read_only or e.errno not in (errno.ENOENT, errno.ESTALE) or attempt == RELIST_ATTEMPTS:
@@ -202,6 +202,8 @@ class LocalLog:
 
     def _plan_read(self, offset: int, candidates: list[Segment], *, max_bytes: int, bound: int, isolation: str,
                    min_one_message: bool, log_start_offset: int) -> FetchData | None:
+        """The byte range of the first of ``candidates`` holding batches from ``offset`` below
+        ``bound``; None if there is none."""
         for seg in candidates:
             header = seg.translate_offset(offset)
             if header is None:

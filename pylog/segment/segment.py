@@ -267,7 +267,7 @@ class Segment:
         for h in self.log.headers(0):
             if h.max_timestamp > max_ts:
                 max_ts, max_off = h.max_timestamp, h.last_offset
-            if h.position - last_indexed > self.index_interval_bytes:
+            if self._index_due(h.position - last_indexed):
                 if not offsets or h.last_offset > offsets[-1]:
                     offsets.append(h.last_offset)
                     positions.append(h.position)
@@ -341,7 +341,7 @@ class Segment:
         if largest_timestamp > max_ts_and_offset[0]:
             max_ts_and_offset = (largest_timestamp, offset_of_max_timestamp)
         position = self.log.append(data)  # cuts itself back when its write fails
-        if self._bytes_since_last_index_entry > self.index_interval_bytes:
+        if self._index_due(self._bytes_since_last_index_entry):
             try:
                 self.offset_index.append(largest_offset, position)
                 self.time_index.maybe_append(*max_ts_and_offset)
@@ -356,6 +356,11 @@ class Segment:
         self._bytes_since_last_index_entry += len(data)
         self._next_offset = largest_offset + 1
         return position
+
+    def _index_due(self, bytes_since_last_entry: int) -> bool:
+        """Kafka's index-interval rule, for appends, rebuilds and recovery alike: a batch gets
+        index entries when more than ``index_interval_bytes`` lie between the last entry and it."""
+        return bytes_since_last_entry > self.index_interval_bytes
 
     def should_roll(self, *, append_bytes: int, max_timestamp_in_append: int, last_offset: int,
                     segment_bytes: int, max_segment_ms: int, now_ms: int) -> bool:
@@ -464,7 +469,7 @@ class Segment:
             max_ts = batch.max_timestamp
             if max_ts > self._max_ts_and_offset[0]:
                 self._max_ts_and_offset = (max_ts, batch.last_offset)
-            if valid_bytes - last_index_position > self.index_interval_bytes:
+            if self._index_due(valid_bytes - last_index_position):
                 self.offset_index.append(batch.last_offset, batch.position)
                 self.time_index.maybe_append(*self._max_ts_and_offset)
                 last_index_position = valid_bytes
