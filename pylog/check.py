@@ -11,11 +11,7 @@ log's offsets ordered: log start <= high watermark <= log end, recovery point <=
 from __future__ import annotations
 
 from pylog.errors import CorruptIndexError, PylogError, RecordFormatError
-from pylog.layout import LOG_OVERHEAD, LOG_OVERHEAD_BYTES, MAGIC_V2
-from pylog.record.batch import decode_batches
-
-#: Bytes of a segment decoded at once when checking CRCs.
-CHECK_CHUNK_BYTES = 8 * 1024 * 1024
+from pylog.layout import MAGIC_V2
 
 
 def check_log(log, *, deep: bool = True) -> list[str]:
@@ -62,29 +58,14 @@ def _check_segment(seg, prev_next, deep: bool, problems: list[str]):
 
 
 def _check_crcs(seg, end: int, problems: list[str]) -> None:
-    position = 0
-    while position < end:
-        chunk = seg.read_slice(position, min(CHECK_CHUNK_BYTES, end - position))
-        consumed = 0
-        try:
-            for b in decode_batches(chunk, position_base=position, allow_incomplete=True, path=seg.log_path):
-                consumed = b.position - position + b.size
-                try:
-                    b.records(path=seg.log_path)
-                except PylogError as e:
-                    problems.append(f"{seg.log_path}: {e}")
-        except RecordFormatError as e:
-            problems.append(f"{seg.log_path}: {e}")
-            return
-        if consumed == 0:  # a single batch larger than the chunk
-            consumed = LOG_OVERHEAD.unpack(seg.read_slice(position, LOG_OVERHEAD_BYTES))[1] + LOG_OVERHEAD_BYTES
-            for b in decode_batches(seg.read_slice(position, consumed), position_base=position,
-                                    allow_incomplete=True, path=seg.log_path):
-                try:
-                    b.records(path=seg.log_path)
-                except PylogError as e:
-                    problems.append(f"{seg.log_path}: {e}")
-        position += consumed
+    try:
+        for b in seg.batches(0, end):
+            try:
+                b.records(path=seg.log_path)
+            except PylogError as e:
+                problems.append(f"{seg.log_path}: {e}")
+    except RecordFormatError as e:
+        problems.append(f"{seg.log_path}: {e}")
 
 
 def _check_offset_index(seg, headers, problems: list[str]) -> None:

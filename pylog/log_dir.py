@@ -31,7 +31,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import hashlib
-import json
 import os
 import struct
 import threading

@@ -117,8 +117,8 @@ class ProducerStateManager:
         self.io = io
         self.producers: dict[int, ProducerEntry] = {}
         self._unreplicated: list[tuple[int, int]] = []  # (first offset, marker offset) of completed txns
-        self.map_end_offset = 0
         self._snapshots: list[int] | None = None  # offsets of the .snapshot files, ascending
+        self._unstable: tuple | None = None  # (high watermark asked, answer) until the state changes
 
     # -- snapshots -------------------------------------------------------------------------
     # Which snapshots are kept follows Kafka: at load, those of no segment go except the newest
@@ -170,8 +170,7 @@ class ProducerStateManager:
         self._delete_snapshots(off for off in strays if off not in keep)
 
     # -- loading -----------------------------------------------------------------------------
-    def load(self, log_start_offset: int, log_end_offset: int, segment_base_offsets: list[int],
-             read_batches: Callable[[int, int], Iterable], now_ms: int, *, replay_from: int | None = None,
+    def load(self, log_start_offset: int, log_end_offset: int, read_batches: Callable[[int, int], Iterable], now_ms: int, *, replay_from: int | None = None,
              on_aborted: Callable[[AbortedTxn], None] | None = None, names: list[str] | None = None) -> None:
         """Newest valid snapshot <= ``log_end_offset`` (and <= ``replay_from`` if given),
         then replay the batches after it. Corrupt snapshots and, as Kafka, those past the log
@@ -179,6 +178,7 @@ class ProducerStateManager:
         Cost: O(bytes after the snapshot)."""
         self.producers = {}
         self._unreplicated = []
+        self._unstable = None
         limit = log_end_offset if replay_from is None else min(replay_from, log_end_offset)
         start = log_start_offset
         self._delete_snapshots(off for off in self.snapshot_offsets(names)
@@ -194,20 +194,14 @@ class ProducerStateManager:
             self.producers = {e.producer_id: e for e in entries}
             start = off
             break
-        self.map_end_offset = start
-        for batch in read_batches(start, log_end_offset):
-            if batch.last_offset < start:
-                continue
-            aborted = self.apply(batch)
-            if aborted is not None and on_aborted is not None:
-                on_aborted(aborted)
-        self.map_end_offset = log_end_offset
+        self.replay((b for b in read_batches(start, log_end_offset) if b.last_offset >= start), on_aborted)
         self.remove_expired(now_ms)
 
-    def truncate_and_reload(self, log_start_offset, log_end_offset, segment_base_offsets, read_batches, now_ms):
+    def truncate_and_reload(self, log_start_offset: int, log_end_offset: int,
+                            read_batches: Callable[[int, int], Iterable], now_ms: int) -> None:
         """After a truncation: drop snapshots past the new end and rebuild."""
         self.delete_snapshots_above(log_end_offset)
-        self.load(log_start_offset, log_end_offset, segment_base_offsets, read_batches, now_ms)
+        self.load(log_start_offset, log_end_offset, read_batches, now_ms)
 
     # -- appends -------------------------------------------------------------------------------
     def validate(self, batches, *, from_client: bool):
@@ -232,6 +226,15 @@ class ProducerStateManager:
         if batch.magic != 2 or batch.producer_id < 0:
             return None
         return self.on_append(batch_info(batch))
+
+    def replay(self, batches: Iterable, on_aborted: Callable[[AbortedTxn], None] | None = None) -> None:
+        """:meth:`apply` each of ``batches`` in order (opening, a read-only log catching up,
+        a ``.txnindex`` check); ``on_aborted`` sees each transaction an ABORT marker ends,
+        before the next batch is applied. O(batches)."""
+        for batch in batches:
+            aborted = self.apply(batch)
+            if aborted is not None and on_aborted is not None:
+                on_aborted(aborted)
 
     def check_append(self, info: BatchInfo, *, from_client: bool) -> tuple[int, int] | None:
         """Validate a batch before it is written; changes nothing.
@@ -277,6 +280,7 @@ class ProducerStateManager:
         """Update after the batch was written (offsets final). A COMMIT/ABORT marker ends
         the producer's transaction; an ABORT returns the AbortedTxn to index (its
         ``last_stable_offset`` is filled in by the log)."""
+        self._unstable = None
         entry = self.producers.get(info.producer_id)
         if entry is None:
             entry = self.producers[info.producer_id] = ProducerEntry(info.producer_id)
@@ -284,7 +288,6 @@ class ProducerStateManager:
             entry.epoch = info.producer_epoch
             entry.batches.clear()
         entry.last_timestamp = max(entry.last_timestamp, info.max_timestamp)
-        self.map_end_offset = max(self.map_end_offset, info.last_offset + 1)
         if info.is_control:
             if info.coordinator_epoch is not None:
                 entry.coordinator_epoch = info.coordinator_epoch
@@ -308,17 +311,24 @@ class ProducerStateManager:
         return {pid: e.current_txn_first_offset for pid, e in self.producers.items()
                 if e.current_txn_first_offset is not None}
 
-    def first_unstable_offset(self, high_watermark: int | None = None) -> int | None:
+    def first_unstable_offset(self, high_watermark: int | None = None,
+                              log_start_offset: int | None = None) -> int | None:
         """Smallest first offset of an open transaction, or of a completed one whose marker
-        is not yet below ``high_watermark``; None when everything is stable."""
-        if high_watermark is not None:
-            self._unreplicated = [t for t in self._unreplicated if t[1] >= high_watermark]
-        else:
-            self._unreplicated = []
-        firsts = [e.current_txn_first_offset for e in self.producers.values()
-                  if e.current_txn_first_offset is not None]
-        firsts += [t[0] for t in self._unreplicated]
-        return min(firsts) if firsts else None
+        is not yet below ``high_watermark`` (None: the high watermark follows the log end, so
+        every completed one is replicated), at least ``log_start_offset`` when given; None
+        when everything is stable. The one source of the last stable offset. O(producers)
+        after a change of state, O(1) when asked again with the same high watermark."""
+        if self._unstable is None or self._unstable[0] != high_watermark:
+            if high_watermark is not None:
+                self._unreplicated = [t for t in self._unreplicated if t[1] >= high_watermark]
+            else:
+                self._unreplicated = []
+            firsts = [e.current_txn_first_offset for e in self.producers.values()
+                      if e.current_txn_first_offset is not None]
+            firsts += [t[0] for t in self._unreplicated]
+            self._unstable = (high_watermark, min(firsts) if firsts else None)
+        first = self._unstable[1]
+        return first if first is None or log_start_offset is None else max(first, log_start_offset)
 
     def remove_expired(self, now_ms: int | None = None) -> list[int]:
         """Forget producers idle for ``producer_id_expiration_ms`` with no open transaction."""
@@ -328,6 +338,7 @@ class ProducerStateManager:
                 if e.current_txn_first_offset is None and now_ms - e.last_timestamp >= self.producer_id_expiration_ms]
         for pid in gone:
             del self.producers[pid]
+        self._unstable = None
         return gone
 
     def entries(self) -> dict[int, ProducerEntry]:

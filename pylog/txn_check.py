@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from pylog.index.txn_index import AbortedTxn
-from pylog.producer_state import ProducerStateManager, batch_info
+from pylog.producer_state import ProducerStateManager
 from pylog.record.encode import now_ms
 
 #: Producers are never expired while checking: an open transaction must stay known.
@@ -29,14 +29,13 @@ def replay_aborted(producers: ProducerStateManager, batches: Iterable,
     (or the marker's offset + 1): what the index holds once the high watermark passed the
     marker, the highest value a correct index may hold."""
     out: dict[int, list[AbortedTxn]] = {}
-    for batch in batches:
-        if batch.magic != 2 or batch.producer_id < 0:
-            continue
-        txn = producers.on_append(batch_info(batch))
-        if txn is not None:
-            stable = min(producers.ongoing_transactions().values(), default=txn.last_offset + 1)
-            entry = txn._replace(last_stable_offset=min(stable, txn.last_offset + 1))
-            out.setdefault(segment_of(txn.last_offset), []).append(entry)
+
+    def index(txn: AbortedTxn) -> None:
+        stable = min(producers.ongoing_transactions().values(), default=txn.last_offset + 1)
+        entry = txn._replace(last_stable_offset=min(stable, txn.last_offset + 1))
+        out.setdefault(segment_of(txn.last_offset), []).append(entry)
+
+    producers.replay(batches, index)
     return out
 
 
@@ -67,5 +66,5 @@ class TxnIndexChecker:
             if end == base and is_current(previous) and previous.next_offset == end:
                 return producers
         producers = ProducerStateManager(self._log_dir, producer_id_expiration_ms=_NEVER_MS, read_only=True)
-        producers.load(min(log_start_offset, base), base, [], self._read_batches, now_ms())
+        producers.load(min(log_start_offset, base), base, self._read_batches, now_ms())
         return producers

@@ -272,3 +272,22 @@ def test_apply_ignores_batches_without_a_producer_and_returns_the_aborted_transa
     aborted = producers.apply(_marker(3, abort=True))
     assert (aborted.producer_id, aborted.first_offset, aborted.last_offset) == (PID, 1, 3)
     assert producers.first_unstable_offset() is None
+
+
+def test_replay_applies_batches_in_order_and_reports_aborts_and_the_first_unstable_offset(tmp_path):
+    """``replay`` feeds the batches to the state; ``first_unstable_offset`` is the one source
+    of the last stable offset, at least the log start when one is given."""
+    from pylog.producer_state import ProducerStateManager
+    from pylog.record.batch import decode_batches
+    from pylog.record.encode import encode_batch, encode_control_batch
+    raw = (encode_batch([b"a"], base_offset=0, producer_id=7, producer_epoch=0, base_sequence=0,
+                        is_transactional=True)
+           + encode_batch([b"b"], base_offset=1, producer_id=8, producer_epoch=0, base_sequence=0,
+                          is_transactional=True)
+           + encode_control_batch(0, producer_id=7, producer_epoch=0, base_offset=2))
+    state = ProducerStateManager(tmp_path, producer_id_expiration_ms=60_000, read_only=True)
+    aborted = []
+    state.replay(decode_batches(raw), aborted.append)
+    assert [(t.producer_id, t.first_offset, t.last_offset) for t in aborted] == [(7, 0, 2)]
+    assert state.first_unstable_offset() == 1  # producer 8's transaction is still open
+    assert state.first_unstable_offset(None, 5) == 5

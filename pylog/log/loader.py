@@ -19,11 +19,12 @@ damaged tails unread (readers never see past the last whole batch).
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field
 
 from pylog import failpoints
 from pylog.config import LogConfig
-from pylog.errors import CorruptIndexError
+from pylog.errors import CorruptIndexError, PylogError, StorageError
 from pylog.io import FileIO
 from pylog.listing import Listing
 from pylog.layout import (
@@ -35,6 +36,7 @@ from pylog.log.segments import LogSegments, SegmentFactory, batches_from, delete
 from pylog.partition_dir import PartitionDir
 from pylog.producer_state import ProducerStateManager
 from pylog.record.encode import now_ms
+from pylog.segment.open_files import OpenFiles
 from pylog.segment.segment import Segment
 from pylog.stat_watch import StatWatch
 
@@ -193,9 +195,34 @@ class LoadedLog:
     offsets: LogOffsets
     producers: ProducerStateManager | None
     report: LoadReport
+    factory: SegmentFactory
+    pdir: PartitionDir
     empty_start: int = 0
     dir_watch: StatWatch | None = None
     checkpoint_watch: StatWatch | None = None
+    lock: object = None  # the threading.RLock that guards all of the above from now on (``open_partition``)
+
+
+def open_partition(path, config: LogConfig, *, read_only: bool, io: FileIO, auto_high_watermark: bool,
+                   clean_shutdown: bool | None, open_files: OpenFiles) -> LoadedLog:
+    """Open (or, unless ``read_only``, create) the partition directory ``path``, lock it
+    for a writer, and load it under a new lock whose segments share ``open_files``. On
+    failure the directory is released again, and an ``OSError`` becomes
+    :class:`StorageError` naming the directory."""
+    pdir = PartitionDir.open(path, io=io, create=not read_only)
+    lock = threading.RLock()
+    try:
+        if not read_only:
+            pdir.lock()
+        loaded = LogLoader(pdir, config, read_only=read_only, io=io, files=open_files.for_owner(lock),
+                           auto_high_watermark=auto_high_watermark, clean_shutdown=clean_shutdown).load()
+    except BaseException as e:
+        pdir.unlock()
+        if isinstance(e, OSError) and not isinstance(e, PylogError):
+            raise StorageError(e.errno, f"cannot open {pdir.path}: {e.strerror}") from e
+        raise
+    loaded.lock = lock
+    return loaded
 
 
 class LogLoader:
@@ -227,7 +254,7 @@ class LogLoader:
             raise
 
     def _loaded(self, **fields) -> LoadedLog:
-        return LoadedLog(self.segments, self.offsets, self.producers, self.report, **fields)
+        return LoadedLog(self.segments, self.offsets, self.producers, self.report, self.factory, self._dir, **fields)
 
     def _load_writable(self) -> LoadedLog:
         report = self.report
@@ -309,7 +336,7 @@ class LogLoader:
 
         bases = segments.bases()
         self.producers.remove_stray_snapshots(bases, None if rebuilt else names_at_open)
-        self.producers.load(self.offsets.log_start_offset, segments.active.next_offset, bases,
+        self.producers.load(self.offsets.log_start_offset, segments.active.next_offset,
                             lambda start, end: batches_from(segments.from_floor(start), start, end), now_ms(),
                             replay_from=min(rebuilt) if rebuilt else None, on_aborted=index_aborted)
         for base, entries in rebuilt.items():

@@ -13,7 +13,6 @@ from sortedcontainers import SortedDict
 from pylog.config import LogConfig
 from pylog.io import FileIO
 from pylog.layout import CLEANED_SUFFIX, DELETED_SUFFIX
-from pylog.record.batch import decode_batches
 from pylog.segment.segment import Segment, roll_jitter_ms
 
 
@@ -155,16 +154,15 @@ class SegmentFactory:
 
 def batches_from(segments: list, start: int, end: int):
     """Batches whose offsets overlap ``[start, end)`` in ``segments`` (the floor segment of
-    ``start`` and later ones), for producer-state replay. Reads each segment's bytes from
-    the batch holding ``start`` to its end."""
+    ``start`` and later ones), for producer-state replay. Walks each segment in chunks from
+    the batch holding ``start``."""
     for seg in segments:
         if seg.base_offset >= end:
             return
         h = seg.translate_offset(start)
         if h is None:
             continue
-        data = seg.read_slice(h.position, seg.size_bytes - h.position)
-        for b in decode_batches(data, position_base=h.position, allow_incomplete=True, path=seg.log_path):
+        for b in seg.batches(h.position):
             if b.base_offset >= end:
                 return
             yield b

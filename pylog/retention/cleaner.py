@@ -47,7 +47,8 @@ class Cleaner:
         for log in list(self.manager.logs()):
             if self._stop.is_set() and self.runs:
                 break
-            if log.read_only or log._closed:
+            view = log.cleaner_view
+            if view.read_only or view.closed:
                 continue
             try:
                 log.expire_producers(now_ms)

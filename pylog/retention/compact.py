@@ -22,12 +22,13 @@ import contextlib
 from dataclasses import dataclass, field
 
 from pylog import failpoints
-from pylog.errors import CorruptCheckpointError, StorageError
-from pylog.layout import CLEANER_OFFSET_CHECKPOINT, INT32_MAX
-from pylog.record.batch import decode_batches
-from pylog.record.encode import build_batch, now_ms as _now_ms
+from pylog.errors import StorageError
+from pylog.layout import INT32_MAX
+from pylog.record.encode import _header_bytes, build_batch, now_ms as _now_ms
+from pylog.record.varint import varint_bytes as vb
 from pylog.retention.offset_map import DEFAULT_BUDGET_BYTES, OffsetMap
 from pylog.retention.txn_markers import TxnMarkers
+from pylog.retention.view import CleanerView
 
 
 @dataclass
@@ -56,7 +57,8 @@ def compact(log, now_ms: int | None = None, *, budget_bytes: int = DEFAULT_BUDGE
     if not log.config.compact:
         return total
     now = _now_ms() if now_ms is None else now_ms
-    with log._lock:
+    log = log.cleaner_view
+    with log.lock:
         for _ in range(max_passes):
             result = _one_pass(log, now, budget_bytes, force or total.passes > 0)
             if result.skipped:
@@ -72,7 +74,7 @@ def compact(log, now_ms: int | None = None, *, budget_bytes: int = DEFAULT_BUDGE
     return total
 
 
-def _first_uncleanable_offset(log, now: int) -> int:
+def _first_uncleanable_offset(log: CleanerView, now: int) -> int:
     bound = min(log.active_segment.base_offset, log.last_stable_offset, log.high_watermark)
     lag = log.config.min_compaction_lag_ms
     if lag > 0:
@@ -82,16 +84,6 @@ def _first_uncleanable_offset(log, now: int) -> int:
             if now - seg.largest_timestamp() < lag:
                 return seg.base_offset
     return bound
-
-
-def _first_dirty_offset(log) -> int:
-    from pylog.checkpoint import OffsetCheckpoint
-    import os
-    try:
-        cp = OffsetCheckpoint(os.path.join(log._dir.log_dir, CLEANER_OFFSET_CHECKPOINT)).read()
-    except (CorruptCheckpointError, OSError):
-        cp = {}
-    return max(cp.get(log._dir.key, log.log_start_offset), log.log_start_offset)
 
 
 @dataclass
@@ -108,20 +100,20 @@ class _Pass:
     result: CleanResult
 
 
-def _one_pass(log, now: int, budget_bytes: int, force: bool) -> CleanResult:
+def _one_pass(log: CleanerView, now: int, budget_bytes: int, force: bool) -> CleanResult:
     result = CleanResult()
     end = _first_uncleanable_offset(log, now)
-    first_dirty = min(_first_dirty_offset(log), end)
+    first_dirty = min(log.first_dirty_offset, end)
     result.first_dirty_offset = first_dirty
     segments = [s for s in log.segments if s.base_offset < end and s is not log.active_segment]
     planned = _map_for_pass(log, segments, first_dirty, end, now, budget_bytes, force) if segments else None
     if planned is None:
         return result
     offset_map, map_end = planned
-    log._min_delete_horizon = None
+    log.delete_horizon_ms = None
     to_clean = [s for s in segments if s.base_offset < map_end]
     p = _Pass(offset_map, map_end, end, now, now + log.config.delete_retention_ms,
-              TxnMarkers(_aborted_txns(log, to_clean[0].base_offset)), _last_records_of_producers(log), result)
+              TxnMarkers(_aborted_txns(log, to_clean[0].base_offset)), log.producer_last_offsets(), result)
     for group in _groups(to_clean, log.config.segment_bytes):
         cleaned = _cleaned_group(log, group, p)
         result.bytes_written += cleaned.size_bytes
@@ -130,12 +122,12 @@ def _one_pass(log, now: int, budget_bytes: int, force: bool) -> CleanResult:
         failpoints.hit("compact.swapped")
         result.cleaned_segments += [s.base_offset for s in group]
     result.end_offset = map_end
-    log._min_delete_horizon = result.min_delete_horizon
-    log._dir.write_offsets({CLEANER_OFFSET_CHECKPOINT: map_end})
+    log.delete_horizon_ms = result.min_delete_horizon
+    log.first_dirty_offset = map_end
     return result
 
 
-def _cleaned_group(log, group, p: _Pass):
+def _cleaned_group(log: CleanerView, group, p: _Pass):
     """The ``.cleaned`` segment holding what ``group`` keeps, flushed. A write that fails
     (a full disk) removes it again before the error goes on: the log is as before."""
     cleaned = log.new_cleaned_segment(group[0].base_offset)
@@ -152,14 +144,14 @@ def _cleaned_group(log, group, p: _Pass):
     return cleaned
 
 
-def _map_for_pass(log, segments, first_dirty: int, end: int, now: int, budget_bytes: int, force: bool):
+def _map_for_pass(log: CleanerView, segments, first_dirty: int, end: int, now: int, budget_bytes: int, force: bool):
     """(offset map, map end) for a pass over ``segments`` (those below ``end``), or None
     when the pass is not due: too little of the cleanable bytes is dirty, or the map
     could not take a single batch."""
     cleanable_bytes = sum(s.size_bytes for s in segments)
     dirty_bytes = sum(s.size_bytes for s in segments if s.next_offset > first_dirty) if first_dirty < end else 0
     if dirty_bytes == 0:
-        horizon_due = getattr(log, "_min_delete_horizon", None) is not None and now >= log._min_delete_horizon
+        horizon_due = log.delete_horizon_ms is not None and now >= log.delete_horizon_ms
         if not (force or horizon_due):
             return None
         return OffsetMap(1), end  # nothing new: re-clean to drop expired tombstones and markers
@@ -169,21 +161,14 @@ def _map_for_pass(log, segments, first_dirty: int, end: int, now: int, budget_by
     return (offset_map, map_end) if map_end > first_dirty else None
 
 
-def _aborted_txns(log, from_offset: int) -> list:
+def _aborted_txns(log: CleanerView, from_offset: int) -> list:
     """The aborted transactions whose ABORT marker is at or above ``from_offset`` (every
     segment's ``.txnindex`` is checked against its markers first, so later reads of
     ``seg.txn_index`` in this pass are trusted)."""
-    return [t for seg in log.segments for t in log._trusted_txn_index(seg).entries() if t.last_offset >= from_offset]
+    return [t for seg in log.segments for t in log.trusted_txn_index(seg).entries() if t.last_offset >= from_offset]
 
 
-def _last_records_of_producers(log) -> dict:
-    """Producer id -> (last offset of its last data batch, or None; its epoch): the batch a
-    pass keeps, emptied if need be, so that the producer's sequence and epoch survive."""
-    producers = log._producers.entries() if log._producers else {}
-    return {pid: (e.last_offset if e.last_offset >= 0 else None, e.epoch) for pid, e in producers.items()}
-
-
-def _build_offset_map(log, segments, first_dirty: int, end: int, budget_bytes: int):
+def _build_offset_map(log: CleanerView, segments, first_dirty: int, end: int, budget_bytes: int):
     """Latest offset per key in [first_dirty, end), counting committed and non-transactional
     records only: a record of an aborted transaction never supersedes anything, as in
     Kafka's cleaner. Returns (map, map end): ``end``, or the next offset of the last batch
@@ -195,7 +180,7 @@ def _build_offset_map(log, segments, first_dirty: int, end: int, budget_bytes: i
     markers = TxnMarkers(_aborted_txns(log, dirty[0].base_offset))
     map_end = first_dirty
     for seg in dirty:
-        for batch in _batches(seg):
+        for batch in seg.batches():
             if batch.base_offset >= end:
                 return offset_map, end
             keys = _mapped_records(batch, markers, first_dirty)
@@ -220,11 +205,6 @@ def _mapped_records(batch, markers: TxnMarkers, first_dirty: int) -> list:
     return [r for r in batch.records() if r.key is not None and r.offset >= first_dirty]
 
 
-def _batches(seg):
-    data = seg.read_slice(0, seg.size_bytes)
-    return decode_batches(data, allow_incomplete=True, path=seg.log_path)
-
-
 def _groups(segments, segment_bytes: int):
     """Consecutive segments whose sizes add up to at most ``segment_bytes`` (at least one each)."""
     group, size = [], 0
@@ -243,7 +223,7 @@ def _clean_segment_into(seg, cleaned, p: _Pass) -> None:
     offset on (a segment straddling it is cleaned up to it) are copied as they are, with
     the ``.txnindex`` entries of their ABORT markers."""
     uncleanable_txns = {t.last_offset: t for t in seg.txn_index.entries() if t.last_offset >= p.upper_bound}
-    for batch in _batches(seg):
+    for batch in seg.batches():
         if batch.base_offset >= p.upper_bound:
             data = bytes(batch.raw())
             if batch.last_offset in uncleanable_txns:
@@ -350,8 +330,6 @@ def _rebuild(batch, kept, delete_horizon):
 
 
 def _encode_with_offsets(records, base_offset: int, base_ts: int) -> bytes:
-    from pylog.record.varint import varint_bytes as vb
-    from pylog.record.encode import _header_bytes
     parts = []
     for r in records:
         key = b"\x01" if r.key is None else vb(len(r.key)) + r.key

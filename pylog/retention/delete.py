@@ -11,14 +11,18 @@ active segment itself is expired and not empty, the log rolls first so it can go
 from __future__ import annotations
 
 from pylog.record.encode import now_ms as _now_ms
+from pylog.retention.view import CleanerView
 
 
 def enforce_retention(log, now_ms: int | None = None) -> list[int]:
     """Apply the delete policy to ``log``; returns the base offsets of the segments removed.
     Idempotent: a second call with the same clock removes nothing more."""
-    now = _now_ms() if now_ms is None else now_ms
+    return _enforce(log.cleaner_view, _now_ms() if now_ms is None else now_ms)
+
+
+def _enforce(log: CleanerView, now: int) -> list[int]:
     removed = []
-    with log._lock:
+    with log.lock:
         removed += _delete_while(log, lambda seg, nxt: nxt is not None and nxt.base_offset <= log.log_start_offset)
         if log.config.delete:
             if log.config.retention_ms >= 0:

@@ -12,12 +12,13 @@ import errno
 import os
 from typing import Iterator, NamedTuple
 
-from pylog.errors import CorruptRecordError, InvalidArgumentError, StorageError
+from pylog.errors import CorruptRecordError, IncompleteBatchError, InvalidArgumentError, StorageError
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
     BATCH_HEADER_BYTES, INT32, INT32_MAX, INT64, LAST_OFFSET_DELTA_AT, LEGACY_RECORD_OVERHEAD_V0, LOG_OVERHEAD,
     LOG_OVERHEAD_BYTES, MAGIC_POSITION, MAGIC_V0, MAGIC_V1, MAGIC_V2, MAX_TIMESTAMP_AT,
 )
+from pylog.record.batch import decode_batches
 
 _unpack_overhead = LOG_OVERHEAD.unpack_from
 _unpack_i32 = INT32.unpack_from
@@ -25,6 +26,10 @@ _unpack_i64 = INT64.unpack_from
 
 #: Bytes read at a time when walking batch headers.
 SCAN_CHUNK_BYTES = 64 * 1024
+#: Bytes read at a time when walking whole batches (recovery, checks, compaction, replay).
+WALK_CHUNK_BYTES = 4 * 1024 * 1024
+#: A batch larger than this is taken for a damaged size field: a walk of whole batches ends there.
+MAX_WALKED_BATCH_BYTES = 256 * 1024 * 1024
 #: Largest file Kafka allows for one segment.
 MAX_FILE_BYTES = INT32_MAX
 
@@ -277,3 +282,37 @@ class LogFile:
             pos += len(chunk)
         self._size = position
         return True
+
+    def batches(self, start: int = 0, end: int | None = None, *, chunk_bytes: int | None = None):
+        """Walk the whole batches in ``[start, end)`` (``RecordBatch``, or ``LegacyBatch`` for
+        magic 0/1), reading ``chunk_bytes`` (default ``WALK_CHUNK_BYTES``) at a time; a batch
+        larger than a chunk is read alone. The one walker of a file's batches: recovery, the
+        checker, compaction and producer-state replay all use it, so memory stays bounded by
+        one chunk (or one batch) whatever the file's size. A torn final batch ends the walk;
+        a size or magic that cannot be right raises :class:`CorruptRecordError` naming the
+        position. Cost: O(bytes walked), each read once."""
+        chunk_bytes = chunk_bytes or WALK_CHUNK_BYTES
+        end = self.size_bytes if end is None else min(end, self.size_bytes)
+        position = start
+        while position < end:
+            chunk = self.read(position, min(chunk_bytes, end - position))
+            consumed = 0
+            try:
+                for batch in decode_batches(chunk, position_base=position, path=self.path):
+                    consumed = batch.position - position + batch.size
+                    yield batch
+            except IncompleteBatchError as e:
+                consumed = e.valid_bytes
+            if consumed == 0:  # a batch larger than the chunk, or a torn tail
+                consumed = self._entry_bytes_at(position)
+                if consumed is None or position + consumed > end or consumed > MAX_WALKED_BATCH_BYTES:
+                    return
+                yield from decode_batches(self.read(position, consumed), position_base=position, path=self.path)
+            position += consumed
+
+    def _entry_bytes_at(self, position: int) -> int | None:
+        """Size of the batch at ``position`` from its prefix; None when the file ends in it."""
+        head = self.read(position, LOG_OVERHEAD_BYTES)
+        if len(head) < LOG_OVERHEAD_BYTES:
+            return None
+        return _unpack_overhead(head, 0)[1] + LOG_OVERHEAD_BYTES

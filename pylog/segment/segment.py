@@ -13,11 +13,11 @@ import errno
 import os
 import random
 
-from pylog.errors import CorruptIndexError, IncompleteBatchError, InvalidOffsetError, RecordFormatError, StorageError
+from pylog.errors import CorruptIndexError, InvalidOffsetError, RecordFormatError, StorageError
 from pylog.index import OffsetIndex, TimeIndex, TxnIndex
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
-    INDEX_SUFFIX, INT32_MAX, LOG_OVERHEAD, LOG_OVERHEAD_BYTES, LOG_SUFFIX, MAGIC_V2, TIME_INDEX_SUFFIX,
+    INDEX_SUFFIX, INT32_MAX, LOG_SUFFIX, MAGIC_V2, TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX, offset_file_prefix, segment_file_name,
 )
 from pylog.record.batch import decode_batches
@@ -25,8 +25,6 @@ from pylog.record.encode import now_ms
 from pylog.segment.file import BatchHeader, LogFile, check_offsets_follow
 from pylog.stat_watch import fs_clock_ns, settled
 
-#: Bytes read at a time while recovering (whole batches are validated in memory).
-RECOVERY_CHUNK_BYTES = 4 * 1024 * 1024
 #: Leading bytes of a batch that tell whether it is still the same batch: base offset,
 #: length, leader epoch, magic and the CRC (which covers the rest; magic 0/1 keep it at 12).
 BATCH_IDENTITY_BYTES = 21
@@ -280,7 +278,7 @@ class Segment:
         for h in self.log.headers(0):
             if h.max_timestamp > max_ts:
                 max_ts, max_off = h.max_timestamp, h.last_offset
-            if h.position - last_indexed > self.index_interval_bytes:
+            if self._index_due(h.position - last_indexed):
                 if not offsets or h.last_offset > offsets[-1]:
                     offsets.append(h.last_offset)
                     positions.append(h.position)
@@ -354,7 +352,7 @@ class Segment:
         if largest_timestamp > max_ts_and_offset[0]:
             max_ts_and_offset = (largest_timestamp, offset_of_max_timestamp)
         position = self.log.append(data)  # cuts itself back when its write fails
-        if self._bytes_since_last_index_entry > self.index_interval_bytes:
+        if self._index_due(self._bytes_since_last_index_entry):
             try:
                 self.offset_index.append(largest_offset, position)
                 self.time_index.maybe_append(*max_ts_and_offset)
@@ -369,6 +367,11 @@ class Segment:
         self._bytes_since_last_index_entry += len(data)
         self._next_offset = largest_offset + 1
         return position
+
+    def _index_due(self, bytes_since_last_entry: int) -> bool:
+        """Kafka's index-interval rule, for appends, rebuilds and recovery alike: a batch gets
+        index entries when more than ``index_interval_bytes`` lie between the last entry and it."""
+        return bytes_since_last_entry > self.index_interval_bytes
 
     def should_roll(self, *, append_bytes: int, max_timestamp_in_append: int, last_offset: int,
                     segment_bytes: int, max_segment_ms: int, now_ms: int) -> bool:
@@ -477,7 +480,7 @@ class Segment:
             max_ts = batch.max_timestamp
             if max_ts > self._max_ts_and_offset[0]:
                 self._max_ts_and_offset = (max_ts, batch.last_offset)
-            if valid_bytes - last_index_position > self.index_interval_bytes:
+            if self._index_due(valid_bytes - last_index_position):
                 self.offset_index.append(batch.last_offset, batch.position)
                 self.time_index.maybe_append(*self._max_ts_and_offset)
                 last_index_position = valid_bytes
@@ -495,35 +498,10 @@ class Segment:
 
     def _batches_for_recovery(self):
         """Whole batches from the file, read in chunks; stops at a torn or impossible entry."""
-        position = 0
-        size = self.log.size_bytes
-        while position < size:
-            chunk = self.log.read(position, max(RECOVERY_CHUNK_BYTES, 0))
-            consumed = 0
-            try:
-                for batch in decode_batches(chunk, position_base=position, path=self.log.path):
-                    consumed = batch.position - position + batch.size
-                    yield batch
-            except IncompleteBatchError as e:
-                consumed = e.valid_bytes
-                if consumed == 0:
-                    need = self._entry_size_at(position)
-                    if need is None or position + need > size or need > RECOVERY_CHUNK_BYTES * 64:
-                        return
-                    chunk = self.log.read(position, need)
-                    yield from decode_batches(chunk, position_base=position, path=self.log.path)
-                    consumed = need
-            except RecordFormatError:
-                return
-            if consumed == 0:
-                return
-            position += consumed
-
-    def _entry_size_at(self, position: int) -> int | None:
-        head = self.log.read(position, LOG_OVERHEAD_BYTES)
-        if len(head) < LOG_OVERHEAD_BYTES:
-            return None
-        return LOG_OVERHEAD.unpack(head)[1] + LOG_OVERHEAD_BYTES
+        try:
+            yield from self.log.batches()
+        except RecordFormatError:
+            return
 
     # -- reads ----------------------------------------------------------------------------------
     def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None:
@@ -571,6 +549,10 @@ class Segment:
     def headers(self, start: int = 0, end: int | None = None):
         """Walk batch headers (see :meth:`LogFile.headers`)."""
         return self.log.headers(start, end)
+
+    def batches(self, start: int = 0, end: int | None = None):
+        """Walk whole batches, chunked (see :meth:`LogFile.batches`)."""
+        return self.log.batches(start, end)
 
     # -- files ------------------------------------------------------------------------------------
     def paths(self) -> list[str]:

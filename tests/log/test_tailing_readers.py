@@ -29,6 +29,7 @@ import time
 import pytest
 
 from pylog import Log, LogManager, OffsetOutOfRangeError
+from pylog.log.local import LocalLog
 
 ISOLATIONS = ["uncommitted", "committed"]
 WAIT_S = 60  # deadline for any one acknowledgement
@@ -446,13 +447,13 @@ def test_committed_reads_replay_only_the_new_batches(tmp_path, monkeypatch):
             w.append([b"v%d" % i])
         r.read(0, isolation="committed")
         replayed = []
-        original = Log._batches_between
+        original = LocalLog.batches_between
 
         def counting(self, start, end):
             for b in original(self, start, end):
                 replayed.append(b.base_offset)
                 yield b
-        monkeypatch.setattr(Log, "_batches_between", counting)
+        monkeypatch.setattr(LocalLog, "batches_between", counting)
         w.append([b"new"])
         assert [x.value for x in r.read(50, isolation="committed").records()] == [b"new"]
         assert replayed == [50]

@@ -257,3 +257,29 @@ def test_a_segment_straddling_the_last_stable_offset_is_cleaned_up_to_it(tmp_pat
         assert [(r.offset, r.value) for r in log.records(isolation="committed")] == [
             (1, b"new"), (5, b"after"), (6, b"y")]
         assert log.check() == []
+
+
+def test_compaction_memory_is_bounded_by_the_walk_chunk_not_the_segment_size(tmp_path, monkeypatch):
+    """A segment much larger than the batch walker's chunk is cleaned while peak memory
+    stays a fraction of its size: compaction never holds a whole segment."""
+    import tracemalloc
+
+    import pylog.segment.file
+    chunk_bytes = 64 * 1024
+    monkeypatch.setattr(pylog.segment.file, "WALK_CHUNK_BYTES", chunk_bytes, raising=False)
+    value = b"x" * 8000
+    with Log.open(tmp_path / "t-0", **dict(CFG, segment_bytes=16 << 20)) as log:
+        for i in range(500):
+            log.append([Record(value, key=b"k%d" % (i % 10))])
+        log.roll()
+        segment_bytes = log.segments[0].size_bytes
+        tracemalloc.start()
+        try:
+            result = compact(log, force=True)
+            peak_bytes = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert result.cleaned_segments == [0] and result.records_removed == 490
+        assert [r.key for r in log.records()] == [b"k%d" % i for i in range(10)]
+    assert segment_bytes > 50 * chunk_bytes
+    assert peak_bytes < segment_bytes / 8, (peak_bytes, segment_bytes)
