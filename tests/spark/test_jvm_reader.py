@@ -45,20 +45,26 @@ def test_count_and_pruned_columns_agree_with_full_rows_inside_batches(spark, rea
     assert df.selectExpr("sum(length(value))").first()[0] == sum(len(b"v%d" % o) for o in range(37, 912))
 
 
-def _corrupt_middle_batch(root: Path) -> tuple[Path, int]:
-    """Flips a byte inside the 6th batch's records; returns the file and the batch's position."""
+def _ten_batches(root: Path) -> tuple[Path, bytearray, list[int]]:
+    """A partition ``c-0`` of 10 batches of 10 records: its segment, its bytes, the batches' positions."""
     log_dir = root / "c-0"
     with Log.open(log_dir) as log:
         for b in range(10):
             log.append([b"x%d-%d" % (b, i) for i in range(10)])
     seg = sorted(log_dir.glob("*.log"))[0]
     data = bytearray(seg.read_bytes())
-    pos = 0
-    for _ in range(5):
-        pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
-    data[pos + 70] ^= 0xFF
+    positions = [0]
+    for _ in range(9):
+        positions.append(positions[-1] + 12 + int.from_bytes(data[positions[-1] + 8:positions[-1] + 12], "big"))
+    return seg, data, positions
+
+
+def _corrupt_middle_batch(root: Path) -> tuple[Path, int]:
+    """Flips a byte inside the 6th batch's records; returns the file and the batch's position."""
+    seg, data, positions = _ten_batches(root)
+    data[positions[5] + 70] ^= 0xFF
     seg.write_bytes(bytes(data))
-    return seg, pos
+    return seg, positions[5]
 
 
 def test_a_corrupt_batch_fails_the_query_naming_file_and_position(spark, reader, tmp_path):
@@ -66,6 +72,19 @@ def test_a_corrupt_batch_fails_the_query_naming_file_and_position(spark, reader,
     with pytest.raises(Exception) as e:
         read_with(spark, reader).load(str(tmp_path)).count()
     assert seg.name in str(e.value) and str(pos) in str(e.value)
+
+
+def test_offsets_going_backwards_fail_the_query_naming_file_and_position(spark, reader, tmp_path):
+    """The 6th batch's base offset (outside its CRC) rewritten to 20, below the 5th batch's
+    offsets: not a log either reader may return rows from, whatever the columns asked."""
+    seg, data, positions = _ten_batches(tmp_path)
+    data[positions[5]:positions[5] + 8] = (20).to_bytes(8, "big")
+    seg.write_bytes(bytes(data))
+    for query in (lambda df: df.count(), lambda df: df.select("value").collect()):
+        with pytest.raises(Exception) as e:
+            query(read_with(spark, reader).load(str(tmp_path)))
+        assert seg.name in str(e.value) and f"position {positions[5]}" in str(e.value)
+        assert "offsets 20..29, expected after 49" in str(e.value)
 
 
 def test_reader_jvm_without_the_jar_is_a_clear_error():
