@@ -53,7 +53,7 @@ def spark_at_install() -> tuple[str, Path] | None:
     (a build without isolation), else in the site-packages of the environment being installed
     into (pip's isolated build runs that environment's interpreter with them hidden). The
     version is pyspark's (its ``version.py``), else read from the name of
-    ``spark-core_<scala>-<version>.jar``. Imports nothing."""
+    ``spark-core_<scala>-<version>.jar``. Does not import pyspark."""
     import importlib.util
     import site
     import sysconfig
@@ -92,9 +92,9 @@ def jar_name(spark_version: str) -> str:
 def jar_path(*, build: bool = True) -> str | None:
     """The path of pylog's Spark jar (for ``spark.jars``): the one the install put in the
     package if it matches these sources and the installed Spark, else the cached one, built
-    now if needed and ``build``; None without pyspark or a JDK (then a one-line notice on
-    stderr, once per process). Cost: a hash of the sources; without a packaged jar, the
-    first call per source/Spark version compiles (~10 s)."""
+    now if needed and ``build``; None without pyspark, or with no such jar and no JDK (then a
+    one-line notice on stderr, once per process). Cost: a hash of the sources; without a
+    packaged jar, the first call per source/Spark version compiles (~10 s)."""
     spark = _spark()
     if spark is None:
         return _notice("pyspark is not installed")
