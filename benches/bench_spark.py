@@ -1,12 +1,15 @@
-"""Spark scan: 2M unique random 100 B values in 4 partitions, read by pylog's JVM reader, its
-Python source, parquet over the same records and a no-decode Python source (``spark_floor.py``,
-the least any Python data source costs for these rows), with three queries: ``count()``,
-``sum(length(value))`` and a full-row scan (``write.format("noop")``).
+"""Spark scan: unique random 100 B values in 4 partitions (2M records; 20M with
+``PYLOG_BENCH_LARGE=1``), read by pylog's JVM reader, its Python source, parquet over the same
+records and, at 2M, a no-decode Python source (``spark_floor.py``, the least any Python data
+source costs for these rows), with three queries: ``count()``, ``sum(length(value))`` and a
+full-row scan (``write.format("noop")``).
 
-Fair by construction: the readers take turns query by query (so a burst of load on the
-shared machine hits all of them), every query builds its DataFrame anew (no cached plan or
-relation), and each ratio is taken per round, reported as min / median / max over the rounds.
-local[2] against local[1] is the JVM reader's median, in a second process."""
+Fair by construction: two Spark drivers run side by side, one ``local[2]`` (every reader) and
+one ``local[1]`` (the JVM reader), driven in lockstep so that only one query runs at a time;
+the readers and the two drivers take turns query by query (so a burst of load on the shared
+machine hits all of them), every query builds its DataFrame anew (no cached plan or relation),
+and each ratio is taken per round, reported as min / median / max over the rounds. The
+timings go to ``docs/perf/spark_scan_<n>M.json``; ``spark_plot.py`` draws them."""
 
 from __future__ import annotations
 
@@ -15,22 +18,29 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
-from benches.conftest import record_figure, record_ratio
+from benches.conftest import LARGE, record_figure, record_ratio
 from pylog import LogManager
 
-RECORDS = 2_000_000
+RECORDS = 20_000_000 if LARGE else 2_000_000
 ROUNDS = 5
 QUERIES = ("count", "sum_length", "full_scan")
+#: the floor is the Python source's yardstick, measured at 2M only (at 20M it would cost as long as the rest)
+READERS = ("jvm", "python", "parquet") + (() if LARGE else ("floor",))
+RESULTS = Path(__file__).resolve().parent.parent / "docs" / "perf" / f"spark_scan_{RECORDS // 1_000_000}M.json"
+#: A driver: builds its session, then answers each stdin line "<query> <reader>" with "took <seconds>".
 SCRIPT = r"""
-import json, os, sys, time
+import os, sys, time
 os.environ["PYSPARK_PYTHON"] = sys.executable
 from pyspark.sql import SparkSession
 import pylog.spark
-master, root, parquet, rows, rounds, readers = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6].split(",")
+master, root, parquet, rows = sys.argv[1:5]
 spark = pylog.spark.session(SparkSession.builder.master(master).config("spark.ui.enabled", "false")
+                            .config("spark.ui.showConsoleProgress", "false")
                             .config("spark.sql.shuffle.partitions", "4"))
 spark.sparkContext.setLogLevel("ERROR")
 from benches.spark_floor import FloorSource
@@ -43,31 +53,63 @@ def frame(reader):
     return spark.read.format("pylog").option("reader", reader).load(root)
 QUERIES = {"count": lambda df: df.count(),
            "sum_length": lambda df: df.selectExpr("sum(length(value))").collect(),
-           "full_scan": lambda df: df.write.format("noop").mode("overwrite").save()}
-if "parquet" in readers and not os.path.exists(parquet):
-    frame("jvm").write.parquet(parquet)
-for name in QUERIES:  # warm up: JIT, Python workers, file cache
-    for reader in readers:
-        QUERIES[name](frame(reader))
-out = {name: {reader: [] for reader in readers} for name in QUERIES}
-for _ in range(rounds):
-    for name, query in QUERIES.items():
-        for reader in readers:
-            t = time.perf_counter()
-            query(frame(reader))
-            out[name][reader].append(time.perf_counter() - t)
-print(json.dumps(out))
+           "full_scan": lambda df: df.write.format("noop").mode("overwrite").save(),
+           "parquet": lambda df: os.path.exists(parquet) or df.write.parquet(parquet)}
+for line in sys.stdin:
+    query, reader = line.split()
+    t = time.perf_counter()
+    QUERIES[query](frame(reader))
+    print("took", time.perf_counter() - t, flush=True)
 spark.stop()
 """
 
 
-def _run(master, root, parquet, readers, rounds=ROUNDS) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.getcwd() + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    out = subprocess.run([sys.executable, "-c", SCRIPT, master, str(root), str(parquet), str(RECORDS), str(rounds),
-                          ",".join(readers)], capture_output=True, text=True, env=env, timeout=3600)
-    if out.returncode:
-        raise RuntimeError(out.stderr[-3000:])
-    return json.loads(out.stdout.strip().splitlines()[-1])
+class _Driver:
+    """One Spark driver process, asked to time one query at a time."""
+
+    def __init__(self, master: str, root: Path, parquet: Path):
+        env = {**os.environ, "PYTHONPATH": os.getcwd() + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        self.stderr = tempfile.TemporaryFile("w+")
+        self.proc = subprocess.Popen([sys.executable, "-c", SCRIPT, master, str(root), str(parquet), str(RECORDS)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
+                                     text=True, env=env)
+
+    def time(self, query: str, reader: str) -> float:
+        """Seconds the query took; raises with the driver's stderr if it failed."""
+        self.proc.stdin.write(f"{query} {reader}\n")
+        self.proc.stdin.flush()
+        for line in self.proc.stdout:
+            if line.startswith("took "):
+                return float(line.split()[1])
+        self.stderr.seek(0)
+        raise RuntimeError(self.stderr.read()[-3000:])
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=300)
+        self.stderr.close()
+
+
+def _measure(root: Path, parquet: Path, rounds: int = ROUNDS) -> dict:
+    """{"local2": {query: {reader: [s, ...]}}, "local1": {query: {"jvm": [...]}}}, round by round."""
+    two, one = _Driver("local[2]", root, parquet), _Driver("local[1]", root, parquet)
+    try:
+        two.time("parquet", "jvm")
+        out = {"local2": {q: {r: [] for r in READERS} for q in QUERIES}, "local1": {q: {"jvm": []} for q in QUERIES}}
+        for n in range(rounds + 1):  # round 0 warms up: JIT, Python workers, file cache
+            for q in QUERIES:
+                for reader in READERS:
+                    t = two.time(q, reader)
+                    if n:
+                        out["local2"][q][reader].append(t)
+                    if reader == "jvm":
+                        t = one.time(q, reader)
+                        if n:
+                            out["local1"][q]["jvm"].append(t)
+        return out
+    finally:
+        two.close()
+        one.close()
 
 
 def _write(root):
@@ -98,18 +140,21 @@ def test_spark_scan_vs_parquet_floor_and_scaling(benchmark, tmp_path):
         pytest.skip("no JVM reader (no JDK): only the Python source could be measured")
     root, parquet = tmp_path / "root", tmp_path / "bench.parquet"
     _write(root)
-    two = benchmark.pedantic(lambda: _run("local[2]", root, parquet, ["jvm", "python", "parquet", "floor"]), rounds=1)
-    one = _run("local[1]", root, parquet, ["jvm"])
-    med = {q: {r: statistics.median(ts) for r, ts in two[q].items()} for q in QUERIES}
+    out = benchmark.pedantic(lambda: _measure(root, parquet), rounds=1)
+    two, one = out["local2"], out["local1"]
+    size = f"{RECORDS // 1_000_000}M"
     for q in QUERIES:
-        record_figure(f"spark {q} 2M x 100 B (median s, local[2])", **{r: round(t, 3) for r, t in med[q].items()},
+        record_figure(f"spark {q} {size} x 100 B (median s, local[2])",
+                      **{r: round(statistics.median(ts), 3) for r, ts in two[q].items()},
                       jvm_local1=round(statistics.median(one[q]["jvm"]), 3))
         vs_parquet = _spread(two[q]["jvm"], two[q]["parquet"])
-        record_ratio(f"spark {q}: JVM reader vs parquet (local[2])", vs_parquet[1], 1.0, _detail(vs_parquet))
-        vs_floor = _spread(two[q]["python"], two[q]["floor"])
-        record_ratio(f"spark {q}: Python source vs no-decode Python floor", vs_floor[1], 0.8, _detail(vs_floor))
-        scaling = statistics.median(one[q]["jvm"]) / med[q]["jvm"]
-        record_ratio(f"spark {q}: JVM reader local[2] vs local[1]", scaling, 1.6)
+        record_ratio(f"spark {q} {size}: JVM reader vs parquet (local[2])", vs_parquet[1], 1.0, _detail(vs_parquet))
+        if "floor" in two[q]:
+            vs_floor = _spread(two[q]["python"], two[q]["floor"])
+            record_ratio(f"spark {q} {size}: Python source vs no-decode Python floor", vs_floor[1], 0.8,
+                         _detail(vs_floor))
+        scaling = _spread(two[q]["jvm"], one[q]["jvm"])
+        record_ratio(f"spark {q} {size}: JVM reader local[2] vs local[1]", scaling[1], 1.6, _detail(scaling))
         vs_python = _spread(two[q]["jvm"], two[q]["python"])
-        record_ratio(f"spark {q}: JVM reader vs Python source", vs_python[1], None, _detail(vs_python))
-    print(json.dumps({"local2": two, "local1": one}))
+        record_ratio(f"spark {q} {size}: JVM reader vs Python source", vs_python[1], None, _detail(vs_python))
+    RESULTS.write_text(json.dumps({"records": RECORDS, "rounds": ROUNDS, **out}, indent=1) + "\n")

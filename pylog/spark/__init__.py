@@ -13,8 +13,9 @@ PYTHON_CONF, PYTHON_PATH_CONF = "spark.pylog.python", "spark.pylog.pythonPath"
 
 
 def jar_path(*, build: bool = True):
-    """Path of pylog's Spark jar for ``spark.jars``, built on first use; None without a JDK
-    or pyspark (see :func:`pylog.spark.jvm.jar_path`)."""
+    """Path of pylog's Spark jar for ``spark.jars``: the one the install compiled, else one
+    built on first use; None without pyspark, or with neither that jar nor a JDK
+    (see :func:`pylog.spark.jvm.jar_path`)."""
     from pylog.spark.jvm import jar_path as _jar_path
     return _jar_path(build=build)
 

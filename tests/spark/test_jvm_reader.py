@@ -45,20 +45,26 @@ def test_count_and_pruned_columns_agree_with_full_rows_inside_batches(spark, rea
     assert df.selectExpr("sum(length(value))").first()[0] == sum(len(b"v%d" % o) for o in range(37, 912))
 
 
-def _corrupt_middle_batch(root: Path) -> tuple[Path, int]:
-    """Flips a byte inside the 6th batch's records; returns the file and the batch's position."""
+def _ten_batches(root: Path) -> tuple[Path, bytearray, list[int]]:
+    """A partition ``c-0`` of 10 batches of 10 records: its segment, its bytes, the batches' positions."""
     log_dir = root / "c-0"
     with Log.open(log_dir) as log:
         for b in range(10):
             log.append([b"x%d-%d" % (b, i) for i in range(10)])
     seg = sorted(log_dir.glob("*.log"))[0]
     data = bytearray(seg.read_bytes())
-    pos = 0
-    for _ in range(5):
-        pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
-    data[pos + 70] ^= 0xFF
+    positions = [0]
+    for _ in range(9):
+        positions.append(positions[-1] + 12 + int.from_bytes(data[positions[-1] + 8:positions[-1] + 12], "big"))
+    return seg, data, positions
+
+
+def _corrupt_middle_batch(root: Path) -> tuple[Path, int]:
+    """Flips a byte inside the 6th batch's records; returns the file and the batch's position."""
+    seg, data, positions = _ten_batches(root)
+    data[positions[5] + 70] ^= 0xFF
     seg.write_bytes(bytes(data))
-    return seg, pos
+    return seg, positions[5]
 
 
 def test_a_corrupt_batch_fails_the_query_naming_file_and_position(spark, reader, tmp_path):
@@ -66,6 +72,19 @@ def test_a_corrupt_batch_fails_the_query_naming_file_and_position(spark, reader,
     with pytest.raises(Exception) as e:
         read_with(spark, reader).load(str(tmp_path)).count()
     assert seg.name in str(e.value) and str(pos) in str(e.value)
+
+
+def test_offsets_going_backwards_fail_the_query_naming_file_and_position(spark, reader, tmp_path):
+    """The 6th batch's base offset (outside its CRC) rewritten to 20, below the 5th batch's
+    offsets: not a log either reader may return rows from, whatever the columns asked."""
+    seg, data, positions = _ten_batches(tmp_path)
+    data[positions[5]:positions[5] + 8] = (20).to_bytes(8, "big")
+    seg.write_bytes(bytes(data))
+    for query in (lambda df: df.count(), lambda df: df.select("value").collect()):
+        with pytest.raises(Exception) as e:
+            query(read_with(spark, reader).load(str(tmp_path)))
+        assert seg.name in str(e.value) and f"position {positions[5]}" in str(e.value)
+        assert "offsets 20..29, expected after 49" in str(e.value)
 
 
 def test_reader_jvm_without_the_jar_is_a_clear_error():
@@ -79,11 +98,12 @@ def test_reader_jvm_without_the_jar_is_a_clear_error():
 
 
 def test_without_a_jdk_there_is_no_jar_and_one_notice(tmp_path):
-    """A fresh process with no javac on PATH and no JAVA_HOME: jar_path() is None, said once."""
+    """A fresh process with no javac on PATH, no JAVA_HOME and no jar from the install:
+    jar_path() is None, said once."""
     pytest.importorskip("pyspark")
     env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
     env.update(PATH=os.path.dirname(sys.executable), PYTHONPATH=str(CHECKOUT), PYLOG_CACHE_DIR=str(tmp_path))
-    code = "import pylog.spark as s; print(s.jar_path(), s.jar_path())"
+    code = "import pylog.spark as s, pylog.spark.jvm as j; j.PACKAGED = j.PACKAGED / 'none'; print(s.jar_path(), s.jar_path())"
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.stdout.split() == ["None", "None"]
     assert done.stderr.count("no JDK (javac) found") == 1
@@ -100,3 +120,41 @@ def test_the_jar_is_cached_by_source_hash_and_spark_version(tmp_path):
     with zipfile.ZipFile(jvm.jar_path()) as z:
         assert z.read(jvm.SERVICE).decode().strip() == jvm.PROVIDER
         assert "pylog/spark/RangeReader.class" in z.namelist()
+
+
+def test_an_install_compiles_the_jar_into_the_package_and_jar_path_prefers_it(tmp_path, monkeypatch):
+    """build_packaged (what setup.py runs) against the Spark jars named by $PYLOG_SPARK_JARS;
+    jar_path() then returns that jar without building one in the cache, and ignores a
+    packaged jar of other sources or another Spark version."""
+    pytest.importorskip("pyspark")
+    from pylog.spark import jvm
+    if jvm._javac() is None:
+        pytest.skip("no JDK (javac)")
+    version, jars = jvm._spark()
+    monkeypatch.setenv("PYLOG_SPARK_JARS", str(jars))
+    monkeypatch.setenv("PYLOG_CACHE_DIR", str(tmp_path / "cache"))
+    assert jvm.spark_at_install() == (version, jars)
+    package = tmp_path / "site-packages" / "pylog" / "spark" / "jvm"
+    (package / "jars").mkdir(parents=True)
+    stale = package / "jars" / "pylog-spark-0.0.1-0123456789abcdef.jar"
+    stale.write_bytes(b"from another install")
+    jar = jvm.build_packaged(package)
+    assert jar == package / "jars" / jvm.jar_name(version) and not stale.exists()
+    monkeypatch.setattr(jvm, "PACKAGED", package / "jars")
+    assert jvm.jar_path(build=False) == str(jar)
+    jar.rename(package / "jars" / jvm.jar_name("0.0.1"))
+    assert jvm.jar_path(build=False) is None  # not this Spark's: the cache would build one
+    assert not (tmp_path / "cache").exists()
+
+
+def test_an_install_without_a_jdk_says_so_in_one_line_and_packages_no_jar(tmp_path):
+    """What setup.py prints when it cannot compile: one line, and the install goes on."""
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env.update(PATH=os.path.dirname(sys.executable), PYTHONPATH=str(CHECKOUT))
+    code = "import sys, pathlib, pylog.spark.jvm as j; print(j.build_packaged(pathlib.Path(sys.argv[1])))"
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.split() == ["None"]
+    assert [line for line in done.stderr.splitlines() if line.startswith("pylog:")] == [
+        "pylog: no JDK (javac) found, so no Spark jar in the package; it is built on first use (docs/spark.md)"]
+    assert not list(tmp_path.iterdir())

@@ -20,7 +20,9 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  *
  *  <p>Starts at the position the segment's offset index gives for {@code start}, checks the
  *  CRC of every batch it reads, and fails on a batch that does not parse or check, naming
- *  the file and position: nothing is skipped silently. When no column needs the records
+ *  the file and position: nothing is skipped silently. Offsets must rise through a segment and
+ *  stay inside its range [base offset, next segment's base offset), as the Python reader
+ *  requires (a batch's base offset lies outside its CRC). When no column needs the records
  *  (e.g. {@code count()}), whole batches inside the range are counted from their headers. */
 final class RangeReader implements PartitionReader<ColumnarBatch> {
     private static final int TARGET_ROWS = 4096;
@@ -36,6 +38,8 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
     private File file;
     private MappedByteBuffer map;
     private int position, size;
+    /** The last offset of the segment's previous batch, and the next segment's base offset. */
+    private long previousLast, segmentEnd;
     private byte[] buf = new byte[1 << 16];
     private boolean done;
 
@@ -84,6 +88,8 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
             map = raf.getChannel().map(FileChannel.MapMode.READ_ONLY, 0, size);
         }
         position = segment == 0 ? OffsetIndex.position(file, part.start, size) : 0;
+        previousLast = baseOffset(file) - 1;
+        segmentEnd = segment + 1 < segments.size() ? baseOffset(segments.get(segment + 1)) : Long.MAX_VALUE;
         return true;
     }
 
@@ -114,18 +120,28 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
         int magic = map.get(position + 16);
         if (length < 14 || length > size - position - 12) throw corrupt("batch length " + length + " does not fit the file");
         int total = 12 + length;
-        if (magic < 2) {
-            readLegacy(base, total);
-        } else if (magic == 2) {
+        if (magic > 2) throw corrupt("unknown magic " + magic);
+        if (magic == 2 && total < V2_HEADER) throw corrupt("v2 batch of " + total + " bytes is shorter than its header");
+        // a legacy entry's offset is its last (a compressed wrapper's inner messages end there)
+        follows(base, magic == 2 ? base + map.getInt(position + 23) : base);
+        if (magic == 2) {
             readV2(base, total);
         } else {
-            throw corrupt("unknown magic " + magic);
+            readLegacy(base, total);
         }
         position += total;
     }
 
+    /** Fails unless a batch of offsets [first, last] follows the previous one inside the segment's range. */
+    private void follows(long first, long last) throws IOException {
+        if (first <= previousLast || last < first || last >= segmentEnd) {
+            String expected = "after " + previousLast + (segmentEnd == Long.MAX_VALUE ? "" : " and below " + segmentEnd);
+            throw corrupt("batch holds offsets " + first + ".." + last + ", expected " + expected);
+        }
+        previousLast = last;
+    }
+
     private void readV2(long base, int total) throws IOException {
-        if (total < V2_HEADER) throw corrupt("v2 batch of " + total + " bytes is shorter than its header");
         long last = base + map.getInt(position + 23);
         if (base >= part.end) {
             done = true;
