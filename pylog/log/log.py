@@ -27,7 +27,7 @@ from pylog.errors import (
     LogClosedError, OffsetOutOfRangeError, PylogError, ReadOnlyError, RecordTooLargeError, StorageError,
 )
 from pylog.io import DEFAULT_IO, FileIO
-from pylog.layout import INT64_MAX, LOG_SUFFIX, OFFSET_RANGE
+from pylog.layout import INT32_MAX, INT64_MAX, LOG_SUFFIX, OFFSET_RANGE
 from pylog.log.loader import LoadedLog, LogLoader, live_segment_bases, lso_after, take_checkpointed_offsets
 from pylog.log.segments import SegmentFactory, batches_from, delete_segment
 from pylog.partition_dir import PartitionDir
@@ -87,7 +87,8 @@ class Log:
         self._factory = SegmentFactory(pdir.path, config, io, files, writable=not read_only)
         self._closed = False
         self._offsets = loaded.offsets
-        self.leader_epoch = 0
+        self._epochs = loaded.epochs
+        self._leader_epoch = 0
         self.load_report = loaded.report
         self._last_flush_ms = now_ms()
         self._producers = loaded.producers
@@ -331,6 +332,26 @@ class Log:
             self._offsets.checkpoint_high_watermark(self._dir)
 
     @property
+    def leader_epoch(self) -> int:
+        """The partition leader epoch stamped into the batches this log appends as leader:
+        the one set, and never below the latest in its ``leader-epoch-checkpoint``."""
+        return max(self._leader_epoch, self._epochs.latest_epoch)
+
+    @leader_epoch.setter
+    def leader_epoch(self, epoch: int) -> None:
+        check_int(epoch, "leader_epoch", (0, INT32_MAX))
+        self._leader_epoch = epoch
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """Kafka's OffsetsForLeaderEpoch: ``(the largest epoch <= epoch this log knows, its
+        end offset)``: the start of the next epoch, or the log end for the latest; ``(-1, -1)``
+        when unknown (pylog/log/leader_epoch.py). O(epochs)."""
+        self._check_open()
+        check_int(epoch, "epoch", (-1, INT32_MAX))
+        with self._lock:
+            return self._epochs.end_offset_for(epoch, log_end_offset=self.log_end_offset)
+
+    @property
     def last_stable_offset(self) -> int:
         """min(first offset of an open transaction, high watermark)."""
         if self.read_only:
@@ -484,6 +505,7 @@ class Log:
         high_watermark, recovery_point = self.high_watermark, self.recovery_point
         self.active_segment.append(last.last_offset, max_ts, offset_of_max, data)
         try:
+            self._epochs.assign_batches(batches)
             if self._producers is not None:
                 self._producers_update(batches)
             self._offsets.appended(self.log_end_offset)
@@ -500,6 +522,7 @@ class Log:
         """Take back an append whose transaction index or flush failed: the log is as
         before it (an unflushed cut; a crash may bring the unacknowledged batches back)."""
         self.active_segment.truncate_to(first_offset)
+        self._epochs.truncate_from_end(first_offset)
         self._offsets.restored(high_watermark=high_watermark, recovery_point=recovery_point,
                                log_end_offset=self.log_end_offset)
         if self._producers is not None and any(b.magic == 2 and b.producer_id >= 0 for b in batches):
@@ -772,6 +795,7 @@ class Log:
                 seg.offset_index.resize(self.config.segment_index_bytes)
                 seg.time_index.resize(self.config.segment_index_bytes)
             leo = self.log_end_offset
+            self._epochs.truncate_from_end(leo)
             self._offsets.truncated(leo)
             if self._producers is not None:
                 self._producers.truncate_and_reload(self.log_start_offset, leo, self._segments.bases(),
@@ -785,6 +809,7 @@ class Log:
             self._delete_segment(self._segments.remove(base), delay=False)
         self._segments.add(self._factory.create(offset))
         self._offsets.started_at(offset)
+        self._epochs.clear()
 
     def delete_records(self, before_offset: int) -> int:
         """Move the log start offset to ``before_offset`` (Kafka's DeleteRecords): older
@@ -799,6 +824,7 @@ class Log:
             if before_offset <= self.log_start_offset:
                 return self.log_start_offset
             self._offsets.delete_records_before(before_offset, self.log_end_offset)
+            self._epochs.truncate_from_start(self.log_start_offset)
             self.delete_segments([s for s in self.segments[:-1] if s.next_offset <= before_offset])
             self._write_checkpoints()
             return self.log_start_offset
@@ -820,6 +846,7 @@ class Log:
             if removed:
                 first = self._segments.first_base_offset
                 self._offsets.advance_log_start(first, self.log_end_offset)
+                self._epochs.truncate_from_start(self.log_start_offset)
                 if self._producers is not None:
                     self._producers.delete_snapshots_below(first)
                 self._write_checkpoints()
