@@ -324,12 +324,18 @@ class Log:
 
     @high_watermark.setter
     def high_watermark(self, offset: int) -> None:
+        self._set_high_watermark(offset, checkpoint=True)
+
+    def _set_high_watermark(self, offset: int, *, checkpoint: bool) -> None:
+        """Move the high watermark; ``checkpoint=False`` leaves replication-offset-checkpoint
+        to the next flush or checkpoint (replication moves it on every fetch, as Kafka does)."""
         self._check_writable()
         _check_offset(offset, "high_watermark")
         with self._lock:
             self._offsets.set_high_watermark(offset, self.log_end_offset)
             self._update_first_unstable_offset()
-            self._offsets.checkpoint_high_watermark(self._dir)
+            if checkpoint:
+                self._offsets.checkpoint_high_watermark(self._dir)
 
     @property
     def leader_epoch(self) -> int:
