@@ -215,8 +215,9 @@ class ReplicaSet:
     # ==== followers ===================================================================================
     def replicate(self, replica_ids=None) -> bool:
         """One fetch round for each live, unpaused follower (all, or ``replica_ids``), not
-        waiting at the leader. True if anything moved (bytes, log ends or high watermarks)."""
+        waiting at the leader, after the leader's ISR expiration. True if anything moved (bytes, log ends or high watermarks)."""
         before = self._positions()
+        self._shrink_isr()
         for r in self.replica_ids if replica_ids is None else replica_ids:
             fetcher = self._fetchers[r]
             if not fetcher.paused and self._replicas[r].online and r != self._state.leader:
@@ -236,13 +237,18 @@ class ReplicaSet:
 
     def check_isr(self) -> tuple[int, ...]:
         """Run the leader's ISR expiration now: followers not caught up within
-        ``replica_lag_time_max_ms`` leave the ISR. Returns those removed."""
+        ``replica_lag_time_max_ms`` leave the ISR (returned); then checkpoint the high
+        watermark. Runs every half ``replica_lag_time_max_ms`` with ``fetchers``, and at the
+        start of each ``replicate`` round."""
+        out = self._shrink_isr()
         rep = self._replicas.get(self._state.leader)
-        if rep is None:
-            return ()
-        out = rep.maybe_shrink_isr()
-        rep.checkpoint_high_watermark()
+        if rep is not None:
+            rep.checkpoint_high_watermark()
         return out
+
+    def _shrink_isr(self) -> tuple[int, ...]:
+        rep = self._replicas.get(self._state.leader)
+        return () if rep is None else rep.maybe_shrink_isr()
 
     def _alter_isr(self, replica_id: int, leader_epoch: int, isr: tuple[int, ...]) -> bool:
         """AlterPartition from the leader: recorded only if it still leads that epoch."""
