@@ -28,6 +28,7 @@ class ReplicaFetcher:
         self._running.set()
         self._thread: threading.Thread | None = None
         self.last_error: Exception | None = None
+        self.last_response = None
 
     def fetch_once(self, *, max_wait_ms: int | None = None) -> int:
         """One round; returns the bytes appended (0 when there was nothing, or no leader)."""
@@ -44,6 +45,7 @@ class ReplicaFetcher:
         if req is None:
             return 0
         resp, raw = endpoint.fetch(req)
+        self.last_response = resp
         return self.replica.apply_fetch(req, resp, raw)
 
     # -- as a thread --------------------------------------------------------------------------------

@@ -255,6 +255,11 @@ class Replica:
                 self._maybe_advance_high_watermark()
                 self._changed.notify_all()
 
+    def follower_log_end_offset(self, replica_id: int) -> int:
+        """A follower's log end as of its last fetch (-1 before the first in this epoch)."""
+        with self._lock:
+            return self._followers.get(replica_id, FollowerState()).log_end_offset
+
     def take_isr(self, state: PartitionState) -> None:
         """The controller removed a dead follower from the ISR of this leader's epoch."""
         with self._lock:

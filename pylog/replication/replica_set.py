@@ -11,19 +11,21 @@ record (pylog/replication/state.py).
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 from typing import Callable
 
 from pylog.errors import (
     InvalidArgumentError, LeaderNotAvailableError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError,
-    NotLeaderOrFollowerError, ReplicationTimeoutError,
+    NotLeaderOrFollowerError, ReplicaTransportError, ReplicationTimeoutError,
 )
 from pylog.partition_dir import parse_partition_dir
 from pylog.record.encode import now_ms
 from pylog.replication.fetcher import ReplicaFetcher
 from pylog.replication.replica import LEADER, Replica
 from pylog.replication.state import NO_LEADER, PartitionState, read_state, write_state
-from pylog.replication.transport import InProcessEndpoint
+from pylog.replication.transport import InProcessEndpoint, ReplicaServer
 
 ACKS = (0, 1, -1, "all")
 
@@ -43,7 +45,7 @@ class ReplicaSet:
                  replica_lag_time_max_ms: int = 30_000, unclean_leader_election_enable: bool = False,
                  replica_fetch_max_bytes: int = 1 << 20, replica_fetch_wait_max_ms: int = 500,
                  replica_high_watermark_checkpoint_interval_ms: int = 5000, fetchers: bool = True,
-                 clock: Callable[[], int] = now_ms, **log_config):
+                 remote_replicas=(), clock: Callable[[], int] = now_ms, **log_config):
         parse_partition_dir(name)
         self.root = os.path.abspath(os.fspath(root))
         self.name = name
@@ -53,6 +55,11 @@ class ReplicaSet:
         if not 1 <= min_insync_replicas <= len(ids):
             raise InvalidArgumentError(f"min_insync_replicas {min_insync_replicas} must be in [1, {len(ids)}]")
         self.replica_ids = tuple(ids)
+        self.remote_replicas = tuple(remote_replicas)
+        if not set(self.remote_replicas) <= set(ids[1:]):
+            raise InvalidArgumentError(f"remote replicas {remote_replicas!r} must be followers among {ids[1:]}")
+        self._processes: dict[int, subprocess.Popen] = {}
+        self._server = None
         self.min_insync_replicas = min_insync_replicas
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.unclean_leader_election_enable = unclean_leader_election_enable
@@ -73,8 +80,9 @@ class ReplicaSet:
     # ==== life ========================================================================================
     def _start(self) -> None:
         os.makedirs(self.root, exist_ok=True)
-        for rep in self._replicas.values():
-            rep.start()
+        for r, rep in self._replicas.items():
+            if r not in self.remote_replicas:
+                rep.start()
         found = read_state(self.state_path)
         if found is None:
             found = PartitionState(self.replica_ids[0], 0, self.replica_ids)
@@ -85,8 +93,9 @@ class ReplicaSet:
         else:
             self._send_leader_and_isr()
         if self._threads:
-            for f in self._fetchers.values():
-                f.start()
+            for r, f in self._fetchers.items():
+                if r not in self.remote_replicas:
+                    f.start()
             self._maintenance = threading.Thread(target=self._maintain, name=f"replica-set-{self.name}", daemon=True)
             self._maintenance.start()
 
@@ -109,6 +118,10 @@ class ReplicaSet:
             self._maintenance.join()
         for f in self._fetchers.values():
             f.stop()
+        for r in list(self._processes):
+            self.stop_follower_process(r)
+        if self._server is not None:
+            self._server.close()
         for rep in self._replicas.values():
             rep.stop()
 
@@ -263,6 +276,45 @@ class ReplicaSet:
         write_state(self.state_path, state)
         self._state = state
 
+    # ==== followers in other processes ==================================================================
+    def serve(self, host: str = "127.0.0.1") -> tuple[str, int]:
+        """Serve the leader's fetches over TCP (once); returns the address."""
+        if self._server is None:
+            self._server = ReplicaServer(self._leader_replica(), host=host)
+        return self._server.address
+
+    def start_follower_process(self, replica_id: int, *, max_wait_ms: int = 500) -> subprocess.Popen:
+        """Start a remote replica's follower process (``python -m pylog.replication.follower``)
+        on its directory, fetching over TCP; returns once its log is open."""
+        if replica_id not in self.remote_replicas:
+            raise InvalidArgumentError(f"replica {replica_id} is not one of the remote replicas {self.remote_replicas}")
+        host, port = self.serve()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pylog.replication.follower", self._replicas[replica_id].path,
+             "--replica-id", str(replica_id), "--leader", f"{host}:{port}", "--leader-id", str(self.leader),
+             "--leader-epoch", str(self.leader_epoch), "--max-wait-ms", str(max_wait_ms)],
+            stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        self._processes[replica_id] = proc
+        line = proc.stdout.readline()
+        if line.strip() != b"ready":
+            proc.kill()
+            proc.wait()
+            raise ReplicaTransportError(f"follower process of replica {replica_id} did not start: {line!r}")
+        return proc
+
+    def stop_follower_process(self, replica_id: int, *, kill: bool = False) -> int:
+        """Stop a follower process: SIGTERM (clean close) or, with ``kill``, SIGKILL (a
+        crash). Returns its exit status."""
+        proc = self._processes.pop(replica_id)
+        proc.kill() if kill else proc.terminate()
+        status = proc.wait()
+        proc.stdout.close()
+        return status
+
+    def follower_log_end_offset(self, replica_id: int) -> int:
+        """A follower's log end as the leader last saw it (-1 before its first fetch)."""
+        return self._leader_replica().follower_log_end_offset(replica_id)
+
     # ==== controller =================================================================================
     def fail_replica(self, replica_id: int) -> None:
         """The replica stops (its log closed). The controller removes it from the ISR, or,
@@ -321,7 +373,7 @@ class ReplicaSet:
             return True
 
     def _eligible(self, clean: bool, leader: int | None) -> int | None:
-        live = [r for r in self.replica_ids if self._replicas[r].online]
+        live = [r for r in self.replica_ids if self._replicas[r].online and r not in self.remote_replicas]
         candidates = [r for r in live if r in self._state.isr] if clean else live
         if leader is not None:
             return leader if leader in candidates else None
