@@ -18,7 +18,7 @@ from typing import Callable
 
 from pylog.errors import (
     InvalidArgumentError, LeaderNotAvailableError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError,
-    NotLeaderOrFollowerError, ReplicaTransportError, ReplicationTimeoutError,
+    NotLeaderOrFollowerError, ReplicaTransportError, ReplicationError, ReplicationTimeoutError,
 )
 from pylog.partition_dir import parse_partition_dir
 from pylog.record.encode import now_ms
@@ -234,7 +234,10 @@ class ReplicaSet:
         for r in self.replica_ids if replica_ids is None else replica_ids:
             fetcher = self._fetchers[r]
             if not fetcher.paused and self._replicas[r].online and r != self._state.leader:
-                fetcher.fetch_once(max_wait_ms=0)
+                try:
+                    fetcher.fetch_once(max_wait_ms=0)
+                except ReplicationError:
+                    pass  # its leader went away: the controller's next LeaderAndIsr tells it
         return self._positions() != before
 
     def _positions(self):
@@ -388,6 +391,9 @@ class ReplicaSet:
             s = self._state
             self._record(PartitionState(NO_LEADER, s.leader_epoch + 1, s.isr, s.controller_epoch, s.version,
                                         self.replica_ids))
+            for rep in self._replicas.values():
+                if rep.online:
+                    rep.become_follower(self._state)
 
     def _elect(self, leader: int) -> None:
         """A new leader epoch: recorded first, then told to every live replica."""
