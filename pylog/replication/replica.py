@@ -19,8 +19,9 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
-from pylog.errors import FencedLeaderEpochError, NotLeaderOrFollowerError, StorageError
+from pylog.errors import FencedLeaderEpochError, IncompleteBatchError, NotLeaderOrFollowerError, StorageError
 from pylog.log import Log
+from pylog.record.batch import decode_batches
 from pylog.record.encode import now_ms
 from pylog.replication.protocol import (
     FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE, UNKNOWN_LEADER_EPOCH, EpochEndOffset,
@@ -328,6 +329,7 @@ class Replica:
             if resp.error is not None:
                 return 0
             log = self.log
+            raw = whole_batches(raw)
             if raw:
                 log.append_as_follower(raw)
             hw = max(min(resp.high_watermark, log.log_end_offset), log.log_start_offset)
@@ -343,6 +345,18 @@ class Replica:
                     self.log.high_watermark = self.log.high_watermark
                 except StorageError:
                     pass  # retried at the next checkpoint or close
+
+
+def whole_batches(raw):
+    """The complete batches at the start of ``raw`` (a view, not a copy): a fetch cut by
+    ``max_bytes`` may end inside a batch, which the next fetch brings whole (as Kafka's
+    followers do). O(batches)."""
+    try:
+        for _ in decode_batches(raw):
+            pass
+    except IncompleteBatchError as e:
+        return memoryview(raw)[:e.valid_bytes]
+    return raw
 
 
 class _Refused(Exception):

@@ -85,9 +85,9 @@ def _error(code: int) -> str | None:
         raise ReplicaTransportError(f"unknown error code {code} in a response") from None
 
 
-def read_exactly(sock, n: int, what: str) -> bytes:
-    """``n`` bytes from ``sock``; :class:`ReplicaTransportError` saying how many came when
-    the peer closes first."""
+def read_exactly(sock, n: int, what: str) -> bytearray:
+    """``n`` bytes from ``sock``, received in place (no copy); :class:`ReplicaTransportError`
+    saying how many came when the peer closes first."""
     buf = bytearray(n)
     view = memoryview(buf)
     got = 0
@@ -99,7 +99,7 @@ def read_exactly(sock, n: int, what: str) -> bytes:
         if k == 0:
             raise ReplicaTransportError(f"connection closed after {got} of {n} bytes of {what}")
         got += k
-    return bytes(buf)
+    return buf
 
 
 def read_frame(sock, what: str) -> bytes:

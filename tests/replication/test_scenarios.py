@@ -236,3 +236,14 @@ def test_the_high_watermark_survives_a_restart_in_replication_offset_checkpoint(
     with driven_set(tmp_path) as rs:
         assert [rs.log(r).high_watermark for r in (0, 1, 2)] == [2, 2, 2]
         assert rs.leader_epoch == 0 and [r.value for r in rs.records()] == [b"a", b"b"]
+
+
+def test_a_fetch_cut_inside_a_batch_by_max_bytes_appends_the_whole_ones_and_converges(tmp_path):
+    with driven_set(tmp_path, replica_fetch_max_bytes=150) as rs:
+        rs.pause(1), rs.pause(2)
+        for i in range(5):
+            rs.append([b"v%d" % i * 20, b"w"], acks=1)
+        rs.resume(1), rs.resume(2)
+        settle(rs)
+        assert values(rs.log(1)) == values(rs.log(2)) == values(rs.log(0))
+        assert rs.high_watermark == 10
