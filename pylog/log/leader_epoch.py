@@ -160,6 +160,10 @@ class LeaderEpochFileCache:
         self._starts.append(start_offset)
         return True
 
+    def flush(self) -> None:
+        """Write the file now (tmp, fsync, rename, fsync dir), even when nothing changed."""
+        self._write()
+
     def _write(self) -> None:
         if not self.read_only:
             LeaderEpochCheckpoint(self.path, io=self.io).write(self.entries)
@@ -191,11 +195,14 @@ nothing: it starts empty then). ``batches_from(offset)``
         exists = os.path.exists(path)
     except CorruptCheckpointError:
         cache, exists = LeaderEpochFileCache(path, io=io, read_only=read_only), False
-    if not exists and not read_only and log_end_offset > log_start_offset:
+    missing = not exists and not read_only and log_end_offset > log_start_offset
+    if missing:
         rebuild_from = log_start_offset
     cache.truncate_from_end(log_end_offset + 1)  # an epoch begun at the log end, with no batch yet, stays
     cache.truncate_from_start(log_start_offset)
     if rebuild_from is not None:
         cache.assign_newer(batches_from(max(rebuild_from, log_start_offset)))
+    if missing:
+        cache.flush()  # even empty (batches without epochs), so the next open does not rebuild again
     return cache
 

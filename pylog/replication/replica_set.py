@@ -144,10 +144,12 @@ class ReplicaSet:
 
     @property
     def leader_epoch(self) -> int:
+        """The current leader epoch (one more at every election)."""
         return self._state.leader_epoch
 
     @property
     def isr(self) -> tuple[int, ...]:
+        """The in-sync replicas, as the controller recorded them."""
         return self._state.isr
 
     @property
@@ -156,6 +158,7 @@ class ReplicaSet:
         return self._leader_replica().log.high_watermark
 
     def replica(self, replica_id: int) -> Replica:
+        """The ``Replica`` with that id."""
         return self._replicas[replica_id]
 
     def log(self, replica_id: int):
@@ -231,6 +234,10 @@ class ReplicaSet:
         waiting at the leader, after the leader's ISR expiration. True if anything moved (bytes, log ends or high watermarks)."""
         before = self._positions()
         self._shrink_isr()
+        self._fetch_round(replica_ids)
+        return self._positions() != before
+
+    def _fetch_round(self, replica_ids=None) -> None:
         for r in self.replica_ids if replica_ids is None else replica_ids:
             fetcher = self._fetchers[r]
             if not fetcher.paused and self._replicas[r].online and r != self._state.leader:
@@ -238,7 +245,6 @@ class ReplicaSet:
                     fetcher.fetch_once(max_wait_ms=0)
                 except ReplicationError:
                     pass  # its leader went away: the controller's next LeaderAndIsr tells it
-        return self._positions() != before
 
     def _positions(self):
         return [(rep.log.log_end_offset, rep.log.high_watermark) if rep.log is not None else None
@@ -249,6 +255,7 @@ class ReplicaSet:
         self._fetchers[replica_id].pause()
 
     def resume(self, replica_id: int) -> None:
+        """The follower fetches again."""
         self._fetchers[replica_id].resume()
 
     def check_isr(self) -> tuple[int, ...]:

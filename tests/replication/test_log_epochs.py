@@ -182,3 +182,13 @@ def test_appending_to_a_brokers_directory_keeps_its_checkpoint_and_file_names(tm
     stray = {n for n in os.listdir(dst) if n not in KAFKA_PARTITION_FILES
              and not n.endswith((".log", ".index", ".timeindex", ".txnindex", ".snapshot"))}
     assert stray == set()
+
+
+def test_a_log_whose_batches_carry_no_epoch_is_scanned_once(tmp_path):
+    path = tmp_path / "t-0"
+    with Log.open(path) as log:
+        log.append_as_follower(encode_batch([b"a"], base_offset=0, partition_leader_epoch=-1))
+    assert not (path / "leader-epoch-checkpoint").exists()  # nothing to say yet
+    with Log.open(path) as log:
+        assert checkpoint_of(log) == []
+    assert (path / "leader-epoch-checkpoint").read_text() == "0\n0\n"
