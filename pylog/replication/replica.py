@@ -83,7 +83,8 @@ class Replica:
         self._hw_checkpoint_ms = high_watermark_checkpoint_interval_ms
         self._clock = clock
         self._lock = threading.RLock()
-        self._changed = threading.Condition(self._lock)
+        self._changed = threading.Condition(self._lock)  # role, epoch, ISR, high watermark
+        self._appended = threading.Condition(self._lock)  # new batches, for the waiting fetches
         self._followers: dict[int, FollowerState] = {}
         self._epoch_start_offset = 0
         self._last_hw_checkpoint_ms = 0
@@ -98,16 +99,20 @@ class Replica:
             self.log = Log.open(self.path, auto_high_watermark=False, **self._log_config)
             self.role = FOLLOWER
             self.leader_id = -1
-            self._changed.notify_all()
+            self._notify_all()
 
     def stop(self) -> None:
         """Close the log cleanly (flushed, checkpointed); the replica is offline."""
         with self._lock:
             self.role = OFFLINE
             log, self.log = self.log, None
-            self._changed.notify_all()
+            self._notify_all()
         if log is not None:
             log.close()
+
+    def _notify_all(self) -> None:
+        self._changed.notify_all()
+        self._appended.notify_all()
 
     @property
     def online(self) -> bool:
@@ -127,7 +132,7 @@ class Replica:
             self._followers = {r: FollowerState(last_caught_up_ms=now if r in state.isr else 0)
                                for r in state.replicas if r != self.replica_id}
             self.needs_truncation = False
-            self._changed.notify_all()
+            self._notify_all()
 
     def become_follower(self, state: PartitionState) -> None:
         """Follow ``state.leader`` in ``state.leader_epoch``: first cut the log where it
@@ -139,7 +144,7 @@ class Replica:
             self.log.leader_epoch = 0  # stamps only as leader; its latest epoch is the log's own
             self._followers = {}
             self.needs_truncation = True
-            self._changed.notify_all()
+            self._notify_all()
 
     def _check_newer(self, epoch: int) -> None:
         if self.log is None:
@@ -155,7 +160,7 @@ class Replica:
             self._check_leader()
             info = self.log.append(records, **options)
             self._maybe_advance_high_watermark()
-            self._changed.notify_all()
+            self._appended.notify_all()
             return info
 
     def _check_leader(self) -> None:
@@ -193,7 +198,7 @@ class Replica:
             self._propose_isr(epoch, tuple(sorted(isr + (req.replica_id,))))
         with self._lock:
             if req.fetch_offset == log.log_end_offset and req.max_wait_ms > 0:
-                self._changed.wait_for(lambda: self.leader_epoch != epoch or self.role != LEADER
+                self._appended.wait_for(lambda: self.leader_epoch != epoch or self.role != LEADER
                                        or log.log_end_offset > req.fetch_offset, req.max_wait_ms / 1000)
             error = self._request_error(req.current_leader_epoch)
             if error is not None:
