@@ -528,13 +528,13 @@ class Log:
         """Take back an append whose transaction index or flush failed: the log is as
         before it (an unflushed cut; a crash may bring the unacknowledged batches back)."""
         self.active_segment.truncate_to(first_offset)
-        self._epochs.truncate_from_end(first_offset)
         self._offsets.restored(high_watermark=high_watermark, recovery_point=recovery_point,
                                log_end_offset=self.log_end_offset)
         if self._producers is not None and any(b.magic == 2 and b.producer_id >= 0 for b in batches):
             self._producers.truncate_and_reload(self.log_start_offset, self.log_end_offset,
                                                 self._segments.bases(), self._batches_between, now_ms())
         self._update_first_unstable_offset()
+        self._epochs.truncate_from_end(first_offset)  # last: a failed write leaves only the file stale
 
     def _producers_update(self, batches) -> None:
         for b in batches:

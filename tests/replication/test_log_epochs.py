@@ -192,3 +192,20 @@ def test_a_log_whose_batches_carry_no_epoch_is_scanned_once(tmp_path):
     with Log.open(path) as log:
         assert checkpoint_of(log) == []
     assert (path / "leader-epoch-checkpoint").read_text() == "0\n0\n"
+
+
+def test_a_failed_checkpoint_write_takes_the_new_epochs_append_back(tmp_path):
+    from pylog.errors import StorageError
+    from tests.reliability.faulty_io import FaultyIO
+    io = FaultyIO()
+    with Log.open(tmp_path / "t-0", io=io) as log:
+        log.append([b"a", b"b"])
+        log.leader_epoch = 3
+        io.fail_path_suffix = "leader-epoch-checkpoint.tmp"
+        with pytest.raises(StorageError):
+            log.append([b"c"])
+        assert log.log_end_offset == 2 and log.end_offset_for_epoch(0) == (0, 2)
+        assert checkpoint_of(log) == [(0, 0)]
+        io.fail_path_suffix = None
+        log.append([b"c"])
+        assert checkpoint_of(log) == [(0, 0), (3, 2)] and checkpoint_mismatch(log) is None
