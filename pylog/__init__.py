@@ -40,6 +40,7 @@ _LAZY = {
     "TxnIndex": ("pylog.index", "TxnIndex"),
     "LogManager": ("pylog.manager", "LogManager"),
     "Topic": ("pylog.manager", "Topic"),
+    "ReplicaSet": ("pylog.replication", "ReplicaSet"),
 }
 
 

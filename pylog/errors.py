@@ -242,3 +242,44 @@ class ClientStateError(PylogError):
     ``close()``, ``assign()`` after ``subscribe()`` or the other way round, a transaction
     call out of order (``commit_transaction`` without ``begin_transaction``, a send outside
     a transaction of a transactional producer). Nothing is written."""
+
+
+class ReplicationError(PylogError):
+    """Base of the errors of a replicated partition (pylog/replication/, docs/replication.md)."""
+
+
+class NotEnoughReplicasError(ReplicationError):
+    """Raised by an ``acks="all"`` append, before anything is appended, when the ISR holds
+    fewer replicas than ``min_insync_replicas`` (Kafka's NOT_ENOUGH_REPLICAS)."""
+
+
+class NotEnoughReplicasAfterAppendError(ReplicationError):
+    """Raised by an ``acks="all"`` append that was written and reached the high watermark
+    while the ISR had shrunk below ``min_insync_replicas``: the records are in the log but
+    not acknowledged (Kafka's NOT_ENOUGH_REPLICAS_AFTER_APPEND)."""
+
+
+class ReplicationTimeoutError(ReplicationError, TimeoutError):
+    """Raised by an ``acks="all"`` append whose records were written by the leader but not
+    copied by every ISR replica within ``timeout_ms`` (Kafka's REQUEST_TIMED_OUT): not
+    acknowledged, and may or may not survive a failover."""
+
+
+class NotLeaderOrFollowerError(ReplicationError):
+    """Raised when a request reaches a replica that is not the partition's leader (or no
+    longer is: its leadership moved while the request waited)."""
+
+
+class LeaderNotAvailableError(ReplicationError):
+    """Raised when the partition has no leader: no live replica may be elected (every ISR
+    replica is down, and unclean election is not enabled)."""
+
+
+class FencedLeaderEpochError(ReplicationError):
+    """Raised when a request carries a leader epoch older than the replica's: its sender
+    is stale (a deposed leader or a follower of one)."""
+
+
+class ReplicaTransportError(ReplicationError, ConnectionError):
+    """Raised when a replication connection breaks or sends bytes outside the fetch
+    exchange (docs/format/replication.md); nothing of the broken response was appended."""

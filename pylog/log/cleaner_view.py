@@ -73,6 +73,7 @@ class LogCleanerView:
             if removed:
                 first = self._local.segments.first_base_offset
                 log._offsets.advance_log_start(first, self.log_end_offset)
+                log._epochs.truncate_from_start(self.log_start_offset)
                 log._producers.delete_snapshots_below(first)
                 log._offsets.checkpoint(log._dir)
         return removed

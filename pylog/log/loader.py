@@ -31,6 +31,7 @@ from pylog.layout import (
     CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_START_OFFSET_CHECKPOINT, LOG_SUFFIX, RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, segment_file_name,
 )
+from pylog.log.leader_epoch import LeaderEpochFileCache, load_epoch_cache
 from pylog.log.offsets import LogOffsets
 from pylog.log.segments import LogSegments, SegmentFactory, batches_from, delete_segment
 from pylog.partition_dir import PartitionDir
@@ -200,6 +201,7 @@ class LoadedLog:
     empty_start: int = 0
     dir_watch: StatWatch | None = None
     checkpoint_watch: StatWatch | None = None
+    epochs: LeaderEpochFileCache | None = None
     lock: object = None  # the threading.RLock that guards all of the above from now on (``open_partition``)
 
 
@@ -254,7 +256,16 @@ class LogLoader:
             raise
 
     def _loaded(self, **fields) -> LoadedLog:
-        return LoadedLog(self.segments, self.offsets, self.producers, self.report, self.factory, self._dir, **fields)
+        return LoadedLog(self.segments, self.offsets, self.producers, self.report, self.factory, self._dir,
+                         epochs=self._epochs(), **fields)
+
+    def _epochs(self) -> LeaderEpochFileCache:
+        """The leader-epoch cache, cut to the loaded offsets and rebuilt over recovered segments."""
+        segments, leo = self.segments, self.segments.active.next_offset if self.segments else 0
+        return load_epoch_cache(self._dir.path, lambda start: batches_from(segments.from_floor(start), start, leo),
+                                log_start_offset=self.offsets.log_start_offset, log_end_offset=leo,
+                                rebuild_from=min(self.report.recovered_segments, default=None), io=self.io,
+                                read_only=self.read_only)
 
     def _load_writable(self) -> LoadedLog:
         report = self.report

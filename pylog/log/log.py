@@ -17,7 +17,7 @@ from pylog.check import check_log
 from pylog.config import LogConfig, build_config
 from pylog.errors import OffsetOutOfRangeError, RecordTooLargeError, StorageError
 from pylog.io import DEFAULT_IO, FileIO
-from pylog.layout import INT64_MAX, OFFSET_RANGE
+from pylog.layout import INT32_MAX, INT64_MAX, OFFSET_RANGE
 from pylog.log.appends import AppendInfo, AppendSummary, assign_offsets, check_follower_batches, check_offset
 from pylog.log.appends import checked_records, client_batches, duplicate_info, encode_records, whole_batches
 from pylog.log.cleaner_view import LogCleanerView
@@ -52,7 +52,8 @@ class Log(contextlib.AbstractContextManager):
                  auto_high_watermark: bool):
         self.path, self.topic, self.partition = loaded.pdir.path, loaded.pdir.topic, loaded.pdir.partition
         self.config, self.read_only, self.io, self.auto_high_watermark = config, read_only, io, auto_high_watermark
-        self.leader_epoch, self.load_report = 0, loaded.report
+        self._leader_epoch, self.load_report = 0, loaded.report
+        self._epochs = loaded.epochs
         self._dir = loaded.pdir
         self._lock = loaded.lock
         self._local = LocalLog(loaded, config, io, read_only=read_only)
@@ -128,12 +129,39 @@ class Log(contextlib.AbstractContextManager):
 
     @high_watermark.setter
     def high_watermark(self, offset: int) -> None:
+        self.update_high_watermark(offset)
+
+    def update_high_watermark(self, offset: int, *, checkpoint: bool = True) -> None:
+        """Move the high watermark (between the log start and end). ``checkpoint=False``
+        leaves ``replication-offset-checkpoint`` to the next flush or close, as Kafka's
+        replication does on every fetch; the setter checkpoints at once."""
         self._local.check_writable()
         check_offset(offset, "high_watermark")
         with self._lock:
             self._offsets.set_high_watermark(offset, self.log_end_offset)
             self._producers.first_unstable_offset(offset)  # transactions completed below it are replicated now
-            self._offsets.checkpoint_high_watermark(self._dir)
+            if checkpoint:
+                self._offsets.checkpoint_high_watermark(self._dir)
+
+    @property
+    def leader_epoch(self) -> int:
+        """The partition leader epoch stamped into the batches this log appends as leader:
+        the one set, and never below the latest in its ``leader-epoch-checkpoint``."""
+        return max(self._leader_epoch, self._epochs.latest_epoch)
+
+    @leader_epoch.setter
+    def leader_epoch(self, epoch: int) -> None:
+        check_int(epoch, "leader_epoch", (0, INT32_MAX))
+        self._leader_epoch = epoch
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """Kafka's OffsetsForLeaderEpoch: ``(the largest epoch <= epoch this log knows, its
+        end offset)``: the start of the next epoch, or the log end for the latest; ``(-1, -1)``
+        when unknown (:mod:`pylog.log.leader_epoch`). O(epochs)."""
+        self._local.check_open()
+        check_int(epoch, "epoch", (-1, INT32_MAX))
+        with self._lock:
+            return self._epochs.end_offset_for(epoch, log_end_offset=self.log_end_offset)
 
     @property
     def last_stable_offset(self) -> int:
@@ -232,6 +260,7 @@ class Log(contextlib.AbstractContextManager):
         self._local.append(data, last_offset=summary.last_offset, max_timestamp=summary.max_timestamp,
                            offset_of_max_timestamp=summary.offset_of_max_timestamp)
         try:
+            self._epochs.assign_batches(batches)
             producers.replay(batches, lambda txn: self._local.index_aborted(txn._replace(
                 last_stable_offset=lso_after(producers, self.high_watermark, txn.last_offset)), self.log_start_offset))
             self._offsets.appended(self.log_end_offset)
@@ -245,6 +274,7 @@ class Log(contextlib.AbstractContextManager):
             if summary.has_producer:
                 producers.truncate_and_reload(self.log_start_offset, self.log_end_offset,
                                               self._local.batches_between, now_ms())
+            self._epochs.truncate_from_end(summary.first_offset)  # last: a failed write leaves only the file stale
             raise
         return summary.info(len(data))
 
@@ -345,6 +375,8 @@ class Log(contextlib.AbstractContextManager):
                 return
             if self._local.truncate_to(offset):
                 self._offsets.started_at(offset)
+                self._epochs.clear()
+            self._epochs.truncate_from_end(self.log_end_offset)
             self._offsets.truncated(self.log_end_offset)
             self._producers.truncate_and_reload(self.log_start_offset, self.log_end_offset,
                                                 self._local.batches_between, now_ms())
@@ -364,7 +396,10 @@ class Log(contextlib.AbstractContextManager):
             if before_offset <= self.log_start_offset:
                 return self.log_start_offset
             self._offsets.delete_records_before(before_offset, self.log_end_offset)
-            self.cleaner_view.delete_segments([s for s in self.segments[:-1] if s.next_offset <= before_offset])
+            self._epochs.truncate_from_start(self.log_start_offset)
+            segments = self.segments  # a segment goes when the next one starts at or below the new log start
+            self.cleaner_view.delete_segments([s for s, nxt in zip(segments, segments[1:])
+                                               if nxt.base_offset <= before_offset])
             self._offsets.checkpoint(self._dir)
             return self.log_start_offset
 

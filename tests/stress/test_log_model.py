@@ -217,10 +217,6 @@ class Run:
     def delete_records(self) -> None:
         self.end_all_transactions()
         before = self.rng.randint(self.model.start, self.model.end)
-        segments = self.log.segments
-        for seg, nxt in zip(segments, segments[1:]):  # see test_delete_records_keeps_...
-            if seg.next_offset <= before < nxt.base_offset:
-                before = nxt.base_offset
         assert self.log.delete_records(before) == max(before, self.model.start)
         self.model.start = max(before, self.model.start)
         self.retire_producers()
@@ -375,11 +371,6 @@ def test_random_operations_match_the_model_soak(tmp_path, soak):
 
 
 # -- defects the model found ----------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="Log.delete_records (pylog/log/log.py) deletes every segment whose "
-                   "last batch ends at or below before_offset, so after a compaction emptied a segment's "
-                   "tail the log start jumps to the next segment's base, past before_offset; Kafka sets the "
-                   "log start to before_offset and deletes a segment only when the next one starts at or "
-                   "below it. The model above moves before_offset to such a boundary to go on checking.")
 def test_delete_records_keeps_the_log_start_where_asked_after_compaction_emptied_a_segment_tail(tmp_path):
     with Log.open(tmp_path / "t-0", cleanup_policy="compact", min_cleanable_dirty_ratio=0.0, segment_bytes=400,
                   file_delete_delay_ms=0) as log:

@@ -1,0 +1,155 @@
+"""Replication: ``acks="all"`` throughput with two in-process followers and with one
+follower process over TCP, against ``Log.append`` of the same records with no replication;
+the follower's fetch path against raw ``sendfile`` of the same bytes over loopback; and
+append latency (p50/p99) with ``acks=1`` and ``acks="all"``."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+
+from benches.conftest import record_figure, record_ratio
+from pylog import Log, decode_batches
+from pylog.replication import ReplicaSet
+from pylog.replication.protocol import FetchRequest
+from pylog.replication.replica import whole_batches
+from pylog.replication.transport import TcpEndpoint
+
+RECORDS_PER_APPEND = 1000
+VALUE_BYTES = 100
+APPENDS = 200
+
+
+def _values():
+    pool = os.urandom(VALUE_BYTES * RECORDS_PER_APPEND)
+    return [pool[i * VALUE_BYTES:(i + 1) * VALUE_BYTES] for i in range(RECORDS_PER_APPEND)]
+
+
+def _plain_appends(path, values) -> float:
+    with Log.open(path, segment_bytes=1 << 30) as log:
+        t = time.perf_counter()
+        for _ in range(APPENDS):
+            log.append(values)
+        return time.perf_counter() - t
+
+
+def _replicated_appends(rs, values, acks="all") -> float:
+    t = time.perf_counter()
+    for _ in range(APPENDS):
+        rs.append(values, acks=acks, timeout_ms=60_000)
+    return time.perf_counter() - t
+
+
+def test_acks_all_with_two_in_process_followers(benchmark, tmp_path):
+    values = _values()
+    plain = min(_plain_appends(tmp_path / f"plain{i}" / "b-0", values) for i in range(2))
+    times = []
+
+    def run():
+        with ReplicaSet(tmp_path / f"rs{len(times)}", "b-0", replicas=3, min_insync_replicas=2,
+                        segment_bytes=1 << 30) as rs:
+            times.append(_replicated_appends(rs, values))
+    benchmark.pedantic(run, rounds=2, iterations=1)
+    best = min(times)
+    mb = APPENDS * RECORDS_PER_APPEND * VALUE_BYTES / 2**20
+    record_ratio("replication: acks=all, 2 in-process followers vs Log.append", plain / best, 0.5,
+                 f"{mb / best:.0f} vs {mb / plain:.0f} MB/s of values")
+
+
+def test_acks_all_with_one_follower_process_over_tcp(benchmark, tmp_path):
+    values = _values()
+    plain = min(_plain_appends(tmp_path / f"plain{i}" / "b-0", values) for i in range(2))
+    times = []
+
+    def run():
+        with ReplicaSet(tmp_path / f"rs{len(times)}", "b-0", replicas=2, remote_replicas=(1,),
+                        min_insync_replicas=2, segment_bytes=1 << 30) as rs:
+            rs.start_follower_process(1, max_wait_ms=100)
+            times.append(_replicated_appends(rs, values))
+    benchmark.pedantic(run, rounds=2, iterations=1)
+    best = min(times)
+    mb = APPENDS * RECORDS_PER_APPEND * VALUE_BYTES / 2**20
+    record_ratio("replication: acks=all, 1 follower process over TCP vs Log.append", plain / best, 0.4,
+                 f"{mb / best:.0f} vs {mb / plain:.0f} MB/s of values")
+
+
+def _raw_sendfile(path: str, size: int, chunk: int) -> float:
+    """Seconds to sendfile ``size`` bytes of ``path`` over loopback, ``chunk`` at a time,
+    into a receiver that reads them into buffers (the physical limit of the fetch path)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    received = []
+
+    def receive():
+        conn, _ = listener.accept()
+        with conn:
+            got = 0
+            while got < size:
+                got += len(conn.recv(1 << 20))
+        received.append(got)
+    thread = threading.Thread(target=receive)
+    thread.start()
+    out = socket.create_connection(listener.getsockname())
+    fd = os.open(path, os.O_RDONLY)
+    t = time.perf_counter()
+    pos = 0
+    while pos < size:
+        pos += os.sendfile(out.fileno(), fd, pos, min(chunk, size - pos))
+    thread.join()
+    elapsed = time.perf_counter() - t
+    os.close(fd)
+    out.close()
+    listener.close()
+    return elapsed
+
+
+def _fetch_path(rs, size: int, chunk: int) -> float:
+    """Seconds for a follower's fetches (TcpEndpoint against the leader's ReplicaServer) to
+    bring the ``size`` bytes of the log, ``chunk`` per fetch, each continuing after the
+    whole batches of the previous one (as the follower's log end would)."""
+    endpoint = TcpEndpoint(rs.serve())
+    offset, got, end = 0, 0, rs.log(0).log_end_offset
+    t = time.perf_counter()
+    while offset < end:
+        resp, raw = endpoint.fetch(FetchRequest(1, rs.leader_epoch, offset, chunk, 0))
+        whole = whole_batches(raw)
+        got += len(whole)
+        offset = list(decode_batches(whole))[-1].next_offset
+    elapsed = time.perf_counter() - t
+    endpoint.close()
+    assert got == size
+    return elapsed
+
+
+def test_follower_fetch_path_vs_raw_sendfile(benchmark, tmp_path):
+    chunk = 1 << 20
+    with ReplicaSet(tmp_path / "rs", "b-0", replicas=2, remote_replicas=(1,), segment_bytes=1 << 30) as rs:
+        values = _values()
+        for _ in range(APPENDS):
+            rs.append(values, acks=1)
+        seg = rs.log(0).active_segment
+        size = seg.size_bytes
+        raw = min(_raw_sendfile(seg.log_path, size, chunk) for _ in range(3))
+        fetched = []
+        benchmark.pedantic(lambda: fetched.append(_fetch_path(rs, size, chunk)), rounds=3, iterations=1)
+    best = min(fetched)
+    record_ratio("replication: follower fetch path vs raw sendfile", raw / best, 0.8,
+                 f"{size / best / 2**20:.0f} vs {size / raw / 2**20:.0f} MB/s")
+
+
+def test_append_latency_acks_1_and_all(benchmark, tmp_path):
+    samples = {1: [], "all": []}
+
+    def run():
+        with ReplicaSet(tmp_path / f"rs{len(samples[1])}", "b-0", replicas=3, min_insync_replicas=2) as rs:
+            for acks in (1, "all"):
+                for _ in range(2000):
+                    t = time.perf_counter()
+                    rs.append([b"x" * VALUE_BYTES], acks=acks)
+                    samples[acks].append(time.perf_counter() - t)
+    benchmark.pedantic(run, rounds=1, iterations=1)
+    for acks, s in samples.items():
+        s.sort()
+        record_figure(f"replication latency acks={acks} (2 in-process followers, 1 record)",
+                      p50_us=round(s[len(s) // 2] * 1e6), p99_us=round(s[int(len(s) * 0.99)] * 1e6))

@@ -1,0 +1,10 @@
+"""Replication with Kafka's semantics (docs/replication.md): ``ReplicaSet`` (a partition on
+N log directories, its controller and its ``acks``), ``Replica`` (one copy, leader or
+follower), the fetch exchange (``protocol``, ``transport``) and the divergence search by
+leader epochs (``truncation``)."""
+
+from pylog.replication.replica import Replica
+from pylog.replication.replica_set import ReplicaSet
+from pylog.replication.state import PartitionState
+
+__all__ = ["PartitionState", "Replica", "ReplicaSet"]

@@ -1,0 +1,368 @@
+"""``Replica``: one copy of a replicated partition, a ``Log`` in its own log dir, acting as
+its partition's leader or as a follower (Kafka's ``Partition`` on one broker).
+
+As leader it appends, answers its followers' fetches (records from their log end, with
+its high watermark piggybacked), tracks each follower's log end and last caught-up time,
+shrinks and expands the ISR (through the controller) and advances the high watermark to
+the smallest log end in the ISR. As follower it finds where its log diverges from the
+leader's by leader epochs (pylog/replication/truncation.py), then appends what it fetches.
+Every request carries a leader epoch, and a replica answers only the epoch it knows:
+a deposed leader and its followers are fenced.
+
+Thread-safe: one lock per replica, never held across a call to the controller (a
+follower holds its own while it asks its leader where to cut).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+from pylog.errors import FencedLeaderEpochError, IncompleteBatchError, NotLeaderOrFollowerError, StorageError
+from pylog.log import Log
+from pylog.record.batch import decode_batches
+from pylog.record.encode import now_ms
+from pylog.replication.protocol import (
+    FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE, UNKNOWN_LEADER_EPOCH, EpochEndOffset,
+    FetchRequest, FetchResponse,
+)
+from pylog.replication.state import PartitionState
+from pylog.replication.truncation import truncate_to_leader
+
+LEADER, FOLLOWER, OFFLINE = "leader", "follower", "offline"
+#: A follower's log end before its first fetch from a new leader.
+UNKNOWN_OFFSET = -1
+
+
+@dataclass
+class FollowerState:
+    """The leader's view of one follower (Kafka's ``Replica`` state on the leader)."""
+
+    log_end_offset: int = UNKNOWN_OFFSET
+    last_caught_up_ms: int = 0
+    last_fetch_leader_end_offset: int = 0
+    last_fetch_ms: int = 0
+
+    def fetched(self, fetch_offset: int, leader_end_offset: int, now: int) -> None:
+        """Kafka's rule: caught up now if it asked for the log end; caught up as of its
+        previous fetch if it asked for at least the log end of then."""
+        if fetch_offset >= leader_end_offset:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, now)
+        elif fetch_offset >= self.last_fetch_leader_end_offset:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_ms)
+        self.log_end_offset = fetch_offset
+        self.last_fetch_leader_end_offset = leader_end_offset
+        self.last_fetch_ms = now
+
+    def caught_up(self, leader_end_offset: int, now: int, lag_max_ms: int) -> bool:
+        return self.log_end_offset == leader_end_offset or now - self.last_caught_up_ms <= lag_max_ms
+
+
+class Replica:
+    """One replica of a partition: ``replica_id`` and the partition directory ``path``.
+
+    ``alter_isr(replica_id, leader_epoch, isr) -> bool`` asks the controller to record a
+    new ISR (Kafka's AlterPartition); the leader uses it only once recorded.
+    """
+
+    def __init__(self, replica_id: int, path, *, log_config: dict, alter_isr: Callable,
+                 replica_lag_time_max_ms: int, high_watermark_checkpoint_interval_ms: int = 5000,
+                 clock: Callable[[], int] = now_ms):
+        self.replica_id = replica_id
+        self.path = path
+        self.log: Log | None = None
+        self.role = OFFLINE
+        self.leader_id = -1
+        self.leader_epoch = -1
+        self.isr: tuple[int, ...] = ()
+        self.needs_truncation = False
+        self._log_config = log_config
+        self._alter_isr = alter_isr
+        self._lag_max_ms = replica_lag_time_max_ms
+        self._hw_checkpoint_ms = high_watermark_checkpoint_interval_ms
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)  # role, epoch, ISR, high watermark
+        self._appended = threading.Condition(self._lock)  # new batches, for the waiting fetches
+        self._followers: dict[int, FollowerState] = {}
+        self._epoch_start_offset = 0
+        self._last_hw_checkpoint_ms = 0
+
+    def __repr__(self) -> str:
+        return f"Replica({self.replica_id}, {self.role}, epoch={self.leader_epoch})"
+
+    # ==== life ======================================================================================
+    def start(self) -> None:
+        """Open the log (recovering it after a crash); the replica waits for the controller."""
+        with self._lock:
+            self.log = Log.open(self.path, auto_high_watermark=False, **self._log_config)
+            self.role = FOLLOWER
+            self.leader_id = -1
+            self._notify_all()
+
+    def stop(self) -> None:
+        """Close the log cleanly (flushed, checkpointed); the replica is offline."""
+        with self._lock:
+            self.role = OFFLINE
+            log, self.log = self.log, None
+            self._notify_all()
+        if log is not None:
+            log.close()
+
+    def _notify_all(self) -> None:
+        self._changed.notify_all()
+        self._appended.notify_all()
+
+    @property
+    def online(self) -> bool:
+        return self.role != OFFLINE
+
+    # ==== the controller's LeaderAndIsr ==============================================================
+    def become_leader(self, state: PartitionState) -> None:
+        """Lead ``state.leader_epoch``: stamp it on appends, take the ISR, forget what the
+        followers had (each is unknown until it fetches; ISR members count as caught up now)."""
+        with self._lock:
+            self._check_newer(state.leader_epoch)
+            now = self._clock()
+            self.role, self.leader_id, self.leader_epoch = LEADER, self.replica_id, state.leader_epoch
+            self.isr = state.isr
+            self.log.leader_epoch = state.leader_epoch
+            self._epoch_start_offset = self.log.log_end_offset
+            self._followers = {r: FollowerState(last_caught_up_ms=now if r in state.isr else 0)
+                               for r in state.replicas if r != self.replica_id}
+            self.needs_truncation = False
+            self._notify_all()
+
+    def become_follower(self, state: PartitionState) -> None:
+        """Follow ``state.leader`` in ``state.leader_epoch``: first cut the log where it
+        diverges from the leader's, then fetch."""
+        with self._lock:
+            self._check_newer(state.leader_epoch)
+            self.role, self.leader_id, self.leader_epoch = FOLLOWER, state.leader, state.leader_epoch
+            self.isr = state.isr
+            self.log.leader_epoch = 0  # stamps only as leader; its latest epoch is the log's own
+            self._followers = {}
+            self.needs_truncation = True
+            self._notify_all()
+
+    def _check_newer(self, epoch: int) -> None:
+        if self.log is None:
+            raise NotLeaderOrFollowerError(f"replica {self.replica_id} is offline")
+        if epoch < self.leader_epoch:
+            raise FencedLeaderEpochError(
+                f"replica {self.replica_id} knows leader epoch {self.leader_epoch}, newer than {epoch}")
+
+    # ==== leader side ================================================================================
+    def append(self, records, **options):
+        """Append as leader (``Log.append``); :class:`NotLeaderOrFollowerError` otherwise."""
+        with self._lock:
+            self._check_leader()
+            info = self.log.append(records, **options)
+            self._maybe_advance_high_watermark()
+            self._appended.notify_all()
+            return info
+
+    def _check_leader(self) -> None:
+        if self.role != LEADER:
+            raise NotLeaderOrFollowerError(
+                f"replica {self.replica_id} is not the leader (it is {self.role}, epoch {self.leader_epoch})")
+
+    def _request_error(self, epoch: int) -> str | None:
+        if self.role != LEADER:
+            return NOT_LEADER_OR_FOLLOWER
+        if epoch < self.leader_epoch:
+            return FENCED_LEADER_EPOCH
+        if epoch > self.leader_epoch:
+            return UNKNOWN_LEADER_EPOCH
+        return None
+
+    def handle_fetch(self, req: FetchRequest) -> FetchResponse:
+        """Answer a follower's fetch: note its log end, maybe expand the ISR and advance the
+        high watermark, then return batches from ``fetch_offset`` (waiting up to
+        ``max_wait_ms`` for some when there is none yet)."""
+        with self._lock:
+            error = self._request_error(req.current_leader_epoch)
+            if error is not None:
+                return FetchResponse(error, self.leader_epoch)
+            log = self.log
+            if not log.log_start_offset <= req.fetch_offset <= log.log_end_offset:
+                return FetchResponse(OFFSET_OUT_OF_RANGE, self.leader_epoch, log.high_watermark,
+                                     log.log_start_offset, log.log_end_offset)
+            follower = self._followers.setdefault(req.replica_id, FollowerState())
+            follower.fetched(req.fetch_offset, log.log_end_offset, self._clock())
+            joining = self._joins_isr(req.replica_id, follower)
+            self._maybe_advance_high_watermark()
+            epoch, isr = self.leader_epoch, self.isr
+        if joining:
+            self._propose_isr(epoch, tuple(sorted(isr + (req.replica_id,))))
+        with self._lock:
+            if req.fetch_offset == log.log_end_offset and req.max_wait_ms > 0:
+                self._appended.wait_for(lambda: self.leader_epoch != epoch or self.role != LEADER
+                                       or log.log_end_offset > req.fetch_offset, req.max_wait_ms / 1000)
+            error = self._request_error(req.current_leader_epoch)
+            if error is not None:
+                return FetchResponse(error, self.leader_epoch)
+            return FetchResponse(None, epoch, log.high_watermark, log.log_start_offset, log.log_end_offset,
+                                 log.read(req.fetch_offset, req.max_bytes))
+
+    def handle_offsets_for_leader_epoch(self, current_leader_epoch: int, epoch: int) -> EpochEndOffset:
+        """OffsetsForLeaderEpoch: where ``epoch`` ends in the leader's log."""
+        with self._lock:
+            error = self._request_error(current_leader_epoch)
+            if error is not None:
+                return EpochEndOffset(error)
+            found, end = self.log.end_offset_for_epoch(epoch)
+            return EpochEndOffset(None, found, end)
+
+    def _joins_isr(self, replica_id: int, follower: FollowerState) -> bool:
+        """Kafka's rule: a follower joins once it has the high watermark and everything of
+        the leader's epoch before it."""
+        return (replica_id not in self.isr and follower.log_end_offset >= self.log.high_watermark
+                and follower.log_end_offset >= self._epoch_start_offset)
+
+    def _maybe_advance_high_watermark(self) -> None:
+        """The high watermark moves up to the smallest log end in the ISR, never down.
+        Checkpointed every ``high_watermark_checkpoint_interval_ms`` (and on close)."""
+        log = self.log
+        ends = [log.log_end_offset] + [self._followers.get(r, FollowerState()).log_end_offset
+                                       for r in self.isr if r != self.replica_id]
+        new = min(ends)
+        if new > log.high_watermark:
+            now = self._clock()
+            checkpoint = now - self._last_hw_checkpoint_ms >= self._hw_checkpoint_ms
+            log.update_high_watermark(new, checkpoint=checkpoint)
+            if checkpoint:
+                self._last_hw_checkpoint_ms = now
+            self._changed.notify_all()
+
+    def maybe_shrink_isr(self) -> tuple[int, ...]:
+        """Drop from the ISR the followers not caught up within ``replica_lag_time_max_ms``
+        (Kafka's isr-expiration task); returns those dropped."""
+        with self._lock:
+            if self.role != LEADER:
+                return ()
+            now, end = self._clock(), self.log.log_end_offset
+            out = tuple(r for r in self.isr if r != self.replica_id
+                        and not self._followers.get(r, FollowerState()).caught_up(end, now, self._lag_max_ms))
+            epoch, isr = self.leader_epoch, self.isr
+        if out:
+            self._propose_isr(epoch, tuple(r for r in isr if r not in out))
+        return out
+
+    def _propose_isr(self, epoch: int, isr: tuple[int, ...]) -> None:
+        """Ask the controller to record ``isr``; take it only once recorded, and only if
+        still leading the same epoch (called without the replica's lock)."""
+        if not self._alter_isr(self.replica_id, epoch, isr):
+            return
+        with self._lock:
+            if self.role == LEADER and self.leader_epoch == epoch:
+                self.isr = isr
+                self._maybe_advance_high_watermark()
+                self._changed.notify_all()
+
+    def follower_log_end_offset(self, replica_id: int) -> int:
+        """A follower's log end as of its last fetch (-1 before the first in this epoch)."""
+        with self._lock:
+            return self._followers.get(replica_id, FollowerState()).log_end_offset
+
+    def take_isr(self, state: PartitionState) -> None:
+        """The controller removed a dead follower from the ISR of this leader's epoch."""
+        with self._lock:
+            if self.role == LEADER and self.leader_epoch == state.leader_epoch:
+                self.isr = state.isr
+                self._maybe_advance_high_watermark()
+                self._changed.notify_all()
+
+    def wait_for_high_watermark(self, offset: int, epoch: int, timeout_s: float) -> bool | None:
+        """Wait until the high watermark reaches ``offset``: True when it did, False on
+        timeout, None when leadership of ``epoch`` was lost meanwhile."""
+        with self._lock:
+            def ready():
+                return self.role != LEADER or self.leader_epoch != epoch or self.log.high_watermark >= offset
+            self._changed.wait_for(ready, timeout_s)
+            if self.role != LEADER or self.leader_epoch != epoch:
+                return None
+            return self.log.high_watermark >= offset
+
+    # ==== follower side ==============================================================================
+    def fetch_target(self, timeout_s: float) -> tuple[int, int, bool] | None:
+        """``(leader id, leader epoch, needs truncation)`` to fetch from, waiting up to
+        ``timeout_s`` for one; None when not a follower of a live leader."""
+        with self._lock:
+            self._changed.wait_for(lambda: self.role == FOLLOWER and self.leader_id >= 0, timeout_s)
+            if self.role != FOLLOWER or self.leader_id < 0:
+                return None
+            return self.leader_id, self.leader_epoch, self.needs_truncation
+
+    def truncate(self, epoch: int, ask_leader: Callable[[int], EpochEndOffset]) -> bool:
+        """Cut the log where it diverges from the leader of ``epoch`` (OffsetsForLeaderEpoch
+        rounds); False when the epoch moved on or the leader refused."""
+        def ask(e: int) -> tuple[int, int]:
+            answer = ask_leader(e)
+            if answer.error is not None:
+                raise _Refused(answer.error)
+            return answer.leader_epoch, answer.end_offset
+        with self._lock:
+            if self.role != FOLLOWER or self.leader_epoch != epoch:
+                return False
+            try:
+                truncate_to_leader(self.log, ask)
+            except _Refused:
+                return False
+            self.needs_truncation = False
+            return True
+
+    def fetch_request(self, epoch: int, max_bytes: int, max_wait_ms: int) -> FetchRequest | None:
+        with self._lock:
+            if self.role != FOLLOWER or self.leader_epoch != epoch or self.needs_truncation:
+                return None
+            return FetchRequest(self.replica_id, epoch, self.log.log_end_offset, max_bytes, max_wait_ms)
+
+    def apply_fetch(self, req: FetchRequest, resp: FetchResponse, raw: bytes) -> int:
+        """Append what the leader sent (whole batches, as follower) and take its high
+        watermark, bounded by the log end. Returns the bytes appended; nothing when the
+        replica moved on meanwhile or the leader answered an error (an out-of-range fetch
+        means: find the divergence again)."""
+        with self._lock:
+            if self.role != FOLLOWER or self.leader_epoch != req.current_leader_epoch \
+                    or self.log.log_end_offset != req.fetch_offset:
+                return 0
+            if resp.error == OFFSET_OUT_OF_RANGE:
+                self.needs_truncation = True
+                return 0
+            if resp.error is not None:
+                return 0
+            log = self.log
+            raw = whole_batches(raw)
+            if raw:
+                log.append_as_follower(raw)
+            hw = max(min(resp.high_watermark, log.log_end_offset), log.log_start_offset)
+            if hw != log.high_watermark:
+                log.update_high_watermark(hw, checkpoint=False)
+            return len(raw)
+
+    def checkpoint_high_watermark(self) -> None:
+        """Write the high watermark to replication-offset-checkpoint now."""
+        with self._lock:
+            if self.log is not None:
+                try:
+                    self.log.high_watermark = self.log.high_watermark
+                except StorageError:
+                    pass  # retried at the next checkpoint or close
+
+
+def whole_batches(raw):
+    """The complete batches at the start of ``raw`` (a view, not a copy): a fetch cut by
+    ``max_bytes`` may end inside a batch, which the next fetch brings whole (as Kafka's
+    followers do). O(batches)."""
+    try:
+        for _ in decode_batches(raw):
+            pass
+    except IncompleteBatchError as e:
+        return memoryview(raw)[:e.valid_bytes]
+    return raw
+
+
+class _Refused(Exception):
+    """The leader refused an OffsetsForLeaderEpoch request (the follower's epoch is stale)."""

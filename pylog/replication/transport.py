@@ -1,0 +1,166 @@
+"""How a follower reaches its leader. ``InProcessEndpoint`` calls the leader's ``Replica``
+directly (followers as threads of one process); ``TcpEndpoint`` and ``ReplicaServer``
+carry the same two requests over TCP (docs/format/replication.md), the leader sending the
+record bytes with ``FetchData.transfer_to`` (sendfile, zero copy)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+from pylog.errors import NotLeaderOrFollowerError, PylogError, ReplicaTransportError
+from pylog.replication import wire
+from pylog.replication.protocol import NOT_LEADER_OR_FOLLOWER, EpochEndOffset, FetchRequest, FetchResponse
+
+
+class InProcessEndpoint:
+    """The leader ``Replica`` of this process."""
+
+    def __init__(self, replica):
+        self.replica = replica
+
+    def fetch(self, req: FetchRequest) -> tuple[FetchResponse, bytes]:
+        if not self.replica.online:
+            raise NotLeaderOrFollowerError(f"replica {self.replica.replica_id} is offline")
+        resp = self.replica.handle_fetch(req)
+        raw = resp.record_bytes()
+        resp.records = None
+        return resp, raw
+
+    def offsets_for_leader_epoch(self, replica_id: int, current_leader_epoch: int, epoch: int) -> EpochEndOffset:
+        if not self.replica.online:
+            raise NotLeaderOrFollowerError(f"replica {self.replica.replica_id} is offline")
+        return self.replica.handle_offsets_for_leader_epoch(current_leader_epoch, epoch)
+
+
+class TcpEndpoint:
+    """A leader in another process, reached over TCP (docs/format/replication.md). One
+    request at a time on one connection; a broken connection raises
+    :class:`ReplicaTransportError` and is opened again on the next request."""
+
+    def __init__(self, address: tuple[str, int], *, timeout_s: float = 30.0):
+        self.address = address
+        self.timeout_s = timeout_s
+        self._sock = None
+        self._correlation_id = 0
+
+    def _connection(self):
+        if self._sock is None:
+            try:
+                self._sock = socket.create_connection(self.address, timeout=self.timeout_s)
+            except OSError as e:
+                raise ReplicaTransportError(f"cannot connect to the leader at {self.address}: {e}") from None
+            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return self._sock
+
+    def _exchange(self, frame: bytes, read):
+        sock = self._connection()
+        try:
+            sock.sendall(frame)
+            return read(sock)
+        except BaseException:
+            self.close()
+            raise
+
+    def _next_id(self) -> int:
+        self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
+        return self._correlation_id
+
+    def fetch(self, req: FetchRequest) -> tuple[FetchResponse, bytes]:
+        """Send a fetch, return the response and every byte of its records (read whole
+        before anything is appended)."""
+        cid = self._next_id()
+
+        def read(sock):
+            (size,) = wire.SIZE.unpack(wire.read_exactly(sock, wire.SIZE.size, "a fetch response"))
+            got_cid, resp, records_size = wire.decode_fetch_response_header(
+                wire.read_exactly(sock, wire.FETCH_RESPONSE.size, "a fetch response header"))
+            if got_cid != cid or size != wire.FETCH_RESPONSE.size + records_size:
+                raise ReplicaTransportError(f"fetch response {got_cid} of {size} bytes does not answer request "
+                                            f"{cid} ({records_size} bytes of records)")
+            return resp, wire.read_exactly(sock, records_size, f"{records_size} bytes of fetched records")
+        try:
+            return self._exchange(wire.encode_fetch_request(cid, req), read)
+        except socket.timeout:
+            raise ReplicaTransportError(f"no fetch response from {self.address} in {self.timeout_s} s") from None
+
+    def offsets_for_leader_epoch(self, replica_id: int, current_leader_epoch: int, epoch: int) -> EpochEndOffset:
+        cid = self._next_id()
+
+        def read(sock):
+            got_cid, answer = wire.decode_epoch_response(wire.read_frame(sock, "an OffsetsForLeaderEpoch response"))
+            if got_cid != cid:
+                raise ReplicaTransportError(f"response {got_cid} does not answer request {cid}")
+            return answer
+        return self._exchange(wire.encode_epoch_request(cid, replica_id, current_leader_epoch, epoch), read)
+
+    def close(self) -> None:
+        if self._sock is not None:
+            sock, self._sock = self._sock, None
+            sock.close()
+
+
+class ReplicaServer:
+    """Serves a leader ``Replica``'s fetches over TCP on ``host`` (loopback by default),
+    a thread per connection; the records go out with ``FetchData.transfer_to`` (sendfile)."""
+
+    def __init__(self, replica, *, host: str = "127.0.0.1", port: int = 0):
+        self.replica = replica
+        self._listener = socket.create_server((host, port))
+        self.address = self._listener.getsockname()[:2]
+        self._closed = threading.Event()
+        self._connections: set = set()
+        self._thread = threading.Thread(target=self._accept, name=f"replica-server-{replica.replica_id}",
+                                        daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        self._listener.settimeout(0.1)  # so that close() is seen
+        while not self._closed.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            conn.settimeout(None)
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._connections.add(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn) -> None:
+        try:
+            while not self._closed.is_set():
+                api, cid, body = wire.decode_request(wire.read_frame(conn, "a request"))
+                if api == wire.FETCH:
+                    self._send_fetch(conn, cid, body)
+                else:
+                    replica_id, current, epoch = body
+                    conn.sendall(wire.encode_epoch_response(
+                        cid, self.replica.handle_offsets_for_leader_epoch(current, epoch)))
+        except (PylogError, OSError):
+            pass  # the follower went away or spoke out of turn, or the log closed: drop the connection
+        finally:
+            self._connections.discard(conn)
+            conn.close()
+
+    def _send_fetch(self, conn, cid: int, req: FetchRequest) -> None:
+        if not self.replica.online:
+            resp = FetchResponse(NOT_LEADER_OR_FOLLOWER, self.replica.leader_epoch)
+        else:
+            resp = self.replica.handle_fetch(req)
+        records = resp.records
+        size = 0 if records is None else records.size_bytes
+        conn.sendall(wire.fetch_response_header(cid, resp, size))
+        if size:
+            records.transfer_to(conn)
+
+    def close(self) -> None:
+        self._closed.set()
+        self._thread.join()
+        self._listener.close()
+        for conn in list(self._connections):
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
