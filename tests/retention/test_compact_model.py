@@ -17,12 +17,13 @@ from pylog import Log, Record
 from pylog.errors import OutOfOrderSequenceError
 from pylog.layout import SNAPSHOT_SUFFIX
 from pylog.record import decode_batches
+from pylog.record.encode import now_ms
 
 DELETE_RETENTION_MS = 1000
 CFG = dict(segment_bytes=1 << 20, cleanup_policy="compact", min_cleanable_dirty_ratio=0.0,
            file_delete_delay_ms=0, delete_retention_ms=DELETE_RETENTION_MS,
-           message_timestamp_after_max_ms=2**63 - 1)  # NOW is ahead of the clock: producers never expire
-NOW = 1_800_000_000_000
+           producer_id_expiration_ms=10 * 365 * 24 * 3600 * 1000)  # producers never expire during a run
+NOW = now_ms()
 KEYS = [b"k%d" % i for i in range(8)]
 TXN_PRODUCERS = (1, 2, 3)  # transactional
 IDEMPOTENT_PRODUCER = 4  # sequences, no transactions
