@@ -18,10 +18,12 @@ retention, compaction and truncation by the writing process. A position the writ
 meanwhile (retention passed it, or truncation cut below it) is reported on stderr and
 reading goes on from the log start, or the log end, as Kafka's consumers reset.
 
-No consumer group is joined: the partitions and start offsets come from the options
-(:func:`assign`), and nothing is committed. That function is the place a group
-membership (``pylog consumer-groups``) plugs in: its assignment and committed offsets in,
-:meth:`Consumer.positions` out to commit.
+Without ``--group`` no consumer group is joined: the partitions and start offsets come
+from the options (:func:`assign`), and nothing is committed. With ``--group G`` the process
+is a member of group G (:class:`pylog.clients.Consumer`): it reads the partitions the group
+assigns it, from the group's committed offsets (``--from-beginning`` or the log end where
+there are none, as Kafka's ``auto.offset.reset``), and commits its positions as it goes and
+on exit, so ``pylog consumer-groups --describe --group G`` shows its progress and lag.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import sys
 import time
 
 from pylog.cli.common import open_manager, parse_properties, properties_help
+from pylog.clients.consumer import Consumer as GroupConsumer
 from pylog.cli.formatter import FORMATTERS, PROPERTIES
 from pylog.errors import InvalidArgumentError, OffsetOutOfRangeError
 
@@ -62,6 +65,9 @@ def _add(p, *, follow: bool) -> None:
     start.add_argument("--offset", help="start at this offset of --partition, or 'earliest' or 'latest'")
     start.add_argument("--timestamp", type=int, metavar="MS",
                        help="start at the first record at or after this time (ms since the epoch)")
+    p.add_argument("--group", metavar="G",
+                   help="read as a member of consumer group G: the group's partitions of the topic, from its "
+                        "committed offsets, committing as it goes (not with --partition, --offset, --timestamp)")
     p.add_argument("--max-messages", "--max-records", dest="max_messages", type=int, metavar="N",
                    help="exit after printing N records")
     p.add_argument("--timeout-ms", type=int, metavar="MS", help="exit when no record came for this long")
@@ -84,18 +90,22 @@ def _add(p, *, follow: bool) -> None:
 def run(args) -> int:
     props = parse_properties(args.properties, PROPERTIES)
     formatter = FORMATTERS[args.formatter](props)
-    with open_manager(args.root, read_only=True) as manager:
-        consumer = Consumer(assign(manager, args), ISOLATION_LEVELS[args.isolation])
-        out = sys.stdout.buffer
-        status = 0
-        try:
-            for record in consumer.poll(follow=args.follow, max_records=args.max_messages,
-                                        timeout_ms=args.timeout_ms, flush=out.flush):
-                out.write(formatter.format(record))
-        except KeyboardInterrupt:  # how a following consumer is usually stopped: still a summary
-            status = 130
-        finally:
-            out.flush()
+    out = sys.stdout.buffer
+    if args.group is not None:
+        consumer = GroupMember(args)
+    else:
+        manager = open_manager(args.root, read_only=True)
+        consumer = Consumer(assign(manager, args), ISOLATION_LEVELS[args.isolation], closing=manager)
+    status = 0
+    try:
+        for record in consumer.poll(follow=args.follow, max_records=args.max_messages,
+                                    timeout_ms=args.timeout_ms, flush=out.flush):
+            out.write(formatter.format(record))
+    except KeyboardInterrupt:  # how a following consumer is usually stopped: still a summary
+        status = 130
+    finally:
+        out.flush()
+        consumer.close()
     print(f"Processed a total of {consumer.printed} messages", file=sys.stderr)
     return status
 
@@ -144,10 +154,15 @@ class Consumer:
     """Reads its partitions in rounds from their positions; the records' place (topic,
     partition, timestamp type) comes with them."""
 
-    def __init__(self, positions: dict, isolation: str):
+    def __init__(self, positions: dict, isolation: str, *, closing=None):
         self._positions = positions
         self.isolation = isolation
         self.printed = 0
+        self._closing = closing
+
+    def close(self) -> None:
+        if self._closing is not None:
+            self._closing.close()
 
     def positions(self) -> dict[tuple[str, int], int]:
         """``{(topic, partition): next offset to read}``: what a group would commit."""
@@ -204,3 +219,48 @@ def _reset(log, offset: int) -> int:
     print(f"{log.topic}-{log.partition}: offset {offset} is no longer in the log; going on from {to}",
           file=sys.stderr)
     return to
+
+
+class GroupMember:
+    """``--group``: a :class:`pylog.clients.Consumer` in the group, subscribed to the topic,
+    polled with the same stopping rules as :class:`Consumer`; positions are auto-committed
+    and committed on close."""
+
+    def __init__(self, args):
+        if args.partition is not None or args.offset is not None or args.timestamp is not None:
+            raise InvalidArgumentError("--group reads the partitions the group assigns from its committed offsets: "
+                                       "it does not go with --partition, --offset or --timestamp")
+        earliest = args.from_beginning or (args.from_beginning is None and not args.follow)
+        isolation = "read_" + ISOLATION_LEVELS[args.isolation]
+        self._consumer = GroupConsumer(args.root, group_id=args.group, isolation_level=isolation,
+                                       auto_offset_reset="earliest" if earliest else "latest")
+        self._consumer.subscribe([args.topic])
+        self.printed = 0
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    def poll(self, *, follow: bool, max_records: int | None, timeout_ms: int | None, flush):
+        """As :meth:`Consumer.poll`; without ``follow`` it stops once a poll finds nothing
+        and every assigned partition is read to its end."""
+        consumer, last_record = self._consumer, time.monotonic()
+        while max_records is None or self.printed < max_records:
+            left = None if max_records is None else max_records - self.printed
+            batches = consumer.poll(timeout_ms=int(POLL_INTERVAL_S * 1000), max_records=left)
+            for records in batches.values():
+                for record in records:
+                    self.printed += 1
+                    yield record
+            now = time.monotonic()
+            if batches:
+                last_record = now
+                flush()
+            elif not follow and self._at_end():
+                return
+            elif timeout_ms is not None and (now - last_record) * 1000 >= timeout_ms:
+                return
+
+    def _at_end(self) -> bool:
+        assigned = self._consumer.assignment()
+        ends = self._consumer.end_offsets(assigned)
+        return bool(assigned) and all(self._consumer.position(tp) >= ends[tp] for tp in assigned)

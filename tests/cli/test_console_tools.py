@@ -205,3 +205,26 @@ def test_a_missing_log_dir_is_a_pylog_error(tmp_path):
     from pylog.cli.common import open_manager
     with pytest.raises(LogDirNotFoundError, match="no log dir at"):
         open_manager(str(tmp_path / "missing"), read_only=True)
+
+
+# -- in a consumer group ------------------------------------------------------------------------------
+
+def test_a_group_consumer_starts_at_its_committed_offsets_and_shows_in_consumer_groups(tmp_path):
+    """``--group``: the first run reads everything (``--from-beginning`` with no committed
+    offsets), commits on exit; the next run of the same group prints only what came since,
+    and ``consumer-groups --describe`` shows no lag."""
+    root = tmp_path / "root"
+    ok("topics", root, "--create", "--topic", "t", "--partitions", "2")
+    ok("produce", root, "--topic", "t", stdin=b"".join(b"a%d\n" % i for i in range(10)))
+    first = ok("console-consumer", root, "--topic", "t", "--group", "g", "--from-beginning", "--no-follow")
+    assert sorted(first.split()) == sorted(f"a{i}" for i in range(10))
+    ok("produce", root, "--topic", "t", stdin=b"b0\nb1\nb2\n")
+    second = ok("console-consumer", root, "--topic", "t", "--group", "g", "--from-beginning", "--no-follow")
+    assert sorted(second.split()) == ["b0", "b1", "b2"]
+    described = ok("consumer-groups", root, "--describe", "--group", "g")
+    lags = [line.split()[5] for line in described.splitlines() if line.startswith("g ")]
+    assert lags == ["0", "0"], described
+
+
+def test_group_does_not_go_with_a_partition_or_an_offset(topic):
+    assert "--group" in one_line_error("console-consumer", topic, "--topic", "t", "--group", "g", "--partition", "0")
