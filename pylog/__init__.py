@@ -41,6 +41,8 @@ _LAZY = {
     "LogManager": ("pylog.manager", "LogManager"),
     "Topic": ("pylog.manager", "Topic"),
     "ReplicaSet": ("pylog.replication", "ReplicaSet"),
+    **{name: ("pylog.clients", name) for name in (
+        "Producer", "Consumer", "TopicPartition", "ConsumerRecord", "ConsumerRebalanceListener", "RecordMetadata")},
 }
 
 
@@ -65,6 +67,3 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(list(globals()) + list(_LAZY))
-_LAZY.update({name: ("pylog.clients", name) for name in (
-    "Producer", "Consumer", "TopicPartition", "ConsumerRecord", "ConsumerRebalanceListener", "RecordMetadata")})
-__all__ = sorted(set(__all__) | {n for n, (module, _) in _LAZY.items() if module == "pylog.clients"})
