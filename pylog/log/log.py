@@ -349,15 +349,6 @@ class Log(contextlib.AbstractContextManager):
                 return
             offset = fetch.next_offset
 
-    def read_arrow(self, start_offset: int | None = None, end_offset: int | None = None, **options):
-        """The data records of ``[start_offset, end_offset)`` as a ``pyarrow.Table`` with Spark's Kafka-source
-        schema, through the columnar decode (no object per record): :func:`pylog.record.arrow.read_arrow`."""
-        return arrow.read_arrow(self, start_offset, end_offset, **options)
-
-    def to_pandas(self, start_offset: int | None = None, end_offset: int | None = None, **options):
-        """:meth:`read_arrow` as a ``pandas.DataFrame``; needs ``pyarrow`` and ``pandas``."""
-        return arrow.to_pandas(self, start_offset, end_offset, **options)
-
     def offset_for_timestamp(self, timestamp: int) -> int | None:
         """The earliest offset with a record timestamp >= ``timestamp`` (Kafka's ListOffsets; -2: the log
         start, -1: the log end, -3: the largest timestamp's); None if none. O(segments + index_interval)."""
@@ -412,20 +403,9 @@ class Log(contextlib.AbstractContextManager):
         with self._lock:
             return self._producers.remove_expired(now_ms)
 
-    def enforce_retention(self, now_ms: int | None = None) -> list[int]:
-        """Apply the delete policy (``retention_ms``, ``retention_bytes``, log start
-        offset breach); returns the base offsets of the segments removed. Idempotent."""
-        return retention.enforce_retention(self, now_ms)
-
-    def compact(self, now_ms: int | None = None, *, force: bool = False):
-        """Compact the log (keep the latest record per key) if its policy includes compact;
-        ``force`` ignores ``min_cleanable_dirty_ratio``. Returns a ``CleanResult``."""
-        return retention.compact(self, now_ms, force=force)
-
-    def check(self, *, deep: bool = True) -> list[str]:
-        """Every invariant violation found, one line each (empty when clean); see
-        ``pylog.check``, shared with ``pylog verify``. Cost: reads every byte when ``deep``."""
-        return check_log(self, deep=deep)
+    # Operations whose code and documentation live with their module; each takes the log first.
+    read_arrow, to_pandas = arrow.read_arrow, arrow.to_pandas
+    enforce_retention, compact, check = retention.enforce_retention, retention.compact, check_log
 
     def close(self) -> None:
         """Flush everything, write the final time-index entry, trim indexes, snapshot producer
