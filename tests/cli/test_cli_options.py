@@ -11,13 +11,14 @@ from pylog import Log, Record
 from pylog.cli.main import build_parser
 from tests.cli.test_cli import pylog
 
-def test_version_names_pylog_the_speedups_and_python():
+def test_version_names_pylog_the_speedups_python_and_the_spark_reader():
     r = pylog("--version")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.decode().splitlines()
     assert lines[0] == f"pylog {pylog_package.__version__}"
     assert lines[1] == f"C speedups: {'on' if pylog_package.SPEEDUPS else 'off'}"
     assert re.match(r"Python 3\.\d+\.\d+ ", lines[2])
+    assert re.match(r"Spark JVM reader: (on \(/.*\.jar\)|built on first use|off \()", lines[3]), lines[3]
 
 
 def test_every_option_of_every_command_has_help_text():

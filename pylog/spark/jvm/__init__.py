@@ -113,6 +113,18 @@ def jar_path(*, build: bool = True) -> str | None:
     return str(jar)
 
 
+def reader_state() -> str:
+    """The JVM reader's state in a few words (``pylog --version``): the jar it would use,
+    that one will be built on first use, or why the Python source serves. Builds nothing;
+    cost: an import of pyspark and a hash of the sources."""
+    if _spark() is None:
+        return "off (pyspark is not installed)"
+    jar = jar_path(build=False)
+    if jar is not None:
+        return f"on ({jar})"
+    return "built on first use (JDK found)" if _javac() else "off (no JDK: the Python source serves)"
+
+
 def _notice(why: str) -> None:
     global _noticed
     if not _noticed:
