@@ -213,12 +213,12 @@ def test_idle_producers_expire_unless_a_transaction_is_open(tmp_path):
         first = send_at(1, now, 0)
         send_at(2, now, 0, txn=True)  # left open
         send_at(3, now + 50_000, 0)
-        assert log.expire_producers(now + 59_999) == []
-        assert log.expire_producers(now + 60_000) == [1]
+        assert log.cleaner_view.expire_producers(now + 59_999) == []
+        assert log.cleaner_view.expire_producers(now + 60_000) == [1]
         assert sorted(log._producers.entries()) == [2, 3]
         retry = send_at(1, now, 0)  # no longer recognised as a duplicate: written again
         assert retry.first_offset > first.first_offset
-        assert sorted(log.expire_producers(now + 10**9)) == [1, 3]  # the open transaction keeps producer 2
+        assert sorted(log.cleaner_view.expire_producers(now + 10**9)) == [1, 3]  # the open transaction keeps producer 2
 
 
 def test_the_cleaner_round_expires_idle_producers(tmp_path):

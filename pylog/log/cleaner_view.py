@@ -78,6 +78,15 @@ class LogCleanerView:
                 log._offsets.checkpoint(log._dir)
         return removed
 
+    def expire_producers(self, now_ms: int | None = None) -> list[int]:
+        """Forget producers idle for ``producer_id_expiration_ms`` (by their last batch's
+        timestamp) with no open transaction, as Kafka's periodic check does; returns their
+        ids. A later batch of one starts afresh (sequence 0 accepted, duplicates no longer
+        recognised). In memory until the next snapshot."""
+        self._local.check_writable()
+        with self.lock:
+            return self._log._producers.remove_expired(now_ms)
+
     def new_cleaned_segment(self, base_offset: int):
         return self._local.new_cleaned_segment(base_offset)
 

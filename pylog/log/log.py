@@ -52,8 +52,7 @@ class Log(contextlib.AbstractContextManager):
                  auto_high_watermark: bool):
         self.path, self.topic, self.partition = loaded.pdir.path, loaded.pdir.topic, loaded.pdir.partition
         self.config, self.read_only, self.io, self.auto_high_watermark = config, read_only, io, auto_high_watermark
-        self._leader_epoch, self.load_report = 0, loaded.report
-        self._epochs = loaded.epochs
+        self._leader_epoch, self._epochs, self.load_report = 0, loaded.epochs, loaded.report
         self._dir = loaded.pdir
         self._lock = loaded.lock
         self._local = LocalLog(loaded, config, io, read_only=read_only)
@@ -132,9 +131,8 @@ class Log(contextlib.AbstractContextManager):
         self.update_high_watermark(offset)
 
     def update_high_watermark(self, offset: int, *, checkpoint: bool = True) -> None:
-        """Move the high watermark (between the log start and end). ``checkpoint=False``
-        leaves ``replication-offset-checkpoint`` to the next flush or close, as Kafka's
-        replication does on every fetch; the setter checkpoints at once."""
+        """Move the high watermark (within the log). ``checkpoint=False`` leaves its checkpoint to the
+        next flush or close, as Kafka's replication does on every fetch; the setter checkpoints at once."""
         self._local.check_writable()
         check_offset(offset, "high_watermark")
         with self._lock:
@@ -145,8 +143,7 @@ class Log(contextlib.AbstractContextManager):
 
     @property
     def leader_epoch(self) -> int:
-        """The partition leader epoch stamped into the batches this log appends as leader:
-        the one set, and never below the latest in its ``leader-epoch-checkpoint``."""
+        """The epoch stamped into leader appends: the one set, never below the latest in ``leader-epoch-checkpoint``."""
         return max(self._leader_epoch, self._epochs.latest_epoch)
 
     @leader_epoch.setter
@@ -393,15 +390,6 @@ class Log(contextlib.AbstractContextManager):
                                                if nxt.base_offset <= before_offset])
             self._offsets.checkpoint(self._dir)
             return self.log_start_offset
-
-    def expire_producers(self, now_ms: int | None = None) -> list[int]:
-        """Forget producers idle for ``producer_id_expiration_ms`` (by their last batch's
-        timestamp) with no open transaction, as Kafka's periodic check does; returns their
-        ids. A later batch of one starts afresh (sequence 0 accepted, duplicates no longer
-        recognised). In memory until the next snapshot."""
-        self._local.check_writable()
-        with self._lock:
-            return self._producers.remove_expired(now_ms)
 
     # Operations whose code and documentation live with their module; each takes the log first.
     read_arrow, to_pandas = arrow.read_arrow, arrow.to_pandas

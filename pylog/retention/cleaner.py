@@ -51,7 +51,7 @@ class Cleaner:
             if view.read_only or view.closed:
                 continue
             try:
-                log.expire_producers(now_ms)
+                view.expire_producers(now_ms)
                 deleted = enforce_retention(log, now_ms)
                 cleaned = compact(log, now_ms) if log.config.compact else None
                 out[(log.topic, log.partition)] = (deleted, cleaned)

@@ -58,6 +58,10 @@ class CleanerView(Protocol):
     def delete_segments(self, segments: list) -> list[int]:
         """Remove whole inactive segments, oldest first; returns their base offsets."""
 
+    def expire_producers(self, now_ms: int | None = None) -> list[int]:
+        """Forget producers idle past ``producer_id_expiration_ms`` with no open transaction;
+        returns their ids."""
+
     def new_cleaned_segment(self, base_offset: int):
         """An empty segment with the ``.cleaned`` suffix, to fill and pass to ``replace_segments``."""
 
