@@ -113,9 +113,7 @@ class LocalLog:
         """Remove every offset >= ``offset`` (whole batches). True when nothing below it was
         left: the log then starts afresh, empty, at ``offset``. Durable after a flush."""
         if offset < self.active.base_offset and offset <= self.segments.first_base_offset:
-            for base in self.segments.bases():
-                delete_segment(self.segments.remove(base), delay_ms=0)
-            self.roll(offset)
+            self.truncate_fully_and_start_at(offset)
             return True
         for base in self.segments.bases():
             if base > offset:
@@ -125,6 +123,13 @@ class LocalLog:
         seg.offset_index.resize(self.config.segment_index_bytes)
         seg.time_index.resize(self.config.segment_index_bytes)
         return False
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete every segment and start afresh with one empty segment at ``offset``
+        (Kafka's ``truncateFullyAndStartAt``). The files go at once; durable after a flush."""
+        for base in self.segments.bases():
+            delete_segment(self.segments.remove(base), delay_ms=0)
+        self.roll(offset)
 
     def delete_segments(self, segments: list[Segment]) -> list[int]:
         """Remove whole inactive segments: renamed ``.deleted`` at once, their files removed

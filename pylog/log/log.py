@@ -371,6 +371,19 @@ class Log(contextlib.AbstractContextManager):
             self._local.active.flush()
             self._offsets.checkpoint(self._dir)
 
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empty the log and start it again at ``offset``, its new log start, high watermark
+        and log end (Kafka's ``truncateFullyAndStartAt``: a follower whose log end fell below its
+        leader's log start). Every segment file is deleted; durable on return. O(segments)."""
+        self._local.check_writable()
+        check_offset(offset, "offset")
+        with self._lock:
+            self._local.truncate_fully_and_start_at(offset)
+            self._offsets.started_at(offset)
+            self._epochs.clear()
+            self._producers.truncate_and_reload(offset, offset, self._local.batches_between, now_ms())
+            self.flush()
+
     def delete_records(self, before_offset: int) -> int:
         """Move the log start offset to ``before_offset`` (Kafka's DeleteRecords): older
         offsets become unreadable, and whole segments below it are deleted. Must not pass
