@@ -18,12 +18,14 @@ from pylog import failpoints
 from pylog.config import LogConfig
 from pylog.errors import LogClosedError, OffsetOutOfRangeError, ReadOnlyError
 from pylog.io import FileIO
-from pylog.layout import LOG_SUFFIX, SWAP_SUFFIX
+from pylog.layout import LEADER_EPOCH_CHECKPOINT, LOG_SUFFIX, SWAP_SUFFIX
+from pylog.log.leader_epoch import LeaderEpochFileCache, read_writers_epochs
 from pylog.log.loader import LoadedLog, live_segment_bases, take_checkpointed_offsets
 from pylog.log.offsets import LogOffsets
 from pylog.log.segments import batches_from, delete_segment
 from pylog.segment.fetch import FetchData
 from pylog.segment.segment import Segment, segment_paths
+from pylog.stat_watch import StatWatch
 from pylog.txn_check import TxnIndexChecker
 
 EARLIEST_TIMESTAMP = -2
@@ -54,6 +56,7 @@ class LocalLog:
         self._empty_start = loaded.empty_start
         self._dir_watch = loaded.dir_watch
         self._checkpoint_watch = loaded.checkpoint_watch
+        self._epoch_watch = StatWatch([os.path.join(self.path, LEADER_EPOCH_CHECKPOINT)]) if read_only else None
 
     def check_open(self) -> None:
         """:class:`LogClosedError` once closed."""
@@ -344,6 +347,17 @@ class LocalLog:
         else:
             offsets.appended(self.log_end_offset)
         return False
+
+    def follow_epochs(self, epochs: LeaderEpochFileCache, log_start_offset: int) -> LeaderEpochFileCache:
+        """Read-only logs: the leader-epoch cache as the writer keeps it, read again when its
+        ``leader-epoch-checkpoint`` changed (:func:`read_writers_epochs`; never written), and
+        once at the first call (it may have changed while the log was opened). One ``stat``
+        when nothing changed."""
+        if not self._epoch_watch.changed():
+            return epochs
+        self._epoch_watch.mark()
+        return read_writers_epochs(self.path, lambda start: self.batches_between(start, self.log_end_offset),
+                                   log_start_offset=log_start_offset, io=self.io)
 
     def _relist(self, offsets: LogOffsets) -> bool:
         """Reconcile the segments with a new listing: segments gone or rewritten

@@ -88,6 +88,7 @@ class Log(contextlib.AbstractContextManager):
             with self._lock:
                 if self._local.refresh(self._offsets, relist=relist):  # rewritten: replay producers again
                     self._committed.forget()
+                self._epochs = self._local.follow_epochs(self._epochs, self.log_start_offset)
 
     @property
     def segments(self) -> list[Segment]:
@@ -154,9 +155,10 @@ class Log(contextlib.AbstractContextManager):
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """Kafka's OffsetsForLeaderEpoch: ``(the largest epoch <= epoch this log knows, its
         end offset)``: the start of the next epoch, or the log end for the latest; ``(-1, -1)``
-        when unknown (:mod:`pylog.log.leader_epoch`). O(epochs)."""
+        when unknown (:mod:`pylog.log.leader_epoch`); a read-only log first :meth:`refresh`\\ es. O(epochs)."""
         self._local.check_open()
         check_int(epoch, "epoch", (-1, INT32_MAX))
+        self.refresh()
         with self._lock:
             return self._epochs.end_offset_for(epoch, log_end_offset=self.log_end_offset)
 
