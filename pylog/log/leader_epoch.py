@@ -186,16 +186,18 @@ def load_epoch_cache(partition_dir: str, batches_from, *, log_start_offset: int,
     ``[log_start_offset, log_end_offset]`` (keeping an epoch a leader began at the log end,
     so the next leader append stamps at least that epoch), plus the newer epochs of the
     batches from ``rebuild_from`` (the first recovered segment; None after a clean close). A missing file for a log
-    that has data, or a malformed one, is rebuilt from every batch (a read-only load rebuilds
-nothing: it starts empty then). ``batches_from(offset)``
+    that has data, or a malformed one, is rebuilt from every batch. A ``read_only`` load takes
+    the file as the writer wrote it (:func:`read_writers_epochs`). ``batches_from(offset)``
     yields the batches from ``offset`` to the log end. O(entries), plus O(bytes) rebuilt."""
+    if read_only:
+        return read_writers_epochs(partition_dir, batches_from, log_start_offset=log_start_offset, io=io)
     path = os.path.join(partition_dir, LEADER_EPOCH_CHECKPOINT)
     try:
-        cache = LeaderEpochFileCache.load(partition_dir, io=io, read_only=read_only)
+        cache = LeaderEpochFileCache.load(partition_dir, io=io)
         exists = os.path.exists(path)
     except CorruptCheckpointError:
-        cache, exists = LeaderEpochFileCache(path, io=io, read_only=read_only), False
-    missing = not exists and not read_only and log_end_offset > log_start_offset
+        cache, exists = LeaderEpochFileCache(path, io=io), False
+    missing = not exists and log_end_offset > log_start_offset
     if missing:
         rebuild_from = log_start_offset
     cache.truncate_from_end(log_end_offset + 1)  # an epoch begun at the log end, with no batch yet, stays
@@ -206,3 +208,20 @@ nothing: it starts empty then). ``batches_from(offset)``
         cache.flush()  # even empty (batches without epochs), so the next open does not rebuild again
     return cache
 
+
+def read_writers_epochs(partition_dir: str, batches_from, *, log_start_offset: int,
+                        io: FileIO = DEFAULT_IO) -> LeaderEpochFileCache:
+    """A read-only log's cache, following the writer's: the file's entries as written (one
+    starting past the reader's log end names a batch its next refresh will see), cut at
+    ``log_start_offset``; rebuilt in memory from ``batches_from(offset)`` when the file is
+    missing or malformed. Never writes. O(entries), or O(bytes) rebuilt."""
+    try:
+        cache = LeaderEpochFileCache.load(partition_dir, io=io, read_only=True)
+        found = os.path.exists(cache.path)
+    except CorruptCheckpointError:
+        cache, found = LeaderEpochFileCache(None), False
+    if not found:
+        cache = LeaderEpochFileCache(None)
+        cache.assign_batches(batches_from(log_start_offset))
+    cache.truncate_from_start(log_start_offset)
+    return cache

@@ -18,12 +18,14 @@ from pylog import failpoints
 from pylog.config import LogConfig
 from pylog.errors import LogClosedError, OffsetOutOfRangeError, ReadOnlyError
 from pylog.io import FileIO
-from pylog.layout import LOG_SUFFIX, SWAP_SUFFIX
+from pylog.layout import LEADER_EPOCH_CHECKPOINT, LOG_SUFFIX, SWAP_SUFFIX
+from pylog.log.leader_epoch import LeaderEpochFileCache, read_writers_epochs
 from pylog.log.loader import LoadedLog, live_segment_bases, take_checkpointed_offsets
 from pylog.log.offsets import LogOffsets
 from pylog.log.segments import batches_from, delete_segment
 from pylog.segment.fetch import FetchData
 from pylog.segment.segment import Segment, segment_paths
+from pylog.stat_watch import StatWatch
 from pylog.txn_check import TxnIndexChecker
 
 EARLIEST_TIMESTAMP = -2
@@ -54,6 +56,7 @@ class LocalLog:
         self._empty_start = loaded.empty_start
         self._dir_watch = loaded.dir_watch
         self._checkpoint_watch = loaded.checkpoint_watch
+        self._epoch_watch = StatWatch([os.path.join(self.path, LEADER_EPOCH_CHECKPOINT)]) if read_only else None
 
     def check_open(self) -> None:
         """:class:`LogClosedError` once closed."""
@@ -113,9 +116,7 @@ class LocalLog:
         """Remove every offset >= ``offset`` (whole batches). True when nothing below it was
         left: the log then starts afresh, empty, at ``offset``. Durable after a flush."""
         if offset < self.active.base_offset and offset <= self.segments.first_base_offset:
-            for base in self.segments.bases():
-                delete_segment(self.segments.remove(base), delay_ms=0)
-            self.roll(offset)
+            self.truncate_fully_and_start_at(offset)
             return True
         for base in self.segments.bases():
             if base > offset:
@@ -125,6 +126,13 @@ class LocalLog:
         seg.offset_index.resize(self.config.segment_index_bytes)
         seg.time_index.resize(self.config.segment_index_bytes)
         return False
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete every segment and start afresh with one empty segment at ``offset``
+        (Kafka's ``truncateFullyAndStartAt``). The files go at once; durable after a flush."""
+        for base in self.segments.bases():
+            delete_segment(self.segments.remove(base), delay_ms=0)
+        self.roll(offset)
 
     def delete_segments(self, segments: list[Segment]) -> list[int]:
         """Remove whole inactive segments: renamed ``.deleted`` at once, their files removed
@@ -339,6 +347,17 @@ class LocalLog:
         else:
             offsets.appended(self.log_end_offset)
         return False
+
+    def follow_epochs(self, epochs: LeaderEpochFileCache, log_start_offset: int) -> LeaderEpochFileCache:
+        """Read-only logs: the leader-epoch cache as the writer keeps it, read again when its
+        ``leader-epoch-checkpoint`` changed (:func:`read_writers_epochs`; never written), and
+        once at the first call (it may have changed while the log was opened). One ``stat``
+        when nothing changed."""
+        if not self._epoch_watch.changed():
+            return epochs
+        self._epoch_watch.mark()
+        return read_writers_epochs(self.path, lambda start: self.batches_between(start, self.log_end_offset),
+                                   log_start_offset=log_start_offset, io=self.io)
 
     def _relist(self, offsets: LogOffsets) -> bool:
         """Reconcile the segments with a new listing: segments gone or rewritten

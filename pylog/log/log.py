@@ -88,6 +88,7 @@ class Log(contextlib.AbstractContextManager):
             with self._lock:
                 if self._local.refresh(self._offsets, relist=relist):  # rewritten: replay producers again
                     self._committed.forget()
+                self._epochs = self._local.follow_epochs(self._epochs, self.log_start_offset)
 
     @property
     def segments(self) -> list[Segment]:
@@ -154,9 +155,10 @@ class Log(contextlib.AbstractContextManager):
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """Kafka's OffsetsForLeaderEpoch: ``(the largest epoch <= epoch this log knows, its
         end offset)``: the start of the next epoch, or the log end for the latest; ``(-1, -1)``
-        when unknown (:mod:`pylog.log.leader_epoch`). O(epochs)."""
+        when unknown (:mod:`pylog.log.leader_epoch`); a read-only log first :meth:`refresh`\\ es. O(epochs)."""
         self._local.check_open()
         check_int(epoch, "epoch", (-1, INT32_MAX))
+        self.refresh()
         with self._lock:
             return self._epochs.end_offset_for(epoch, log_end_offset=self.log_end_offset)
 
@@ -370,6 +372,19 @@ class Log(contextlib.AbstractContextManager):
                                                 self._local.batches_between, now_ms())
             self._local.active.flush()
             self._offsets.checkpoint(self._dir)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empty the log and start it again at ``offset``, its new log start, high watermark
+        and log end (Kafka's ``truncateFullyAndStartAt``: a follower whose log end fell below its
+        leader's log start). Every segment file is deleted; durable on return. O(segments)."""
+        self._local.check_writable()
+        check_offset(offset, "offset")
+        with self._lock:
+            self._local.truncate_fully_and_start_at(offset)
+            self._offsets.started_at(offset)
+            self._epochs.clear()
+            self._producers.truncate_and_reload(offset, offset, self._local.batches_between, now_ms())
+            self.flush()
 
     def delete_records(self, before_offset: int) -> int:
         """Move the log start offset to ``before_offset`` (Kafka's DeleteRecords): older

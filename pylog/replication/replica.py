@@ -322,11 +322,16 @@ class Replica:
     def apply_fetch(self, req: FetchRequest, resp: FetchResponse, raw: bytes) -> int:
         """Append what the leader sent (whole batches, as follower) and take its high
         watermark, bounded by the log end. Returns the bytes appended; nothing when the
-        replica moved on meanwhile or the leader answered an error (an out-of-range fetch
-        means: find the divergence again)."""
+        replica moved on meanwhile or the leader answered an error. An out-of-range fetch
+        below the leader's log start (its retention or ``delete_records`` removed what this
+        log lacks) empties the log to start at the leader's log start, as Kafka's followers
+        do; any other means: find the divergence again."""
         with self._lock:
             if self.role != FOLLOWER or self.leader_epoch != req.current_leader_epoch \
                     or self.log.log_end_offset != req.fetch_offset:
+                return 0
+            if resp.error == OFFSET_OUT_OF_RANGE and req.fetch_offset < resp.log_start_offset:
+                self.log.truncate_fully_and_start_at(resp.log_start_offset)
                 return 0
             if resp.error == OFFSET_OUT_OF_RANGE:
                 self.needs_truncation = True
@@ -335,12 +340,24 @@ class Replica:
                 return 0
             log = self.log
             raw = whole_batches(raw)
+            log_start = log.log_start_offset
             if raw:
-                log.append_as_follower(raw)
+                self._append_fetched(raw)
             hw = max(min(resp.high_watermark, log.log_end_offset), log.log_start_offset)
             if hw != log.high_watermark:
                 log.update_high_watermark(hw, checkpoint=False)
+            if log.log_start_offset < log_start:
+                log.delete_records(log_start)
             return len(raw)
+
+    def _append_fetched(self, raw) -> None:
+        """Append as follower. An empty log that starts where the leader's log start fell
+        inside a batch gets that whole batch: it starts again at the batch's base offset
+        (the caller moves the log start back up once the high watermark allows)."""
+        base = next(decode_batches(raw)).base_offset
+        if base < self.log.log_end_offset == self.log.log_start_offset:
+            self.log.truncate_fully_and_start_at(base)
+        self.log.append_as_follower(raw)
 
     def checkpoint_high_watermark(self) -> None:
         """Write the high watermark to replication-offset-checkpoint now."""

@@ -82,6 +82,22 @@ def test_delete_records_cuts_the_epochs_at_the_start(log):
     assert checkpoint_of(log) == [(1, 4), (2, 6)]
 
 
+def test_truncate_fully_and_start_at_empties_the_log_for_good_at_a_later_offset(tmp_path):
+    with Log.open(tmp_path / "t-0", auto_high_watermark=False, segment_bytes=200) as log:
+        for epoch in (0, 1):
+            log.leader_epoch = epoch
+            log.append([b"v" * 50], producer_id=7, producer_epoch=0, base_sequence=epoch)
+        log.truncate_fully_and_start_at(40)
+        assert (log.log_start_offset, log.high_watermark, log.log_end_offset) == (40, 40, 40)
+        assert [s.base_offset for s in log.segments] == [40] and checkpoint_of(log) == []
+        log.append_as_follower(encode_batch([b"w"], base_offset=40, partition_leader_epoch=5))
+    with Log.open(tmp_path / "t-0", auto_high_watermark=False) as log:
+        assert (log.log_start_offset, log.log_end_offset) == (40, 41) and checkpoint_of(log) == [(5, 40)]
+        assert [r.value for r in log.records()] == [b"w"] and log.check() == []
+        info = log.append([b"x"], producer_id=7, producer_epoch=0, base_sequence=0)  # its old sequences are gone
+        assert info.first_offset == 41
+
+
 def test_retention_cuts_the_epochs_at_the_start(tmp_path):
     with Log.open(tmp_path / "t-0", segment_bytes=200, retention_bytes=250) as log:
         for epoch in range(6):

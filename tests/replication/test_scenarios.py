@@ -247,3 +247,34 @@ def test_a_fetch_cut_inside_a_batch_by_max_bytes_appends_the_whole_ones_and_conv
         settle(rs)
         assert values(rs.log(1)) == values(rs.log(2)) == values(rs.log(0))
         assert rs.high_watermark == 10
+
+
+
+@pytest.mark.parametrize("per_batch", [1, 2], ids=["log-start-at-a-batch", "log-start-inside-a-batch"])
+def test_a_follower_below_the_leaders_log_start_restarts_empty_there_and_converges(tmp_path, per_batch):
+    """Kafka's follower on OFFSET_OUT_OF_RANGE with its log end below the leader's log start:
+    it truncates fully, starts at the leader's log start, and fetches on."""
+    clock = Clock()
+    with driven_set(tmp_path, clock=clock, segment_bytes=200) as rs:
+        rs.append([b"a"], acks="all")
+        rs.pause(2)
+        for i in range(0, 20, per_batch):
+            rs.append([b"r%02d" % j for j in range(i, i + per_batch)], acks=1)
+            rs.replicate([1])
+        rs.replicate([1])  # the leader learns that follower 1 has everything
+        clock.advance(LAG_MS + 1)
+        assert rs.check_isr() == (2,)
+        leader = rs.log(0)
+        assert leader.delete_records(16) == 16 and leader.segments[0].base_offset > 1  # what follower 2 needs is gone
+        rs.resume(2)
+        settle(rs)
+        follower = rs.log(2)
+        assert follower.log_start_offset == leader.log_start_offset == 16
+        assert follower.log_end_offset == leader.log_end_offset == 21
+        assert values(follower) == values(leader) == [b"r%02d" % i for i in range(15, 20)]
+        assert follower.read(16, 1 << 20).raw() == leader.read(16, 1 << 20).raw()
+        assert follower.high_watermark == leader.high_watermark == 21
+        assert follower.check() == [] and checkpoint_mismatch(follower) is None
+        assert rs.isr == (0, 1, 2)
+        rs.append([b"after"], acks="all")
+        assert values(follower)[-1] == b"after"
