@@ -104,15 +104,15 @@ def test_poll_returns_as_soon_as_another_process_appends(root):
     with Consumer(root, auto_offset_reset="latest") as c:
         c.assign([TP])
         c.position(TP)
-        sent = threading.Event()
+        polling = threading.Event()
 
         def produce():
-            time.sleep(0.2)  # the consumer is waiting by then (not required for the check)
+            polling.wait(30)  # the consumer is about to wait (the check holds either way)
             with Producer(root) as p:
                 p.send("t", b"late", partition=0).get(5)
-            sent.set()
         threading.Thread(target=produce).start()
         start = time.monotonic()
+        polling.set()
         got = c.poll(timeout_ms=20_000)
         assert values(got) == [b"late"] and time.monotonic() - start < 10
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 
@@ -14,16 +13,9 @@ from pylog.coordinator.group_coordinator import GroupCoordinator
 from pylog.coordinator.group_membership import read_group_file
 from pylog.errors import IllegalGenerationError, UnknownMemberIdError
 from tests.clients.conftest import make_topic, start_worker
+from tests.waiting import wait_until
 
 RECORDS_PER_PARTITION = 150
-
-
-def wait_for(condition, timeout_s=30.0, what="condition"):
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 def consumed(paths) -> list:
@@ -52,15 +44,15 @@ def test_three_processes_consume_every_record_and_a_killed_members_partitions_mo
             state = read_group_file(root, "g")
             return state is not None and state["state"] == "Stable" and len(state["members"]) == 3 and all(
                 state["assignment"].values())
-        wait_for(stable_with_three, what="three members in a stable group")
+        wait_until(stable_with_three, what="three members in a stable group")
         produce(root, 0, half)
-        wait_for(lambda: all(consumed([o]) for o in outs), what="every member consuming")
+        wait_until(lambda: all(consumed([o]) for o in outs), what="every member consuming")
         victim = workers[0]
         victim.send_signal(signal.SIGKILL)
         victim.wait()
         produce(root, half, RECORDS_PER_PARTITION)
         everything = {(p, o) for p in range(6) for o in range(RECORDS_PER_PARTITION)}
-        wait_for(lambda: set(consumed(outs)) >= everything, 60, "every record consumed")
+        wait_until(lambda: set(consumed(outs)) >= everything, "every record consumed", 60)
     finally:
         for w in workers:
             w.kill()
@@ -88,7 +80,7 @@ def test_zombie_commit_after_a_rebalance_is_refused(root):
     old_generation = zombie.group_metadata().generation_id
     survivor.subscribe(["input"])
     # the zombie never polls again: the survivor's rebalance drops it after max_poll_interval_ms
-    wait_for(lambda: survivor.poll(50) is not None and len(survivor.assignment()) == 2, what="survivor owning all")
+    wait_until(lambda: survivor.poll(50) is not None and len(survivor.assignment()) == 2, what="survivor owning all")
     with pytest.raises((UnknownMemberIdError, IllegalGenerationError)):
         zombie.commit({TopicPartition("input", 0): 1})
     coordinator = GroupCoordinator.for_root(root)
@@ -124,10 +116,10 @@ def test_a_member_that_stops_polling_leaves_and_its_partitions_move(root):
     busy = Consumer(root, "g", **opts)
     slow.subscribe(["input"])
     busy.subscribe(["input"])
-    wait_for(lambda: slow.poll(10) is not None and busy.poll(10) is not None
+    wait_until(lambda: slow.poll(10) is not None and busy.poll(10) is not None
              and len(busy.assignment()) == len(slow.assignment()) == 1, what="one partition each")
     # slow stops polling: its heartbeat thread leaves the group after max_poll_interval_ms
-    wait_for(lambda: busy.poll(20) is not None and len(busy.assignment()) == 2, what="busy owning both")
+    wait_until(lambda: busy.poll(20) is not None and len(busy.assignment()) == 2, what="busy owning both")
     with pytest.raises(UnknownMemberIdError):
         slow.commit({TopicPartition("input", 0): 0})
     busy.close()

@@ -4,21 +4,13 @@ ISR expiration on the real clock, failover while appends go on."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
 from pylog.errors import NotEnoughReplicasError, PylogError
 from pylog.replication import ReplicaSet
 from tests.replication.driven import values
-
-
-def wait_until(condition, what: str, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.005)
+from tests.waiting import wait_until
 
 
 def test_acks_all_returns_once_every_isr_follower_has_the_records(tmp_path):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import socket
 import struct
 import threading
-import time
 
 import pytest
 
@@ -19,16 +18,8 @@ from pylog.replication.replica import Replica
 from pylog.replication.replica_set import ReplicaSet
 from pylog.replication.state import PartitionState
 from pylog.replication.transport import TcpEndpoint
-from tests.replication.driven import values
 from tests.replication.epochs import checkpoint_mismatch
-
-
-def wait_until(condition, what: str, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
+from tests.waiting import wait_until
 
 
 def test_fetch_request_bytes():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from pylog import Log, LogManager, Record
+from tests.waiting import wait_until
 
 
 def fill(log, n, ts0, step_ms=1000, size=200):
@@ -82,11 +83,9 @@ def test_deleted_segments_are_renamed_then_removed_after_the_delay(tmp_path):
         names = [p.name for p in (tmp_path / "t-0").iterdir()]
         assert "00000000000000000000.log" not in names
         assert any(n.endswith(".log.deleted") for n in names) or time.monotonic() - started >= 0.3
-        deadline = time.monotonic() + 30
-        while any(p.name.endswith(".deleted") for p in (tmp_path / "t-0").iterdir()) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: not any(p.name.endswith(".deleted") for p in (tmp_path / "t-0").iterdir()),
+                   "the .deleted files removed")
         assert time.monotonic() - started >= 0.3  # never removed before the delay
-        assert not any(n.endswith(".deleted") for n in (p.name for p in (tmp_path / "t-0").iterdir()))
 
 
 def test_background_cleaner_applies_retention_to_every_log(tmp_path):
@@ -96,8 +95,6 @@ def test_background_cleaner_applies_retention_to_every_log(tmp_path):
         for p in range(2):
             fill(t.log(p), 30, now - 100_000)
         cleaner = m.start_cleaner(interval_ms=50)
-        deadline = time.time() + 10
-        while time.time() < deadline and any(m.log("t", p).log_start_offset == 0 for p in range(2)):
-            time.sleep(0.05)
+        wait_until(lambda: all(m.log("t", p).log_start_offset > 0 for p in range(2)), "retention on both logs")
         assert all(m.log("t", p).log_start_offset == 30 for p in range(2))
         assert cleaner.errors == []
