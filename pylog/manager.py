@@ -117,6 +117,17 @@ class LogManager:
                 self.log(name, p, create=True)
         return Topic(self, name)
 
+    def set_topic_config(self, name: str, config: LogConfig | dict) -> None:
+        """Record ``config`` as topic ``name``'s overrides in topic-configs.json (Kafka's
+        AlterConfigs), checked before anything is written; logs opened from now on use them.
+        Opens no log, so a topic can be declared before its partitions hold files."""
+        validate_topic(name)
+        overrides = _overrides_of(config)
+        build_config(self.config, overrides)
+        with self._lock:
+            self._topic_overrides[name] = overrides
+            self._save_topic_overrides()
+
     def add_partitions(self, name: str, partitions: int) -> "Topic":
         """Grow topic ``name`` to ``partitions`` partitions (Kafka's CreatePartitions: a
         topic only grows, so keys map to other partitions from now on). Raises

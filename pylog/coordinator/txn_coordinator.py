@@ -78,10 +78,7 @@ def ensure_internal_topic(root: str, topic: str, partitions: int) -> None:
     if os.path.isdir(os.path.join(root, f"{topic}-{partitions - 1}")):
         return
     with LockFile(os.path.join(root, CLIENTS_LOCK_FILE)) as lf, Mutex(lf, name_byte(TOPIC_CONFIGS_FILE)):
-        manager = LogManager(root)
-        if topic not in manager._topic_overrides:
-            manager._topic_overrides[topic] = {"cleanup_policy": "compact"}
-            manager._save_topic_overrides()
+        LogManager(root).set_topic_config(topic, {"cleanup_policy": "compact"})
         for p in range(partitions):
             os.makedirs(os.path.join(root, f"{topic}-{p}"), exist_ok=True)
 

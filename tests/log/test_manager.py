@@ -93,3 +93,14 @@ def test_log_dir_clean_shutdown_marker_bytes_are_kafkas(tmp_path):
     with LogManager(tmp_path) as manager:
         manager.create_topic("orders", partitions=1)
     assert (tmp_path / ".kafka_cleanshutdown").read_bytes() == b'{"version":0,"brokerEpoch":-1}'
+
+
+def test_set_topic_config_declares_overrides_without_opening_a_log(tmp_path):
+    with LogManager(tmp_path) as m:
+        m.set_topic_config("t", {"cleanup_policy": "compact"})
+        assert "t-0" not in os.listdir(tmp_path) and "topic-configs.json" in os.listdir(tmp_path)
+    with LogManager(tmp_path) as m:
+        assert m.create_topic("t", 1).log(0).config.cleanup_policy == "compact"
+        with pytest.raises(InvalidConfigError):
+            m.set_topic_config("t", {"cleanup_policy": "sometimes"})
+        assert m.topic_config("t").cleanup_policy == "compact"
