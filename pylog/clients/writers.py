@@ -59,6 +59,7 @@ class WriterPool(PerRoot):
         self.root = os.path.abspath(root)
         self._lock = threading.Lock()
         self._held: dict[tuple[str, int], _Held] = {}
+        self._opening: dict[tuple[str, int], threading.Lock] = {}
         self._locks = LockFile(os.path.join(self.root, CLIENTS_LOCK_FILE))
         self._handed_off: dict[str, float] = {}  # partition dir name -> when this process handed it over
         self._stop = threading.Event()
@@ -99,12 +100,21 @@ class WriterPool(PerRoot):
                     return held
                 held.busy.release()  # handed over meanwhile
                 continue
-            held = self._open(topic, partition, deadline)
-            held.busy.acquire()
-            with self._lock:
-                self._held[key] = held
-                self._start_thread()
+            with self._opening_lock(key):
+                if key in self._held:
+                    continue  # another thread of this process opened it meanwhile
+                held = self._open(topic, partition, deadline)
+                held.busy.acquire()
+                with self._lock:
+                    self._held[key] = held
+                    self._start_thread()
             return held
+
+    def _opening_lock(self, key) -> threading.Lock:
+        """The lock that lets one thread of this process open ``key``'s log while the
+        others wait for it (a second ``Log.open`` here would find the writer lock held)."""
+        with self._lock:
+            return self._opening.setdefault(key, threading.Lock())
 
     def _open(self, topic: str, partition: int, deadline: float) -> _Held:
         name = f"{topic}-{partition}"
