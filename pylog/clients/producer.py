@@ -23,6 +23,7 @@ policy runs (``flush_messages``/``flush_ms``), as with Kafka, which does not fsy
 
 from __future__ import annotations
 
+import collections
 import itertools
 import os
 import threading
@@ -95,6 +96,16 @@ class _Batch:
         self.log_append_time = -1
 
 
+class _Sealed:
+    """A partition's full batches in the order they were filled, and the lock of the
+    thread appending them."""
+    __slots__ = ("batches", "appending")
+
+    def __init__(self):
+        self.batches: collections.deque[_Batch] = collections.deque()
+        self.appending = threading.Lock()
+
+
 class Producer:
     """Appends records to the topics of the log dir ``root``.
 
@@ -126,7 +137,8 @@ class Producer:
         self._pool = WriterPool.for_root(self.root)
         self._lock = threading.Lock()  # the open batches
         self._wake = threading.Event()  # set when the linger thread has a new deadline to wait for
-        self._batches: dict[tuple[str, int], _Batch] = {}
+        self._batches: dict[tuple[str, int], _Batch] = {}  # the open batch of each partition
+        self._sealed: dict[tuple[str, int], _Sealed] = {}  # full batches, waiting for their append
         self._sequences: dict[tuple[str, int], int] = {}
         self._partition_counts: dict[str, int] = {}
         self._sticky: dict[str, int] = {}
@@ -180,13 +192,13 @@ class Producer:
             batch.size_bytes += _RECORD_OVERHEAD_BYTES + len(value or b"") + len(key or b"")
             ready = self.linger_ms == 0 or batch.size_bytes >= self.batch_size
             if ready:
-                del self._batches[tp]
+                self._seal(tp)
             elif self._sender is None:
                 self._start_sender()
             elif new_batch:
                 self._wake.set()  # a new deadline for the linger thread
         if ready:
-            self._append(tp, batch)
+            self._drain(tp)
         return future
 
     def _partition(self, topic: str, key: bytes | None, partition: int | None) -> int:
@@ -219,6 +231,19 @@ class Producer:
         """The partition numbers of ``topic``."""
         return set(range(self._partition_count(topic, fresh=True)))
 
+    def _seal(self, tp) -> None:
+        """Close ``tp``'s open batch to new records and queue it for appending (the
+        caller holds ``_lock``, so batches are queued in the order they were filled)."""
+        self._sealed.setdefault(tp, _Sealed()).batches.append(self._batches.pop(tp))
+
+    def _drain(self, tp) -> None:
+        """Append ``tp``'s queued batches, oldest first, whichever thread queued them:
+        the partition takes its batches in the order they were filled."""
+        sealed = self._sealed[tp]
+        with sealed.appending:
+            while sealed.batches:
+                self._append(tp, sealed.batches.popleft())
+
     def _append(self, tp, batch: _Batch) -> None:
         """One ``Log.append`` of the batch, with the partition's next sequence."""
         try:
@@ -242,7 +267,10 @@ class Producer:
         """Append ``records`` to ``tp`` as one batch of this producer, now; raises its error."""
         batch = _Batch(*tp)
         batch.records = list(records)
-        self._append(tp, batch)
+        with self._lock:
+            self._batches[tp] = batch
+            self._seal(tp)
+        self._drain(tp)
         if batch.error is not None:
             raise batch.error
 
@@ -257,24 +285,24 @@ class Producer:
             self._wake.clear()
             with self._lock:
                 now = time.monotonic()
-                ready = [(tp, b) for tp, b in self._batches.items() if now - b.created >= linger]
-                for tp, _ in ready:
-                    del self._batches[tp]
+                ready = [tp for tp, b in self._batches.items() if now - b.created >= linger]
+                for tp in ready:
+                    self._seal(tp)
                 oldest = min((b.created for b in self._batches.values()), default=None)
-            for tp, batch in ready:
-                self._append(tp, batch)
+            for tp in ready:
+                self._drain(tp)
             if not ready:
                 self._wake.wait(None if oldest is None else oldest + linger - now)
 
     def flush(self, timeout: float | None = None) -> None:
-        """Append every batch now and wait for them (kafka-python's ``flush``)."""
+        """Append every batch now and return once they are appended (kafka-python's
+        ``flush``; ``timeout`` is accepted for its signature: appends run in this thread)."""
         with self._lock:
-            ready = list(self._batches.items())
-            self._batches.clear()
-        for tp, batch in ready:
-            self._append(tp, batch)
-        for _, batch in ready:
-            batch.done.wait(timeout)
+            for tp in list(self._batches):
+                self._seal(tp)
+            queued = list(self._sealed)
+        for tp in queued:
+            self._drain(tp)  # returns once every batch queued before is appended, by any thread
 
     # -- transactions ---------------------------------------------------------------------------
     def init_transactions(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 
@@ -87,3 +88,29 @@ def test_abort_hides_records_and_a_new_instance_aborts_what_a_crash_left_open(ro
         p.send("out", b"kept")
         p.commit_transaction()
     assert read(root, "out", 0, "committed") == [b"kept"]
+
+
+def test_a_lingering_producer_appends_every_record_of_a_partition_in_send_order(root):
+    """Full batches are appended by the threads that filled them and lingering ones by the
+    linger thread: the partition still takes its batches in the order they were filled,
+    so each sending thread's records land in the order it sent them."""
+    make_topic(root, "t", 1)
+    per_thread = 5000
+    with Producer(root, linger_ms=1, batch_size=2048, max_block_ms=2000) as producer:
+        def send_all(name):
+            futures[name] = [producer.send("t", b"%s-%d" % (name, i), partition=0) for i in range(per_thread)]
+        futures = {}
+        threads = [threading.Thread(target=send_all, args=(n,)) for n in (b"a", b"b", b"c", b"d")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        producer.flush()
+    for name, sent in futures.items():
+        offsets = [f.get(0).offset for f in sent]
+        assert offsets == sorted(offsets), f"{name} landed out of order"
+    with Log.open(os.path.join(root, "t-0"), read_only=True) as log:
+        values = [r.value for r in log.records()]
+    assert len(values) == 4 * per_thread
+    for name in futures:
+        assert [v for v in values if v.startswith(name)] == [b"%s-%d" % (name, i) for i in range(per_thread)]
