@@ -197,7 +197,6 @@ def read_range(r: OffsetRange, *, include_headers: bool = False, isolation: str 
                fail_on_data_loss: bool = True):
     """Yield Arrow batches of the records in the range (Spark's Kafka schema)."""
     from pylog.log import Log
-    from pylog.record.columnar import decode_columns
     with Log.open(os.path.join(r.root, f"{r.topic}-{r.partition}"), read_only=True) as log:
         offset = r.start
         if offset < log.log_start_offset:
@@ -209,11 +208,7 @@ def read_range(r: OffsetRange, *, include_headers: bool = False, isolation: str 
             fetch = log.read(offset, FETCH_BYTES, isolation=isolation, max_offset=r.end)
             if fetch.size_bytes == 0:
                 break
-            if isolation == "committed":
-                cols = _committed_columns(fetch, offset, min(r.end, fetch.last_stable_offset), include_headers)
-            else:
-                cols = decode_columns(fetch.raw(), min_offset=offset, max_offset=r.end, path=fetch.path,
-                                      position_base=fetch.position, include_headers=include_headers)
+            cols = fetch.columns(include_headers=include_headers)
             if cols.num_rows:
                 yield cols.to_arrow(r.topic, r.partition, include_headers=include_headers)
             nxt = fetch.next_offset
@@ -221,18 +216,3 @@ def read_range(r: OffsetRange, *, include_headers: bool = False, isolation: str 
                 break
             offset = nxt
 
-
-def _committed_columns(fetch, offset: int, bound: int, include_headers: bool):
-    """Columns of a committed read: batches of aborted transactions and control batches left out."""
-    from pylog.record.columnar import Columns, decode_columns
-    from pylog.segment.fetch import _AbortFilter
-    aborted = _AbortFilter(fetch.aborted_transactions)
-    parts = []
-    for b in fetch.batches():
-        if b.next_offset <= offset or aborted.skip(b) or b.is_control:
-            continue
-        if b.base_offset >= bound:
-            break
-        parts.append(decode_columns(b.raw(), min_offset=offset, max_offset=bound, include_headers=include_headers,
-                                    position_base=b.position, path=fetch.path))
-    return Columns.concat(parts) if parts else Columns.empty(include_headers)
