@@ -28,7 +28,7 @@ from pylog.layout import (
 )
 from pylog.log import AppendInfo, Log
 from pylog.partition_dir import (
-    PartitionDir, directory_path, ensure_directory, parse_partition_dir, validate_topic,
+    PartitionDir, directory_path, ensure_directory, parse_partition_dir, partition_dir_name, validate_topic,
 )
 from pylog.partitioner import partition_for_key
 from pylog.record.encode import check_record
@@ -184,7 +184,7 @@ class LogManager:
             log = self._logs.get(key)
             if log is not None:
                 return log
-            path = os.path.join(self.root, f"{topic}-{partition}")
+            path = os.path.join(self.root, partition_dir_name(topic, partition))
             if not os.path.isdir(path) and (not create or self.read_only):
                 raise UnknownTopicError(f"no partition {topic}-{partition} in {self.root}")
             log = Log.open(path, self.topic_config(topic), read_only=self.read_only, io=self.io,

@@ -49,6 +49,12 @@ def validate_topic(name) -> str:
     return name
 
 
+def partition_dir_name(topic: str, partition: int) -> str:
+    """``("orders", 3)`` -> ``"orders-3"``: the directory of a topic's partition in a log
+    dir (the inverse of :func:`parse_partition_dir`)."""
+    return f"{topic}-{partition}"
+
+
 def parse_partition_dir(name: str) -> tuple[str, int]:
     """``"orders-3"`` -> ``("orders", 3)``: split at the last ``-`` as Kafka does."""
     topic, sep, part = name.rpartition("-")

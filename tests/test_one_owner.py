@@ -1,5 +1,6 @@
 """One owner per small fact: the int limits, the sequence modulus and the segment file
-names live in pylog/layout.py, the clock in ``record.encode.now_ms``. A copy of one of
+names live in pylog/layout.py, partition directory names in
+``partition_dir.partition_dir_name``, the clock in ``record.encode.now_ms``. A copy of one of
 them anywhere else in pylog/ fails here, naming the file and line."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ RULES = [
     ("a segment file name (layout.segment_file_name)", r":0?20d\}", set()),
     ("a file-kind suffix (layout.LOG_SUFFIX, ...)",
      r"""endswith\(["']\.(log|index|timeindex|txnindex|snapshot)["']\)""", set()),
+    ("a partition directory's name (partition_dir.partition_dir_name)", r"""join\(.*f["']\{[^}]+\}-\{""", set()),
 ]
 
 
@@ -41,6 +43,6 @@ def test_the_fact_is_written_only_by_its_owner(what, pattern, owners):
 
 def test_the_rules_find_what_they_look_for():
     samples = ["x = 2**31 - 1", "seq % (2**31)", "int(time.time() * 1000)", 'f"{base:020d}.log"',
-               'name.endswith(".log")']
+               'name.endswith(".log")', 'os.path.join(root, f"{topic}-{p}")']
     for (what, pattern, _), sample in zip(RULES, samples):
         assert re.search(pattern, sample), what

@@ -11,6 +11,7 @@ import datetime
 import os
 
 from pylog.errors import GroupNotEmptyError, InvalidArgumentError, UnknownTopicError
+from pylog.partition_dir import partition_dir_name
 
 
 def add_parser(sub) -> None:
@@ -87,7 +88,7 @@ def _live_members(root: str, group: str) -> dict:
 
 def _log_end_offset(root: str, topic: str, partition: int) -> int | None:
     from pylog.log import Log
-    path = os.path.join(root, f"{topic}-{partition}")
+    path = os.path.join(root, partition_dir_name(topic, partition))
     if not os.path.isdir(path):
         return None
     with Log.open(path, read_only=True) as log:
@@ -96,7 +97,7 @@ def _log_end_offset(root: str, topic: str, partition: int) -> int | None:
 
 def _log_start_offset(root: str, topic: str, partition: int) -> int:
     from pylog.log import Log
-    with Log.open(os.path.join(root, f"{topic}-{partition}"), read_only=True) as log:
+    with Log.open(os.path.join(root, partition_dir_name(topic, partition)), read_only=True) as log:
         return log.log_start_offset
 
 
@@ -153,7 +154,7 @@ def _target(args, root: str, tp, current: int | None) -> int:
     elif args.to_datetime is not None:
         from pylog.log import Log
         ms = _parse_datetime(args.to_datetime)
-        with Log.open(os.path.join(root, f"{tp[0]}-{tp[1]}"), read_only=True) as log:
+        with Log.open(os.path.join(root, partition_dir_name(*tp)), read_only=True) as log:
             found = log.offset_for_timestamp(ms)
         target = end if found is None else found
     elif args.to_current:

@@ -25,6 +25,7 @@ from pylog.cli.common import internal_topic, open_manager
 from pylog.config import LogConfig
 from pylog.errors import InvalidArgumentError, InvalidConfigError, PylogError, UnknownTopicError
 from pylog.layout import PARTITION_METADATA
+from pylog.partition_dir import partition_dir_name
 
 ACTIONS = ("create", "list", "describe", "alter", "delete")
 
@@ -148,7 +149,7 @@ def describe(manager, name: str) -> str:
 def topic_id_of(manager, name: str) -> str | None:
     """The topic id in the first partition's ``partition.metadata`` that has one, or None."""
     for p in manager.partitions(name):
-        path = os.path.join(manager.root, f"{name}-{p}", PARTITION_METADATA)
+        path = os.path.join(manager.root, partition_dir_name(name, p), PARTITION_METADATA)
         try:
             return read_partition_metadata(path)["topic_id"]
         except (OSError, PylogError):
@@ -159,7 +160,7 @@ def topic_id_of(manager, name: str) -> str | None:
 def _write_topic_id(manager, name: str, topic_id: str) -> None:
     """A ``partition.metadata`` in every partition of ``name`` lacking one, as Kafka writes it."""
     for p in manager.partitions(name):
-        path = os.path.join(manager.root, f"{name}-{p}", PARTITION_METADATA)
+        path = os.path.join(manager.root, partition_dir_name(name, p), PARTITION_METADATA)
         if not os.path.exists(path):
             write_partition_metadata(path, topic_id, io=manager.io)
 

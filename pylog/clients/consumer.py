@@ -32,6 +32,7 @@ from pylog.errors import (
 )
 from pylog.layout import INT32_MAX
 from pylog.log import Log
+from pylog.partition_dir import partition_dir_name
 from pylog.record.record import Record
 
 
@@ -205,7 +206,7 @@ class Consumer:
     def _log(self, tp: TopicPartition) -> Log:
         log = self._logs.get(tp)
         if log is None:
-            path = os.path.join(self.root, f"{tp.topic}-{tp.partition}")
+            path = os.path.join(self.root, partition_dir_name(tp.topic, tp.partition))
             if not os.path.isdir(path):
                 raise UnknownTopicError(f"no partition {tp.topic}-{tp.partition} in {self.root}")
             self._watch.add(path)
@@ -258,7 +259,7 @@ class Consumer:
         tp = TopicPartition(*tp)
         log = self._logs.get(tp) or self._queried.get(tp)
         if log is None:
-            path = os.path.join(self.root, f"{tp.topic}-{tp.partition}")
+            path = os.path.join(self.root, partition_dir_name(tp.topic, tp.partition))
             if not os.path.isdir(path):
                 raise UnknownTopicError(f"no partition {tp.topic}-{tp.partition} in {self.root}")
             log = self._queried[tp] = Log.open(path, read_only=True)

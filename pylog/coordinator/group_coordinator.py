@@ -35,6 +35,7 @@ from pylog.coordinator.schema import encode
 from pylog.coordinator.tail import TailReader
 from pylog.coordinator.txn_coordinator import ensure_internal_topic
 from pylog.errors import GroupNotEmptyError, InvalidArgumentError
+from pylog.partition_dir import partition_dir_name
 from pylog.record.encode import now_ms
 
 OFFSET_COMMIT_VALUE_VERSION = 3
@@ -86,7 +87,7 @@ class GroupCoordinator(PerRoot):
         with self._lock:
             reader = self._readers.get(p)
             if reader is None:
-                reader = self._readers[p] = TailReader(os.path.join(self.root, f"{OFFSETS_TOPIC}-{p}"))
+                reader = self._readers[p] = TailReader(os.path.join(self.root, partition_dir_name(OFFSETS_TOPIC, p)))
             records, reset = reader.new_records()
             state = self._states.get(p)
             if state is None or reset:

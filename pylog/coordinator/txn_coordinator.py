@@ -32,6 +32,7 @@ from pylog.coordinator.partitioning import DEFAULT_PARTITIONS, partition_for_tra
 from pylog.coordinator.tail import TailReader
 from pylog.coordinator.txn_records import TRANSACTION_LOG, TRANSACTION_STATES, TXN_RECORDS
 from pylog.errors import InvalidTxnStateError, ProducerFencedError
+from pylog.partition_dir import partition_dir_name
 from pylog.record.encode import now_ms as clock_ms
 
 TXN_TOPIC = "__transaction_state"
@@ -75,12 +76,12 @@ def ensure_internal_topic(root: str, topic: str, partitions: int) -> None:
     """Create the partition directories of an internal topic (empty directories are empty
     partitions; a writer creates the files) and record it as compacted, once."""
     from pylog.manager import TOPIC_CONFIGS_FILE, LogManager
-    if os.path.isdir(os.path.join(root, f"{topic}-{partitions - 1}")):
+    if os.path.isdir(os.path.join(root, partition_dir_name(topic, partitions - 1))):
         return
     with LockFile(os.path.join(root, CLIENTS_LOCK_FILE)) as lf, Mutex(lf, name_byte(TOPIC_CONFIGS_FILE)):
         LogManager(root).set_topic_config(topic, {"cleanup_policy": "compact"})
         for p in range(partitions):
-            os.makedirs(os.path.join(root, f"{topic}-{p}"), exist_ok=True)
+            os.makedirs(os.path.join(root, partition_dir_name(topic, p)), exist_ok=True)
 
 
 class TransactionCoordinator:
@@ -112,7 +113,7 @@ class TransactionCoordinator:
         """``{transactional id: state}`` of partition ``p``, replayed to its end."""
         reader = self._readers.get(p)
         if reader is None:
-            reader = self._readers[p] = TailReader(os.path.join(self.root, f"{TXN_TOPIC}-{p}"))
+            reader = self._readers[p] = TailReader(os.path.join(self.root, partition_dir_name(TXN_TOPIC, p)))
         records, reset = reader.new_records()
         states = self._states.setdefault(p, {})
         if reset:
@@ -134,7 +135,7 @@ class TransactionCoordinator:
         now_ms = clock_ms() if now_ms is None else now_ms
         aborted = []
         for p in range(self.partitions):
-            if not os.listdir(os.path.join(self.root, f"{TXN_TOPIC}-{p}")):
+            if not os.listdir(os.path.join(self.root, partition_dir_name(TXN_TOPIC, p))):
                 continue  # never written
             for tid, meta in list(self._caught_up(p).items()):
                 if meta.state == "Ongoing" and meta.start_ms + meta.timeout_ms < now_ms:

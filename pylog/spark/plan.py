@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from pylog.cli.common import open_manager
 from pylog.errors import InvalidConfigError, OffsetOutOfRangeError, UnknownTopicError
+from pylog.partition_dir import partition_dir_name
 from pylog.spark.options import EARLIEST, LATEST, ReadOptions
 
 #: Bytes fetched per read call; one Arrow batch per fetch.
@@ -197,7 +198,7 @@ def read_range(r: OffsetRange, *, include_headers: bool = False, isolation: str 
                fail_on_data_loss: bool = True):
     """Yield Arrow batches of the records in the range (Spark's Kafka schema)."""
     from pylog.log import Log
-    with Log.open(os.path.join(r.root, f"{r.topic}-{r.partition}"), read_only=True) as log:
+    with Log.open(os.path.join(r.root, partition_dir_name(r.topic, r.partition)), read_only=True) as log:
         offset = r.start
         if offset < log.log_start_offset:
             if fail_on_data_loss:
