@@ -8,7 +8,9 @@ input; a line typed on a terminal or written by a slow writer is readable by con
 within milliseconds. Records go to ``--partition``, or by Kafka's default partitioner (murmur2
 of the key; records without a key go, batch by batch, to the next partition in turn), or
 ``--partitioner round-robin`` (each record to the next partition). A topic that does not
-exist is created with ``--partitions`` partitions (Kafka's auto-creation).
+exist is created with ``--partitions`` partitions (Kafka's auto-creation). Appends go through
+a client :class:`~pylog.clients.Producer` (idempotent, as Kafka's console producer is), so
+other producers of the topic, in other processes, write while this one runs.
 
 Durability: an appended batch is in the log (every reader sees it) but is made durable
 (fsync) only by the topic's flush settings or when the command ends; a line not yet
@@ -22,8 +24,9 @@ import sys
 
 from pylog.cli.common import parse_properties, properties_help
 from pylog.cli.line_reader import PROPERTIES, LineReader, line_batches
+from pylog.clients.producer import Producer
 from pylog.errors import InvalidArgumentError
-from pylog.partitioner import partition_for_key
+from pylog.layout import INT32_MAX
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
@@ -62,65 +65,63 @@ def _add(p) -> None:
 
 
 def run(args) -> int:
-    from pylog.manager import LogManager
     props = parse_properties(args.properties, PROPERTIES)
     if args.key_separator is not None:
         props.update({"parse.key": "true", "key.separator": args.key_separator})
     reader = LineReader(props)
     if args.batch_size < 1 or args.linger_ms < 0:
         raise InvalidArgumentError("--batch-size must be at least 1 and --linger-ms at least 0")
-    with LogManager(args.root) as manager:
-        exists = args.topic in manager.topics()
-        topic = manager.topic(args.topic) if exists else manager.create_topic(args.topic, args.partitions)
-        producer = Producer(topic, args.partition, args.partitioner, args.compression, sys.stdout if args.verbose
-                            else None)
+    _ensure_topic(args.root, args.topic, args.partitions)
+    compression = None if args.compression == "none" else args.compression
+    with Producer(args.root, linger_ms=INT32_MAX, batch_size=INT32_MAX, compression_type=compression) as producer:
+        lines_out = LineSender(producer, args.topic, args.partition, args.partitioner == "round-robin",
+                               sys.stdout if args.verbose else None)
         for lines in line_batches(sys.stdin.fileno(), linger_ms=args.linger_ms,
                                   batch_records=1 if args.sync else args.batch_size):
-            records = []
             try:
                 for line in lines:
-                    records.append(reader.record(line))
+                    lines_out.send(reader.record(line))
             finally:  # the lines before a bad one are appended, as Kafka's producer sent them
-                producer.send(records)
-    print(f"produced {producer.sent} record(s) to {args.topic}", file=sys.stderr)
+                lines_out.flush()
+    print(f"produced {lines_out.sent} record(s) to {args.topic}", file=sys.stderr)
     return 0
 
 
-class Producer:
-    """Routes records to partitions and appends one batch per partition touched."""
+def _ensure_topic(root: str, topic: str, partitions: int) -> None:
+    """Create ``topic`` with ``partitions`` partitions if it does not exist (Kafka's
+    auto-creation); the manager is closed at once, leaving the logs to the producer."""
+    from pylog.manager import LogManager
+    with LogManager(root) as manager:
+        if topic not in manager.topics():
+            manager.create_topic(topic, partitions)
 
-    def __init__(self, topic, partition: int | None, partitioner: str, compression: str, verbose):
-        self.topic = topic
-        self.partition = partition
-        self.round_robin = partitioner == "round-robin"
-        self.compression = compression
+
+class LineSender:
+    """Sends each line's record to its partition through a client ``Producer``; a batch of
+    lines is appended by ``flush`` (one append per partition touched)."""
+
+    def __init__(self, producer: Producer, topic: str, partition: int | None, round_robin: bool, verbose):
+        self.producer, self.topic, self.partition = producer, topic, partition
+        self.partition_count = len(producer.partitions_for(topic)) if round_robin else 0
         self.verbose = verbose
         self.sent = 0
         self._next = itertools.count()
+        self._futures = []
 
-    def send(self, records: list) -> None:
-        """Append ``records``; with ``verbose``, print where each went and flush."""
-        for partition, group in self._route(records).items():
-            info = self.topic.append(group, partition=partition, compression=self.compression)[partition]
-            self.sent += len(group)
-            if self.verbose is not None:
-                name = f"{self.topic.name}-{partition}"
-                self.verbose.write("".join(f"{name}@{info.first_offset + i}\n" for i in range(len(group))))
-        if self.verbose is not None:
+    def send(self, record) -> None:
+        partition = self.partition
+        if self.partition_count:
+            partition = next(self._next) % self.partition_count
+        self._futures.append(self.producer.send(self.topic, record.value, key=record.key, headers=record.headers,
+                                                partition=partition, timestamp_ms=record.timestamp))
+
+    def flush(self) -> None:
+        """Append the lines sent since the last flush; with ``verbose``, print where each
+        went. Raises the first append's error."""
+        self.producer.flush()
+        futures, self._futures = self._futures, []
+        placed = [f.get(0) for f in futures]
+        self.sent += len(placed)
+        if self.verbose is not None and placed:
+            self.verbose.write("".join(f"{m.topic}-{m.partition}@{m.offset}\n" for m in placed))
             self.verbose.flush()
-
-    def _route(self, records: list) -> dict[int, list]:
-        if not records:
-            return {}
-        if self.partition is not None:
-            return {self.partition: records}
-        count = len(self.topic.partitions)
-        sticky = next(self._next) % count  # records without a key: this batch's partition
-        groups: dict[int, list] = {}
-        for r in records:
-            if self.round_robin:
-                p = next(self._next) % count
-            else:
-                p = sticky if r.key is None else partition_for_key(r.key, count)
-            groups.setdefault(p, []).append(r)
-        return groups

@@ -13,6 +13,7 @@ import pytest
 
 from pylog import Log, LogDirNotFoundError, LogManager, Record
 from tests.log.test_tailing_readers import _line_queue, _next_line
+from tests.waiting import wait_until
 
 PYLOG = shutil.which("pylog")
 pytestmark = pytest.mark.skipif(PYLOG is None, reason="the pylog console script is not installed (pip install -e .)")
@@ -96,6 +97,27 @@ def test_a_line_without_its_separator_is_a_one_line_error_after_the_lines_before
     ok("console-producer", root, "--topic", "t", "--property", "parse.key=true", "ignore.error=true",
        stdin=b"plain\n")
     assert [(r.key, r.value) for r in _records(root, "t")][-1] == (None, b"plain")
+
+
+def test_two_console_producers_write_one_topic_at_the_same_time(tmp_path):
+    """A console producer is a client like any other: while one runs (holding the partition
+    it wrote), a second one started meanwhile writes too, and every line lands once."""
+    root = tmp_path / "root"
+    ok("topics", root, "--create", "--topic", "t")
+    first = subprocess.Popen([PYLOG, "console-producer", root, "--topic", "t"], stdin=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=_env())
+    try:
+        first.stdin.write(b"first-0\n")
+        first.stdin.flush()
+        wait_until(lambda: len(_records(root, "t")) == 1, "the first producer's line", START_S)
+        ok("console-producer", root, "--topic", "t", stdin=b"second-0\nsecond-1\n")
+        first.stdin.write(b"first-1\n")
+        first.stdin.close()
+        assert first.wait(START_S) == 0, first.stderr.read().decode()
+    finally:
+        first.kill()
+        first.wait()
+    assert [r.value for r in _records(root, "t")] == [b"first-0", b"second-0", b"second-1", b"first-1"]
 
 
 def test_verbose_names_the_offsets_written_and_the_old_produce_options_still_work(tmp_path):
