@@ -31,7 +31,9 @@ class PendingAppend:
         return f"PendingAppend({self.info.first_offset}-{self.info.last_offset}, acks={self.acks!r})"
 
     def done(self) -> bool:
-        """Whether :meth:`result` would answer without waiting. O(1)."""
+        """Whether the answer is decided: acks 0 or 1, the high watermark passed the records,
+        leadership moved, or ``timeout_ms`` passed (a driven ``ReplicaSet`` moves only in
+        :meth:`result` or ``replicate``). O(1)."""
         if self._outcome is not None:
             return True
         return (self._leader.wait_for_high_watermark(self.info.last_offset + 1, self._epoch, 0) is not False
