@@ -45,9 +45,9 @@ class PendingAppend:
         ``min_insync_replicas`` replicas. Waits until then, at most until ``timeout_ms`` after
         the append, and raises as ``ReplicaSet.append`` does: :class:`ReplicationTimeoutError`,
         :class:`NotEnoughReplicasAfterAppendError`, :class:`NotLeaderOrFollowerError` (also
-        when leadership moved before this call even if the records were committed first:
-        an error never hides a loss, the reverse is never answered). The same answer on
-        every call."""
+        when leadership moved before this call, even if the records were committed first:
+        an error may stand for records that were kept, an acknowledgement never for records
+        that may be lost). The same answer on every call."""
         if self._outcome is None:
             self._outcome = self._acknowledge()
         if isinstance(self._outcome, Exception):
