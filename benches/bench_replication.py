@@ -61,7 +61,7 @@ def _replicated_appends(rs, values, acks="all", in_flight: int = 1) -> float:
 
 
 def _versus_plain(benchmark, tmp_path, replicated, rounds: int = 3) -> tuple[float, float]:
-    """Best seconds of ``Log.append`` with no replication and of ``replicated(root)``, their
+    """Best seconds of ``Log.append`` with no replication and of ``replicated(root, values)``, their
     rounds alternated so that the load of a shared machine weighs on both alike."""
     values = _values()
     plain, times = [], []
