@@ -1,14 +1,19 @@
 """Replication: ``acks="all"`` throughput with two in-process followers and with one
 follower process over TCP, against ``Log.append`` of the same records with no replication;
 the follower's fetch path against raw ``sendfile`` of the same bytes over loopback; and
-append latency (p50/p99) with ``acks=1`` and ``acks="all"``."""
+append latency (p50/p99) with ``acks=1`` and ``acks="all"``. The throughput runs go one
+append at a time (``append``) and with ``IN_FLIGHT`` appends pending (``append_async``),
+each reported on its own line."""
 
 from __future__ import annotations
 
+import collections
 import os
 import socket
 import threading
 import time
+
+import pytest
 
 from benches.conftest import record_figure, record_ratio
 from pylog import Log, decode_batches
@@ -20,6 +25,9 @@ from pylog.replication.transport import TcpEndpoint
 RECORDS_PER_APPEND = 1000
 VALUE_BYTES = 100
 APPENDS = 200
+#: Appends in flight in the pipelined runs: Kafka's producer default
+#: (max.in.flight.requests.per.connection), through ReplicaSet.append_async.
+IN_FLIGHT = 5
 
 
 def _values():
@@ -35,44 +43,62 @@ def _plain_appends(path, values) -> float:
         return time.perf_counter() - t
 
 
-def _replicated_appends(rs, values, acks="all") -> float:
+def _replicated_appends(rs, values, acks="all", in_flight: int = 1) -> float:
+    """Seconds for APPENDS acknowledged appends: one at a time (``append``) or with
+    ``in_flight`` pending at once (``append_async``, each result taken in order)."""
+    pending = collections.deque()
     t = time.perf_counter()
     for _ in range(APPENDS):
-        rs.append(values, acks=acks, timeout_ms=60_000)
+        if in_flight == 1:
+            rs.append(values, acks=acks, timeout_ms=60_000)
+            continue
+        pending.append(rs.append_async(values, acks=acks, timeout_ms=60_000))
+        if len(pending) >= in_flight:
+            pending.popleft().result()
+    while pending:
+        pending.popleft().result()
     return time.perf_counter() - t
 
 
-def test_acks_all_with_two_in_process_followers(benchmark, tmp_path):
+def _versus_plain(benchmark, tmp_path, replicated, rounds: int = 3) -> tuple[float, float]:
+    """Best seconds of ``Log.append`` with no replication and of ``replicated(root, values)``, their
+    rounds alternated so that the load of a shared machine weighs on both alike."""
     values = _values()
-    plain = min(_plain_appends(tmp_path / f"plain{i}" / "b-0", values) for i in range(2))
-    times = []
+    plain, times = [], []
 
     def run():
-        with ReplicaSet(tmp_path / f"rs{len(times)}", "b-0", replicas=3, min_insync_replicas=2,
+        i = len(times)
+        plain.append(_plain_appends(tmp_path / f"plain{i}" / "b-0", values))
+        times.append(replicated(tmp_path / f"rs{i}", values))
+    benchmark.pedantic(run, rounds=rounds, iterations=1)
+    return min(plain), min(times)
+
+
+def _record_throughput(name: str, plain: float, best: float, goal: float) -> None:
+    mb = APPENDS * RECORDS_PER_APPEND * VALUE_BYTES / 2**20
+    record_ratio(name, plain / best, goal, f"{mb / best:.0f} vs {mb / plain:.0f} MB/s of values")
+
+
+@pytest.mark.parametrize("in_flight", [1, IN_FLIGHT])
+def test_acks_all_with_two_in_process_followers(benchmark, tmp_path, in_flight):
+    def replicated(root, values):
+        with ReplicaSet(root, "b-0", replicas=3, min_insync_replicas=2, segment_bytes=1 << 30) as rs:
+            return _replicated_appends(rs, values, in_flight=in_flight)
+    plain, best = _versus_plain(benchmark, tmp_path, replicated)
+    _record_throughput(f"replication: acks=all, 2 in-process followers, {in_flight} in flight vs Log.append",
+                       plain, best, 0.5)
+
+
+@pytest.mark.parametrize("in_flight", [1, IN_FLIGHT])
+def test_acks_all_with_one_follower_process_over_tcp(benchmark, tmp_path, in_flight):
+    def replicated(root, values):
+        with ReplicaSet(root, "b-0", replicas=2, remote_replicas=(1,), min_insync_replicas=2,
                         segment_bytes=1 << 30) as rs:
-            times.append(_replicated_appends(rs, values))
-    benchmark.pedantic(run, rounds=2, iterations=1)
-    best = min(times)
-    mb = APPENDS * RECORDS_PER_APPEND * VALUE_BYTES / 2**20
-    record_ratio("replication: acks=all, 2 in-process followers vs Log.append", plain / best, 0.5,
-                 f"{mb / best:.0f} vs {mb / plain:.0f} MB/s of values")
-
-
-def test_acks_all_with_one_follower_process_over_tcp(benchmark, tmp_path):
-    values = _values()
-    plain = min(_plain_appends(tmp_path / f"plain{i}" / "b-0", values) for i in range(2))
-    times = []
-
-    def run():
-        with ReplicaSet(tmp_path / f"rs{len(times)}", "b-0", replicas=2, remote_replicas=(1,),
-                        min_insync_replicas=2, segment_bytes=1 << 30) as rs:
             rs.start_follower_process(1, max_wait_ms=100)
-            times.append(_replicated_appends(rs, values))
-    benchmark.pedantic(run, rounds=2, iterations=1)
-    best = min(times)
-    mb = APPENDS * RECORDS_PER_APPEND * VALUE_BYTES / 2**20
-    record_ratio("replication: acks=all, 1 follower process over TCP vs Log.append", plain / best, 0.4,
-                 f"{mb / best:.0f} vs {mb / plain:.0f} MB/s of values")
+            return _replicated_appends(rs, values, in_flight=in_flight)
+    plain, best = _versus_plain(benchmark, tmp_path, replicated)
+    _record_throughput(f"replication: acks=all, 1 follower process over TCP, {in_flight} in flight vs Log.append",
+                       plain, best, 0.4)
 
 
 def _raw_sendfile(path: str, size: int, chunk: int) -> float:
@@ -130,10 +156,13 @@ def test_follower_fetch_path_vs_raw_sendfile(benchmark, tmp_path):
             rs.append(values, acks=1)
         seg = rs.log(0).active_segment
         size = seg.size_bytes
-        raw = min(_raw_sendfile(seg.log_path, size, chunk) for _ in range(3))
-        fetched = []
-        benchmark.pedantic(lambda: fetched.append(_fetch_path(rs, size, chunk)), rounds=3, iterations=1)
-    best = min(fetched)
+        raw, fetched = [], []
+
+        def run():  # alternated, as the throughput runs are
+            raw.append(_raw_sendfile(seg.log_path, size, chunk))
+            fetched.append(_fetch_path(rs, size, chunk))
+        benchmark.pedantic(run, rounds=5, iterations=1)
+    best, raw = min(fetched), min(raw)
     record_ratio("replication: follower fetch path vs raw sendfile", raw / best, 0.8,
                  f"{size / best / 2**20:.0f} vs {size / raw / 2**20:.0f} MB/s")
 

@@ -1,10 +1,11 @@
 """Replication with Kafka's semantics (docs/replication.md): ``ReplicaSet`` (a partition on
-N log directories, its controller and its ``acks``), ``Replica`` (one copy, leader or
-follower), the fetch exchange (``protocol``, ``transport``) and the divergence search by
-leader epochs (``truncation``)."""
+N log directories, its controller and its ``acks``), ``PendingAppend`` (an append in flight,
+``acks``), ``Replica`` (one copy, leader or follower), the fetch exchange (``protocol``,
+``transport``) and the divergence search by leader epochs (``truncation``)."""
 
+from pylog.replication.acks import PendingAppend
 from pylog.replication.replica import Replica
 from pylog.replication.replica_set import ReplicaSet
 from pylog.replication.state import PartitionState
 
-__all__ = ["PartitionState", "Replica", "ReplicaSet"]
+__all__ = ["PartitionState", "PendingAppend", "Replica", "ReplicaSet"]

@@ -83,9 +83,11 @@ class Replica:
         self._hw_checkpoint_ms = high_watermark_checkpoint_interval_ms
         self._clock = clock
         self._lock = threading.RLock()
-        self._changed = threading.Condition(self._lock)  # role, epoch, ISR, high watermark
+        self._changed = threading.Condition(self._lock)  # role, epoch, ISR
+        self._advanced = threading.Condition(self._lock)  # the high watermark (and role, epoch), for the acks
         self._appended = threading.Condition(self._lock)  # new batches, for the waiting fetches
         self._followers: dict[int, FollowerState] = {}
+        self._last_read = None  # ((offset, max bytes, log end, log start), FetchData): see _read_for_follower
         self._epoch_start_offset = 0
         self._last_hw_checkpoint_ms = 0
 
@@ -111,7 +113,10 @@ class Replica:
             log.close()
 
     def _notify_all(self) -> None:
+        """A change of role or epoch: wake every waiter, forget the shared read."""
+        self._last_read = None
         self._changed.notify_all()
+        self._advanced.notify_all()
         self._appended.notify_all()
 
     @property
@@ -179,32 +184,55 @@ class Replica:
 
     def handle_fetch(self, req: FetchRequest) -> FetchResponse:
         """Answer a follower's fetch: note its log end, maybe expand the ISR and advance the
-        high watermark, then return batches from ``fetch_offset`` (waiting up to
-        ``max_wait_ms`` for some when there is none yet)."""
+        high watermark (waking the appends waiting for it at once), then return batches from
+        ``fetch_offset``, waiting up to ``max_wait_ms`` for some when there is none yet (woken
+        by the next append). One lock hold unless the follower joins the ISR."""
         with self._lock:
             error = self._request_error(req.current_leader_epoch)
             if error is not None:
                 return FetchResponse(error, self.leader_epoch)
             log = self.log
-            if not log.log_start_offset <= req.fetch_offset <= log.log_end_offset:
+            log_end_offset = log.log_end_offset
+            if not log.log_start_offset <= req.fetch_offset <= log_end_offset:
                 return FetchResponse(OFFSET_OUT_OF_RANGE, self.leader_epoch, log.high_watermark,
-                                     log.log_start_offset, log.log_end_offset)
+                                     log.log_start_offset, log_end_offset)
             follower = self._followers.setdefault(req.replica_id, FollowerState())
-            follower.fetched(req.fetch_offset, log.log_end_offset, self._clock())
+            follower.fetched(req.fetch_offset, log_end_offset, self._clock())
             joining = self._joins_isr(req.replica_id, follower)
-            self._maybe_advance_high_watermark()
+            self._maybe_advance_high_watermark(log_end_offset)
             epoch, isr = self.leader_epoch, self.isr
-        if joining:
-            self._propose_isr(epoch, tuple(sorted(isr + (req.replica_id,))))
+            if not joining:
+                return self._answer_fetch(req, epoch, log_end_offset)
+        self._propose_isr(epoch, tuple(sorted(isr + (req.replica_id,))))
         with self._lock:
-            if req.fetch_offset == log.log_end_offset and req.max_wait_ms > 0:
-                self._appended.wait_for(lambda: self.leader_epoch != epoch or self.role != LEADER
-                                       or log.log_end_offset > req.fetch_offset, req.max_wait_ms / 1000)
-            error = self._request_error(req.current_leader_epoch)
-            if error is not None:
-                return FetchResponse(error, self.leader_epoch)
-            return FetchResponse(None, epoch, log.high_watermark, log.log_start_offset, log.log_end_offset,
-                                 log.read(req.fetch_offset, req.max_bytes))
+            return self._answer_fetch(req, epoch, log_end_offset)
+
+    def _answer_fetch(self, req: FetchRequest, epoch: int, log_end_offset: int) -> FetchResponse:
+        """The batches from ``req.fetch_offset`` (under the lock), after the long poll when
+        the follower has everything: the wait ends as soon as an append or a change of
+        role or epoch notifies ``_appended``."""
+        if req.fetch_offset >= log_end_offset and req.max_wait_ms > 0:
+            self._appended.wait_for(lambda: self.leader_epoch != epoch or self.role != LEADER
+                                    or self.log.log_end_offset > req.fetch_offset, req.max_wait_ms / 1000)
+        error = self._request_error(req.current_leader_epoch)
+        if error is not None:
+            return FetchResponse(error, self.leader_epoch)
+        log = self.log
+        return FetchResponse(None, epoch, log.high_watermark, log.log_start_offset, log.log_end_offset,
+                             self._read_for_follower(req.fetch_offset, req.max_bytes))
+
+    def _read_for_follower(self, offset: int, max_bytes: int):
+        """``Log.read`` for a follower's fetch. Followers fetching the same offset while the
+        log end has not moved share one read, its plan and its bytes (``FetchData`` reads
+        them once): the leader's log only grows while it leads, and the cache is dropped at
+        every change of role."""
+        log = self.log
+        key = (offset, max_bytes, log.log_end_offset, log.log_start_offset)
+        if self._last_read is not None and self._last_read[0] == key:
+            return self._last_read[1]
+        fetch = log.read(offset, max_bytes)
+        self._last_read = (key, fetch)
+        return fetch
 
     def handle_offsets_for_leader_epoch(self, current_leader_epoch: int, epoch: int) -> EpochEndOffset:
         """OffsetsForLeaderEpoch: where ``epoch`` ends in the leader's log."""
@@ -221,20 +249,23 @@ class Replica:
         return (replica_id not in self.isr and follower.log_end_offset >= self.log.high_watermark
                 and follower.log_end_offset >= self._epoch_start_offset)
 
-    def _maybe_advance_high_watermark(self) -> None:
-        """The high watermark moves up to the smallest log end in the ISR, never down.
-        Checkpointed every ``high_watermark_checkpoint_interval_ms`` (and on close)."""
+    def _maybe_advance_high_watermark(self, log_end_offset: int | None = None) -> None:
+        """The high watermark moves up to the smallest log end in the ISR, never down
+        (``log_end_offset``: the leader's, when the caller has it). Checkpointed every
+        ``high_watermark_checkpoint_interval_ms`` (and on close)."""
         log = self.log
-        ends = [log.log_end_offset] + [self._followers.get(r, FollowerState()).log_end_offset
-                                       for r in self.isr if r != self.replica_id]
-        new = min(ends)
+        new = log.log_end_offset if log_end_offset is None else log_end_offset
+        followers = self._followers
+        for r in self.isr:
+            if r != self.replica_id:
+                new = min(new, followers[r].log_end_offset if r in followers else UNKNOWN_OFFSET)
         if new > log.high_watermark:
             now = self._clock()
             checkpoint = now - self._last_hw_checkpoint_ms >= self._hw_checkpoint_ms
             log.update_high_watermark(new, checkpoint=checkpoint)
             if checkpoint:
                 self._last_hw_checkpoint_ms = now
-            self._changed.notify_all()
+            self._advanced.notify_all()
 
     def maybe_shrink_isr(self) -> tuple[int, ...]:
         """Drop from the ISR the followers not caught up within ``replica_lag_time_max_ms``
@@ -280,7 +311,7 @@ class Replica:
         with self._lock:
             def ready():
                 return self.role != LEADER or self.leader_epoch != epoch or self.log.high_watermark >= offset
-            self._changed.wait_for(ready, timeout_s)
+            self._advanced.wait_for(ready, timeout_s)
             if self.role != LEADER or self.leader_epoch != epoch:
                 return None
             return self.log.high_watermark >= offset
@@ -354,7 +385,7 @@ class Replica:
         """Append as follower. An empty log that starts where the leader's log start fell
         inside a batch gets that whole batch: it starts again at the batch's base offset
         (the caller moves the log start back up once the high watermark allows)."""
-        base = next(decode_batches(raw)).base_offset
+        base = int.from_bytes(raw[:8], "big", signed=True)  # every batch starts with its base offset
         if base < self.log.log_end_offset == self.log.log_start_offset:
             self.log.truncate_fully_and_start_at(base)
         self.log.append_as_follower(raw)

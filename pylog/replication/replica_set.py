@@ -17,11 +17,11 @@ import threading
 from typing import Callable
 
 from pylog.errors import (
-    InvalidArgumentError, LeaderNotAvailableError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError,
-    NotLeaderOrFollowerError, ReplicaTransportError, ReplicationError, ReplicationTimeoutError,
+    InvalidArgumentError, LeaderNotAvailableError, NotEnoughReplicasError, ReplicaTransportError, ReplicationError,
 )
 from pylog.partition_dir import parse_partition_dir
 from pylog.record.encode import now_ms
+from pylog.replication.acks import PendingAppend
 from pylog.replication.fetcher import ReplicaFetcher
 from pylog.replication.replica import LEADER, Replica
 from pylog.replication.state import NO_LEADER, PartitionState, read_state, write_state
@@ -186,6 +186,16 @@ class ReplicaSet:
         :class:`NotEnoughReplicasAfterAppendError` if the ISR shrank below
         ``min_insync_replicas`` meanwhile (written, not acknowledged).
         """
+        return self.append_async(records, acks=acks, timeout_ms=timeout_ms, **options).result()
+
+    def append_async(self, records, *, acks=1, timeout_ms: int = 30_000, **options) -> PendingAppend:
+        """Append ``records`` at the leader now and return a :class:`PendingAppend` at once:
+        its ``result()`` waits until ``acks`` is met, under ``append``'s rules and errors
+        (``timeout_ms`` counted from now). Several may be in flight, as Kafka's producer keeps
+        up to five requests per connection (``max.in.flight.requests.per.connection``): the
+        followers copy them together, and the appends are acknowledged in offset order.
+        Errors before anything is written (``acks``, ``NotEnoughReplicasError``, the
+        leader's ``Log.append`` checks) raise here."""
         if acks not in ACKS or isinstance(acks, bool):
             raise InvalidArgumentError(f"acks must be 0, 1, -1 or 'all', not {acks!r}")
         with self._lock:
@@ -194,22 +204,7 @@ class ReplicaSet:
             if acks in ("all", -1) and len(leader.isr) < self.min_insync_replicas:
                 raise NotEnoughReplicasError(
                     f"ISR {leader.isr} of {self.name} is smaller than min_insync_replicas {self.min_insync_replicas}")
-        info = leader.append(records, **options)
-        if acks in (0, 1):
-            return info
-        reached = self._wait_for_high_watermark(leader, info.last_offset + 1, epoch, timeout_ms)
-        if reached is None:
-            raise NotLeaderOrFollowerError(
-                f"leadership of {self.name} moved before offsets {info.first_offset}-{info.last_offset} were committed")
-        if not reached:
-            raise ReplicationTimeoutError(
-                f"offsets {info.first_offset}-{info.last_offset} of {self.name} not on every ISR replica "
-                f"{leader.isr} after {timeout_ms} ms")
-        if len(leader.isr) < self.min_insync_replicas:
-            raise NotEnoughReplicasAfterAppendError(
-                f"offsets {info.first_offset}-{info.last_offset} written, but the ISR {leader.isr} is smaller than "
-                f"min_insync_replicas {self.min_insync_replicas}")
-        return info
+        return PendingAppend(self, leader, epoch, leader.append(records, **options), acks, timeout_ms)
 
     def _wait_for_high_watermark(self, leader: Replica, offset: int, epoch: int, timeout_ms: int):
         if self._threads:

@@ -12,6 +12,10 @@ from pylog.errors import NotLeaderOrFollowerError, PylogError, ReplicaTransportE
 from pylog.replication import wire
 from pylog.replication.protocol import NOT_LEADER_OR_FOLLOWER, EpochEndOffset, FetchRequest, FetchResponse
 
+#: The header of a fetch response goes out with the first record bytes, in one segment
+#: (Linux; elsewhere on its own).
+_MSG_MORE = getattr(socket, "MSG_MORE", 0)
+
 
 class InProcessEndpoint:
     """The leader ``Replica`` of this process."""
@@ -71,10 +75,10 @@ class TcpEndpoint:
         before anything is appended)."""
         cid = self._next_id()
 
-        def read(sock):
-            (size,) = wire.SIZE.unpack(wire.read_exactly(sock, wire.SIZE.size, "a fetch response"))
-            got_cid, resp, records_size = wire.decode_fetch_response_header(
-                wire.read_exactly(sock, wire.FETCH_RESPONSE.size, "a fetch response header"))
+        def read(sock):  # the length and the header in one read, then the records
+            head = wire.read_exactly(sock, wire.SIZE.size + wire.FETCH_RESPONSE.size, "a fetch response header")
+            (size,) = wire.SIZE.unpack_from(head)
+            got_cid, resp, records_size = wire.decode_fetch_response_header(head[wire.SIZE.size:])
             if got_cid != cid or size != wire.FETCH_RESPONSE.size + records_size:
                 raise ReplicaTransportError(f"fetch response {got_cid} of {size} bytes does not answer request "
                                             f"{cid} ({records_size} bytes of records)")
@@ -151,7 +155,7 @@ class ReplicaServer:
             resp = self.replica.handle_fetch(req)
         records = resp.records
         size = 0 if records is None else records.size_bytes
-        conn.sendall(wire.fetch_response_header(cid, resp, size))
+        conn.sendall(wire.fetch_response_header(cid, resp, size), _MSG_MORE if size else 0)
         if size:
             records.transfer_to(conn)
 
