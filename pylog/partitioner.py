@@ -42,12 +42,21 @@ def murmur2(data: bytes) -> int:
 def partition_for_key(key: bytes, num_partitions: int) -> int:
     """The partition Kafka's default partitioner picks for a non-null key. O(len(key))
     the first time a key is seen, a dict look-up after."""
-    cacheable = type(key) is bytes and len(key) <= _CACHED_KEY_BYTES
-    h = _HASHES.get(key) if cacheable else None
-    if h is None:
-        h = murmur2(key) & 0x7FFFFFFF
-        if cacheable:
-            if len(_HASHES) >= _CACHED_KEYS:
-                _HASHES.clear()
-            _HASHES[key] = h
-    return h % num_partitions
+    h = _HASHES.get(key) if type(key) is bytes else None
+    return (_positive_hash(key) if h is None else h) % num_partitions
+
+
+def partitions_for_keys(keys: list, num_partitions: int) -> list[int]:
+    """``partition_for_key`` of each of ``keys`` (none None), in one pass."""
+    get = _HASHES.get
+    return [((get(key) if type(key) is bytes else None) or _positive_hash(key)) % num_partitions for key in keys]
+
+
+def _positive_hash(key) -> int:
+    """murmur2 of ``key`` made positive, remembered for a short ``bytes`` key."""
+    h = murmur2(key) & 0x7FFFFFFF
+    if type(key) is bytes and len(key) <= _CACHED_KEY_BYTES:
+        if len(_HASHES) >= _CACHED_KEYS:
+            _HASHES.clear()
+        _HASHES[key] = h
+    return h

@@ -11,7 +11,8 @@ size (C speed); anything else is checked record by record in Python.
 from __future__ import annotations
 
 from bisect import bisect_left
-from itertools import accumulate
+from itertools import accumulate, chain
+from operator import add, itemgetter
 
 from pylog.errors import InvalidArgumentError
 from pylog.record.encode import check_record
@@ -51,19 +52,25 @@ def bulk_items(values, keys=None, headers=None, timestamps_ms=None) -> tuple[lis
             pass  # a None, or not bytes: checked one by one below
         else:  # no None anywhere: the values alone, or (key, value) pairs
             items = values if keys is None else list(zip(keys, values))
-            return items, keys, RecordSizes(items, payload + RECORD_OVERHEAD_BYTES * n, plain=keys is None)
+            kind = VALUES if keys is None else PAIRS
+            return items, keys, RecordSizes(items, payload + RECORD_OVERHEAD_BYTES * n, kind)
     items = [_checked(i, values[i], None if keys is None else keys[i], None if headers is None else headers[i],
                       None if timestamps_ms is None else timestamps_ms[i]) for i in range(n)]
     return items, keys, RecordSizes(items, sum(map(item_bytes, items)))
 
 
+#: What a run of items holds: values only, ``(key, value)`` pairs of bytes, or any item.
+VALUES, PAIRS, ANY = "values", "pairs", "any"
+
+
 class RecordSizes:
     """The sizes of a run of items, for cutting it into batches of ``batch_size``: the
-    total is known; prefix sums are built the first time a cut falls inside the run."""
-    __slots__ = ("items", "total_bytes", "_plain", "_sums")
+    total is known; prefix sums are built the first time a cut falls inside the run (at C
+    speed for values and pairs)."""
+    __slots__ = ("items", "total_bytes", "_kind", "_sums")
 
-    def __init__(self, items: list, total_bytes: int, *, plain: bool = False):
-        self.items, self.total_bytes, self._plain, self._sums = items, total_bytes, plain, None
+    def __init__(self, items: list, total_bytes: int, kind: str = ANY):
+        self.items, self.total_bytes, self._kind, self._sums = items, total_bytes, kind, None
 
     def fill(self, lo: int, room_bytes: int) -> tuple[int, int]:
         """``(hi, size_bytes)``: the items from ``lo`` that fill ``room_bytes``, up to and
@@ -72,9 +79,7 @@ class RecordSizes:
         if self._sums is None:
             if lo == 0 and self.total_bytes < room_bytes:
                 return n, self.total_bytes
-            sizes = (map(RECORD_OVERHEAD_BYTES.__add__, map(len, self.items)) if self._plain
-                     else map(item_bytes, self.items))
-            self._sums = [0, *accumulate(sizes)]
+            self._sums = [0, *accumulate(_item_sizes(self.items, self._kind))]
         sums = self._sums
         hi = min(bisect_left(sums, sums[lo] + room_bytes, lo + 1), n)
         return hi, sums[hi] - sums[lo]
@@ -82,7 +87,22 @@ class RecordSizes:
     def of(self, positions: list[int]) -> "RecordSizes":
         """The sizes of the items at ``positions``, as a run of their own."""
         items = [self.items[i] for i in positions]
-        return RecordSizes(items, sum(map(item_bytes, items)))
+        if self._kind == PAIRS:  # the keys' and values' lengths, two calls of C a record
+            total_bytes = sum(map(len, chain.from_iterable(items))) + RECORD_OVERHEAD_BYTES * len(items)
+        else:
+            total_bytes = sum(_item_sizes(items, self._kind))
+        return RecordSizes(items, total_bytes, self._kind)
+
+
+def _item_sizes(items: list, kind: str):
+    """``item_bytes`` of each item, without a Python call per item for values and pairs."""
+    if kind == VALUES:
+        payloads = map(len, items)
+    elif kind == PAIRS:
+        payloads = map(add, map(len, map(itemgetter(0), items)), map(len, map(itemgetter(1), items)))
+    else:
+        return map(item_bytes, items)
+    return map(RECORD_OVERHEAD_BYTES.__add__, payloads)
 
 
 def _checked(i: int, value, key, headers, timestamp_ms):

@@ -39,7 +39,7 @@ from pylog.errors import (
     UnknownTopicError,
 )
 from pylog.layout import INT32_MAX
-from pylog.partitioner import partition_for_key
+from pylog.partitioner import partition_for_key, partitions_for_keys
 from pylog.record.encode import now_ms
 from pylog.record.record import Record
 
@@ -301,10 +301,13 @@ class Producer:
     def _runs_by_key(keys: list, count: int, sizes) -> list:
         """``(partition, positions, sizes)`` for the records of each partition Kafka's
         partitioner picks (partition None: the keyless records, to the sticky partition)."""
+        keyless = [i for i, key in enumerate(keys) if key is None] if None in keys else []
+        keyed = [i for i, key in enumerate(keys) if key is not None] if keyless else range(len(keys))
         by_partition: dict = {}
-        for position, key in enumerate(keys):
-            p = None if key is None else partition_for_key(key, count)
+        for position, p in zip(keyed, partitions_for_keys([keys[i] for i in keyed] if keyless else keys, count)):
             by_partition.setdefault(p, []).append(position)
+        if keyless:
+            by_partition[None] = keyless
         return [(p, positions, sizes.of(positions)) for p, positions in by_partition.items()]
 
     def _fill(self, tp, positions, sizes, lo: int, parts: list, *, sticky: bool) -> int:

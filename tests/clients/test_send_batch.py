@@ -51,6 +51,18 @@ def test_keyed_records_land_once_in_order_in_the_partition_kafkas_partitioner_pi
         assert records(root, "t", meta[i].partition)[meta[i].offset].value == values[i]
 
 
+def test_keyless_records_among_keyed_ones_go_to_the_sticky_partition(root):
+    make_topic(root, "t", 3)
+    keys = [b"k%d" % i if i % 3 else None for i in range(30)]
+    with Producer(root) as producer:
+        meta = producer.send_batch("t", [b"v%d" % i for i in range(30)], keys=keys).get(5)
+    keyless = {meta[i].partition for i in range(30) if keys[i] is None}
+    assert len(keyless) == 1
+    assert all(meta[i].partition == partition_for_key(keys[i], 3) for i in range(30) if keys[i] is not None)
+    landed = sorted(r.value for p in range(3) for r in records(root, "t", p))
+    assert landed == sorted(b"v%d" % i for i in range(30))
+
+
 def test_a_bulk_run_is_cut_into_the_batches_sends_would_fill_and_sequences_stay_gapless_with_send(root):
     make_topic(root, "bulk", 1)
     make_topic(root, "one-by-one", 1)

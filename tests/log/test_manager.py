@@ -112,5 +112,7 @@ def test_partition_for_key_stays_kafkas_once_keys_are_remembered(monkeypatch):
     monkeypatch.setattr(partitioner, "_HASHES", {})
     keys = [b"user-%d" % i for i in range(20)] + [b"k" * 65, bytearray(b"user-3"), memoryview(b"user-4")]
     for _ in range(2):  # computed, then remembered (the cache filled and emptied meanwhile)
-        assert [partition_for_key(k, 7) for k in keys] == [(murmur2(bytes(k)) & 0x7FFFFFFF) % 7 for k in keys]
+        want = [(murmur2(bytes(k)) & 0x7FFFFFFF) % 7 for k in keys]
+        assert [partition_for_key(k, 7) for k in keys] == want
+        assert partitioner.partitions_for_keys(keys, 7) == want
     assert len(partitioner._HASHES) <= 8
