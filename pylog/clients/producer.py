@@ -277,25 +277,29 @@ class Producer:
             joining = [(topic, p) for p, _, _ in runs if p is not None and (topic, p) not in self._txn_partitions]
             if joining or not self._in_txn:
                 self._add_to_txn(joining)
+        parts, touched = self._add_runs(topic, runs)
+        if not self.linger_ms:
+            with self._lock:
+                for tp in touched & self._batches.keys():
+                    self._seal(tp)
+        for tp in touched & self._sealed.keys():
+            self._drain(tp)
+        return FutureBatchMetadata(parts, len(items))
+
+    def _add_runs(self, topic: str, runs: list) -> tuple[list, set]:
+        """Add each run to its partition's batches (a sticky run to one partition a batch);
+        returns the parts of the future and the partitions touched."""
         parts, touched = [], set()
-        for p, positions, run_sizes in runs:
+        for p, positions, sizes in runs:
             lo = 0
             while lo < len(positions):
                 tp = (topic, self._partition(topic, None, None) if p is None else p)
                 if self._txn is not None and tp not in self._txn_partitions:
                     self._add_to_txn([tp])
                 with self._lock:
-                    lo = self._fill(tp, positions, run_sizes, lo, parts, sticky=p is None)
+                    lo = self._fill(tp, positions, sizes, lo, parts, sticky=p is None)
                 touched.add(tp)
-        if not self.linger_ms:
-            with self._lock:
-                for tp in touched:
-                    if tp in self._batches:
-                        self._seal(tp)
-        for tp in touched:
-            if tp in self._sealed:
-                self._drain(tp)
-        return FutureBatchMetadata(parts, len(items))
+        return parts, touched
 
     @staticmethod
     def _runs_by_key(keys: list, count: int, sizes) -> list:
