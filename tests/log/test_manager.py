@@ -104,3 +104,15 @@ def test_set_topic_config_declares_overrides_without_opening_a_log(tmp_path):
         with pytest.raises(InvalidConfigError):
             m.set_topic_config("t", {"cleanup_policy": "sometimes"})
         assert m.topic_config("t").cleanup_policy == "compact"
+
+
+def test_partition_for_key_stays_kafkas_once_keys_are_remembered(monkeypatch):
+    import pylog.partitioner as partitioner
+    monkeypatch.setattr(partitioner, "_CACHED_KEYS", 8)
+    monkeypatch.setattr(partitioner, "_HASHES", {})
+    keys = [b"user-%d" % i for i in range(20)] + [b"k" * 65, bytearray(b"user-3"), memoryview(b"user-4")]
+    for _ in range(2):  # computed, then remembered (the cache filled and emptied meanwhile)
+        want = [(murmur2(bytes(k)) & 0x7FFFFFFF) % 7 for k in keys]
+        assert [partition_for_key(k, 7) for k in keys] == want
+        assert partitioner.partitions_for_keys(keys, 7) == want
+    assert len(partitioner._HASHES) <= 8
