@@ -18,10 +18,14 @@ that died after appending but before answering leaves the records in the log, an
 caller appends them again: only records whose repetition changes nothing (the
 coordinators' keyed records, where the last one wins) go through here.
 
-Wire format (big-endian): a request is ``int32 length`` then ``int16 topic length, topic,
-int32 partition, int32 count`` and per record ``int32 key length, key, int32 value length,
+A request carries the caller's deadline (``time.monotonic_ns``, one clock for the whole
+host): a holder that gets to it too late drops it, so a caller that gave up (and released
+the group's lock) does not see its records appended behind a later commit.
+
+Wire format (big-endian): a request is ``int32 length`` then ``int64 deadline, int16 topic
+length, topic, int32 partition, int32 count`` and per record ``int32 key length, key, int32 value length,
 value`` (-1: null); an answer is ``int32 length, int8 status`` (0 appended, 1 not held, 2
-failed) and, when failed, ``int16 error class length, error class, message``.
+failed, 3 too late) and, when failed, ``int16 error class length, error class, message``.
 
 Cost: a connect per process and partition, then a round trip (about 0.1 ms) per append.
 """
@@ -42,7 +46,8 @@ from pylog import errors
 from pylog.errors import LogLockedError, PylogError
 
 _LEN, _I16, _I32 = struct.Struct(">i"), struct.Struct(">h"), struct.Struct(">i")
-_APPENDED, _NOT_HELD, _FAILED = 0, 1, 2
+_APPENDED, _NOT_HELD, _FAILED, _TOO_LATE = 0, 1, 2, 3
+_I64 = struct.Struct(">q")
 _PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 #: How long the holder waits for the rest of a request that has begun.
 REQUEST_TIMEOUT_S = 5.0
@@ -67,17 +72,18 @@ def socket_name(root: str, topic: str, partition: int) -> bytes:
     return b"\0pylog-append-" + digest.hexdigest().encode()
 
 
-def _encode_request(topic: str, partition: int, records) -> bytes:
-    parts = [_string(topic), _I32.pack(partition), _I32.pack(len(records))]
+def _encode_request(deadline_ns: int, topic: str, partition: int, records) -> bytes:
+    parts = [_I64.pack(deadline_ns), _string(topic), _I32.pack(partition), _I32.pack(len(records))]
     for key, value in records:
         parts += [_bytes(key), _bytes(value)]
     body = b"".join(parts)
     return _LEN.pack(len(body)) + body
 
 
-def _decode_request(body: bytes) -> tuple[tuple[str, int], list]:
+def _decode_request(body: bytes) -> tuple[int, tuple[str, int], list]:
     view = memoryview(body)
-    topic_bytes, pos = _read(view, 0, _I16)
+    (deadline_ns,) = _I64.unpack_from(view, 0)
+    topic_bytes, pos = _read(view, _I64.size, _I16)
     partition, count = struct.unpack_from(">ii", view, pos)
     pos += 8
     records = []
@@ -85,7 +91,7 @@ def _decode_request(body: bytes) -> tuple[tuple[str, int], list]:
         key, pos = _read(view, pos, _I32)
         value, pos = _read(view, pos, _I32)
         records.append((key, value))
-    return (topic_bytes.decode(), partition), records
+    return deadline_ns, (topic_bytes.decode(), partition), records
 
 
 def _read(view: memoryview, pos: int, length: struct.Struct):
@@ -177,6 +183,7 @@ class AppendServer:
                 listener.close()
 
     def close(self) -> None:
+        _instances.discard(self)
         for key in list(self._listeners):
             self.unlisten(key)
         self._stop = True
@@ -225,14 +232,16 @@ class AppendServer:
     def _serve(self, conn: socket.socket) -> None:
         """Answer one request of ``conn``; close it when it ends or misbehaves."""
         try:
-            key, records = _decode_request(_recv_message(conn))
-            conn.sendall(self._answer(key, records))
+            deadline_ns, key, records = _decode_request(_recv_message(conn))
+            conn.sendall(self._answer(deadline_ns, key, records))
         except (OSError, struct.error, UnicodeDecodeError):
             with self._lock:
                 self._selector.unregister(conn)
             conn.close()
 
-    def _answer(self, key: tuple[str, int], records: list) -> bytes:
+    def _answer(self, deadline_ns: int, key: tuple[str, int], records: list) -> bytes:
+        if time.monotonic_ns() > deadline_ns:  # the caller gave up
+            return _LEN.pack(1) + bytes([_TOO_LATE])
         try:
             status = _APPENDED if self._append(key, records) else _NOT_HELD
         except PylogError as e:
@@ -265,7 +274,7 @@ class AppendClient:
         appended later)."""
         if not SUPPORTED:
             return False
-        request = _encode_request(*key, records)
+        request = _encode_request(int(deadline * 1e9), *key, records)
         with self._lock:
             try:
                 conn = self._connection(key)
@@ -274,6 +283,8 @@ class AppendClient:
                 conn.settimeout(max(deadline - time.monotonic(), 0.001))
                 conn.sendall(request)
                 answer = _recv_message(conn)
+                if answer[0] == _TOO_LATE:
+                    raise TimeoutError
             except TimeoutError:
                 self._drop(key)
                 raise LogLockedError(f"the process writing {key[0]}-{key[1]} in {self.root} did not answer "
@@ -305,6 +316,7 @@ class AppendClient:
             conn.close()
 
     def close(self) -> None:
+        _instances.discard(self)
         with self._lock:
             for key in list(self._connections):
                 self._drop(key)
