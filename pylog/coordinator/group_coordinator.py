@@ -111,7 +111,9 @@ class GroupCoordinator(PerRoot):
         (else :class:`IllegalGenerationError`, :class:`RebalanceInProgressError` or
         :class:`UnknownMemberIdError`, and nothing is written). ``producer``: a
         transactional :class:`~pylog.clients.producer.Producer`, whose transaction the
-        batch joins. Cost: one append of len(offsets) records under the group's mutex."""
+        batch joins. Cost: one append of len(offsets) records under the group's mutex, by
+        this process or by the one holding the partition's log (``WriterPool.append``: a
+        round trip)."""
         records = self.offset_records(group_id, offsets)
         if not records:
             return
