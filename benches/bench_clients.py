@@ -1,12 +1,14 @@
 """Clients: end-to-end latency producer process -> consumer process (``poll``), an idle
 consumer's CPU, consumer and producer throughput against ``Log.read``/``Log.append`` on
-the same data, and the cost of a ``commit()`` of 100 partitions.
+the same data, the cost of a ``commit()`` of 100 partitions, and commits of a group whose
+members are processes (``group_commits``).
 
-    PYTHONPATH=. python benches/bench_clients.py
+    PYTHONPATH=. python benches/bench_clients.py [group]   # group: only the group commits
 """
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import subprocess
@@ -174,10 +176,12 @@ def throughput(root: str, rounds: int = 3) -> dict:
 
 
 def commit_cost(root: str, partitions: int = 100, rounds: int = 200) -> float:
+    """Median (ms) of a commit of ``partitions`` partitions by the only process writing."""
+    topic = f"many-{partitions}"
     with LogManager(root) as m:
-        m.create_topic("many", partitions)
-    c = Consumer(root, "bench-group", enable_auto_commit=False)
-    offsets = {TopicPartition("many", p): 1 for p in range(partitions)}
+        m.create_topic(topic, partitions)
+    c = Consumer(root, f"bench-group-{partitions}", enable_auto_commit=False)
+    offsets = {TopicPartition(topic, p): 1 for p in range(partitions)}
     times = []
     for i in range(rounds):
         offsets = {tp: i for tp in offsets}
@@ -188,8 +192,73 @@ def commit_cost(root: str, partitions: int = 100, rounds: int = 200) -> float:
     return statistics.median(times)
 
 
+def _member(root: str, rounds: str, mode: str) -> None:
+    """A member process of group "bench-members": joins, says ``ready`` once the group is
+    stable with its three members, waits for ``go``, then commits its positions ``rounds``
+    times (``mode`` "loop") or polls ten records and commits, ``rounds`` times ("poll");
+    prints the latencies (ms) as JSON."""
+    from pylog.coordinator.group_membership import read_group_file
+    c = Consumer(root, "bench-members", enable_auto_commit=False, auto_offset_reset="earliest")
+    c.subscribe(["members"])
+
+    def stable():
+        state = read_group_file(root, "bench-members")
+        return state and state["state"] == "Stable" and len(state["members"]) == GROUP_MEMBERS
+    while not (stable() and c.assignment()):
+        c.poll(timeout_ms=50, max_records=1)
+    c.seek_to_beginning()
+    print("ready", flush=True)
+    sys.stdin.readline()
+    times = []
+    for _ in range(int(rounds)):
+        if mode == "poll":
+            c.poll(timeout_ms=1000, max_records=10)
+        t = time.perf_counter()
+        c.commit()
+        times.append((time.perf_counter() - t) * 1e3)
+    print(json.dumps(times), flush=True)
+    sys.stdin.readline()  # stays a member until every member is done
+    c.close(autocommit=False)
+
+
+GROUP_MEMBERS = 3
+
+
+def group_commits(root: str, mode: str, rounds: int = 200) -> tuple[float, float, float]:
+    """Median, p99 and mean (ms) of the commits of GROUP_MEMBERS member processes of one group
+    over a 6-partition topic, all committing at once: ``mode`` "loop" commits the
+    positions ``rounds`` times in a row, "poll" after each poll of ten records."""
+    with LogManager(root) as m:
+        if "members" not in m.topics():
+            m.create_topic("members", 6)
+            for p in range(6):
+                m.topic("members").append([VALUE] * 10 * rounds, partition=p)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    members = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "member", root, str(rounds), mode],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
+               for _ in range(GROUP_MEMBERS)]
+    try:
+        for p in members:
+            assert p.stdout.readline().strip() == "ready"
+        for p in members:
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        times = sorted(t for p in members for t in json.loads(p.stdout.readline()))
+        for p in members:
+            p.stdin.write("done\n")
+            p.stdin.flush()
+    finally:
+        for p in members:
+            p.wait()
+    return statistics.median(times), times[int(len(times) * 0.99)], statistics.fmean(times)
+
+
 def main() -> None:
     root = tempfile.mkdtemp(prefix="bench-clients-")
+    if sys.argv[1:] == ["member", *sys.argv[2:]] and len(sys.argv) == 5:
+        return _member(*sys.argv[2:])
+    if sys.argv[1:] == ["group"]:
+        return _print_group_commits(root)
     p50, p99 = latency(root)
     print(f"latency producer process -> consumer poll: p50 {p50:.3f} ms, p99 {p99:.3f} ms")
     print(f"idle consumer CPU over 10 s: {idle_cpu(root) * 100:.3f}% of a core")
@@ -202,6 +271,16 @@ def main() -> None:
     for name in ("Consumer.poll", "Consumer.poll_columns"):
         print(f"{name} / Log.read: {tput[name] / tput['Log.read records']:.2f}")
     print(f"commit() of 100 partitions: median {commit_cost(root):.3f} ms")
+    _print_group_commits(root)
+
+
+def _print_group_commits(root: str) -> None:
+    single = commit_cost(root, partitions=2)
+    print(f"commit() of 2 partitions, one process: median {single:.3f} ms")
+    for mode, what in (("loop", "in a loop"), ("poll", "after each poll")):
+        p50, p99, mean = group_commits(root, mode)
+        print(f"commit() of 2 partitions by {GROUP_MEMBERS} member processes {what}: "
+              f"median {p50:.3f} ms, p99 {p99:.3f} ms, mean {mean:.3f} ms")
 
 
 if __name__ == "__main__":

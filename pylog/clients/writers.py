@@ -9,9 +9,14 @@ takes a shared lock on the partition's byte of ``.pylog-clients.lock`` (and on b
 ``Log.open`` with a backoff capped at 5 ms; the holding process's hand-off thread sleeps
 on an inotify watch of the bell (without inotify: looks every ``HANDOFF_CHECK_MS``), and
 closes the wanted logs that no append is using. A process that just handed a log over
-lets the waiting one take it first (``YIELD_MS``). A hand-off costs a close and an open of
-the log (a few milliseconds on a disk). A writer that dies releases everything with it
-(kernel locks).
+lets the waiting one take it first (``YIELD_MS``). A hand-off costs a close (which
+flushes: tens of milliseconds on a disk) and an open of the log. A writer that dies
+releases everything with it (kernel locks).
+
+:meth:`WriterPool.append` avoids the hand-off: the process holding the partition's log appends the
+records for the others, one round trip on a socket (pylog/clients/append_service.py); it
+is what the coordinators write their records with, so the members of a group in several
+processes commit through the one that holds their offsets partition.
 
 A log this process opened for writing outside the pool (a ``LogManager``, ``Log.open``)
 is not handed over: a client waits ``max_block_ms`` for it and then gets
@@ -28,6 +33,7 @@ import threading
 import time
 from contextlib import contextmanager
 
+from pylog.clients.append_service import AppendClient, AppendServer
 from pylog.clients.locks import LockFile, name_byte
 from pylog.clients.per_root import PerRoot
 from pylog.clients.wakeup import DirWatch
@@ -64,9 +70,20 @@ class WriterPool(PerRoot):
         self._handed_off: dict[str, float] = {}  # partition dir name -> when this process handed it over
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._server = AppendServer(self.root, self._append_held)
+        self._client = AppendClient(self.root)
+        #: Logs this process closed because another process waited for them.
+        self.hand_offs = 0
+
+    @property
+    def served_appends(self) -> int:
+        """Appends this process made for other processes (:meth:`append`)."""
+        return self._server.served
 
     def _close(self) -> None:
         """Close every log held (each flushes): the last user's release."""
+        self._server.close()
+        self._client.close()
         self._stop.set()
         self._ring()  # wakes the hand-off thread to stop
         if self._thread is not None and self._thread is not threading.current_thread():
@@ -87,6 +104,36 @@ class WriterPool(PerRoot):
             yield held.log
         finally:
             held.busy.release()
+
+    def append(self, topic: str, partition: int, records: list, *, max_block_ms: int = 60_000) -> None:
+        """Append ``records`` (``(key, value)`` pairs) to the partition: to the log if this
+        process holds it, else through the process that holds it (one round trip), else by
+        taking the log (waiting up to ``max_block_ms`` for a hand-off); this process then
+        appends for the others. For records a repetition does not change: if the holder
+        dies while answering, they are appended again here. Durability: ``Log.append``'s
+        (in the page cache on return)."""
+        key = (topic, partition)
+        deadline = time.monotonic() + max_block_ms / 1000
+        with self._lock:
+            held_here = key in self._held
+        if not held_here and self._client.append(key, records, deadline):
+            return
+        with self.writer(topic, partition, max_block_ms=max(int((deadline - time.monotonic()) * 1000), 0)) as log:
+            log.append(records)
+            self._server.listen(key)  # while no hand-off can close the log
+
+    def _append_held(self, key: tuple[str, int], records: list) -> bool:
+        """The server's append for another process: False if this process does not hold
+        ``key``'s log (any more)."""
+        with self._lock:
+            held = self._held.get(key)
+        if held is None:
+            return False
+        with held.busy:
+            if self._held.get(key) is not held:
+                return False
+            held.log.append(records)
+        return True
 
     def _acquire(self, topic: str, partition: int, max_block_ms: int) -> _Held:
         key = (topic, partition)
@@ -193,7 +240,9 @@ class WriterPool(PerRoot):
                     continue
                 try:
                     del self._held[key]
+                    self._server.unlisten(key)  # before the log is free for the next holder
                     self._handed_off[os.path.basename(held.log.path)] = time.monotonic()
+                    self.hand_offs += 1
                     held.log.close()
                     closed.append(held.log.path)
                 finally:

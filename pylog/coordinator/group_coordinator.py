@@ -112,7 +112,9 @@ class GroupCoordinator(PerRoot):
         (else :class:`IllegalGenerationError`, :class:`RebalanceInProgressError` or
         :class:`UnknownMemberIdError`, and nothing is written). ``producer``: a
         transactional :class:`~pylog.clients.producer.Producer`, whose transaction the
-        batch joins. Cost: one append of len(offsets) records under the group's mutex."""
+        batch joins. Cost: one append of len(offsets) records under the group's mutex, by
+        this process or by the one holding the partition's log (``WriterPool.append``: a
+        round trip)."""
         records = self.offset_records(group_id, offsets)
         if not records:
             return
@@ -127,8 +129,7 @@ class GroupCoordinator(PerRoot):
             if producer is not None:
                 producer._append_now(tp, records)
             else:
-                with self.pool.writer(*tp) as log:
-                    log.append(records)
+                self.pool.append(*tp, records)
 
     def offset_records(self, group_id: str, offsets: dict) -> list:
         """``(key, value)`` OffsetCommit records (key type 1, value version 3), encoded
@@ -170,8 +171,7 @@ class GroupCoordinator(PerRoot):
                  "currentStateTimestamp": state["current_state_ms"], "members": members}
         key = GROUP_RECORDS.encode_key(GROUP_METADATA, {"group": state["group_id"]})
         raw = GROUP_RECORDS.encode_value(GROUP_METADATA, GROUP_METADATA_VALUE_VERSION, value)
-        with self.pool.writer(*self.offsets_partition(state["group_id"])) as log:
-            log.append([(key, raw)])
+        self.pool.append(*self.offsets_partition(state["group_id"]), [(key, raw)])
 
     def delete_group(self, group_id: str) -> int:
         """Tombstones for every committed offset and the metadata of a group without live
@@ -187,8 +187,7 @@ class GroupCoordinator(PerRoot):
             if self.group_metadata(group_id) is not None:
                 records.append((GROUP_RECORDS.encode_key(GROUP_METADATA, {"group": group_id}), None))
             if records:
-                with self.pool.writer(*self.offsets_partition(group_id)) as log:
-                    log.append(records)
+                self.pool.append(*self.offsets_partition(group_id), records)
             return len(records)
 
 

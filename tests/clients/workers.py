@@ -1,14 +1,20 @@
 """Client processes the tests start (and SIGKILL): ``python -m tests.clients.workers
 group ROOT GROUP OUT`` consumes in a group, appending ``partition offset`` lines to OUT
-for each poll and then committing; ``eos(root)`` (run in a forked child) is a
+for each poll and then committing; ``committer ROOT GROUP MAX_POLL_INTERVAL_MS`` is a
+member that answers commands on stdin, one line each (``join N``, ``commit OFFSET
+ROUNDS``, ``committed``, ``stats``); ``eos(root)`` (run in a forked child) is a
 consume-transform-produce loop printing ``committed N`` after each transaction until the
 input is consumed."""
 
 from __future__ import annotations
 
+import json
 import sys
 
 from pylog.clients import Consumer, Producer, TopicPartition
+from pylog.clients.writers import WriterPool
+from pylog.coordinator.group_membership import read_group_file
+from pylog.errors import GroupCoordinatorError
 
 
 def group(root: str, group_id: str, out: str) -> None:
@@ -24,6 +30,44 @@ def group(root: str, group_id: str, out: str) -> None:
             f.flush()
             if got:
                 c.commit()
+
+
+def committer(root: str, group_id: str, max_poll_interval_ms: str) -> None:
+    """A member of ``group_id`` on topic "input" (6 partitions) that polls only when told:
+    ``join N`` polls until the group is stable with N members and answers its partitions;
+    ``commit OFFSET ROUNDS`` commits OFFSET for each of them ROUNDS times and answers
+    ``committed`` (acknowledged) or ``refused <error>``; ``committed`` answers the group's
+    committed offsets of all 6 partitions as read here (JSON); ``stats`` answers this
+    process's hand-offs and appends served for other processes (JSON)."""
+    c = Consumer(root, group_id, enable_auto_commit=False, heartbeat_interval_ms=50, session_timeout_ms=3000,
+                 max_poll_interval_ms=int(max_poll_interval_ms))
+    c.subscribe(["input"])
+    pool = WriterPool.for_root(root)
+    everything = [TopicPartition("input", p) for p in range(6)]
+
+    def stable_with(members: int) -> bool:
+        state = read_group_file(root, group_id)
+        return bool(state and state["state"] == "Stable" and len(state["members"]) == members
+                    and state["generation"] == c.group_metadata().generation_id and c.assignment())
+
+    for line in sys.stdin:
+        command, *args = line.split()
+        if command == "join":
+            while not stable_with(int(args[0])):
+                c.poll(timeout_ms=20)
+            answer = " ".join(str(tp.partition) for tp in sorted(c.assignment()))
+        elif command == "commit":
+            try:
+                for _ in range(int(args[1])):
+                    c.commit({tp: int(args[0]) for tp in c.assignment()})
+                answer = "committed"
+            except GroupCoordinatorError as e:
+                answer = f"refused {type(e).__name__}"
+        elif command == "committed":
+            answer = json.dumps({tp.partition: c.committed(tp) for tp in everything})
+        else:
+            answer = json.dumps({"hand_offs": pool.hand_offs, "served": pool.served_appends})
+        print(answer, flush=True)
 
 
 def eos(root: str) -> None:
@@ -52,4 +96,4 @@ def eos(root: str) -> None:
 
 
 if __name__ == "__main__":
-    {"group": group, "eos": eos}[sys.argv[1]](*sys.argv[2:])
+    {"group": group, "eos": eos, "committer": committer}[sys.argv[1]](*sys.argv[2:])
