@@ -20,7 +20,7 @@ RULES = [
     ("a segment file name (layout.segment_file_name)", r":0?20d\}", set()),
     ("a file-kind suffix (layout.LOG_SUFFIX, ...)",
      r"""endswith\(["']\.(log|index|timeindex|txnindex|snapshot)["']\)""", set()),
-    ("a partition directory's name (partition_dir.partition_dir_name)", r"""join\(.*f["']\{[^}]+\}-\{""", set()),
+    ("a partition directory's name (partition_dir.partition_dir_name)", r"""path\.join\(.*f["']\{[^}]+\}-\{""", set()),
 ]
 
 

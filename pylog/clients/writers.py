@@ -40,6 +40,7 @@ from pylog.clients.wakeup import DirWatch
 from pylog.errors import LogLockedError
 from pylog.log import Log
 from pylog.manager import LogManager
+from pylog.partition_dir import partition_dir_name
 
 CLIENTS_LOCK_FILE = ".pylog-clients.lock"
 BELL_FILE = ".pylog-clients.bell"
@@ -164,7 +165,7 @@ class WriterPool(PerRoot):
             return self._opening.setdefault(key, threading.Lock())
 
     def _open(self, topic: str, partition: int, deadline: float) -> _Held:
-        name = f"{topic}-{partition}"
+        name = partition_dir_name(topic, partition)
         path = os.path.join(self.root, name)
         config = LogManager(self.root, read_only=True).topic_config(topic)
         byte = name_byte(name)
