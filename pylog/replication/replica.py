@@ -154,19 +154,33 @@ class Replica:
                 f"replica {self.replica_id} knows leader epoch {self.leader_epoch}, newer than {epoch}")
 
     # ==== leader side ================================================================================
-    def append(self, records, **options):
-        """Append as leader (``Log.append``); :class:`NotLeaderOrFollowerError` otherwise."""
+    def append(self, records, *, leader_epoch: int = -1, **options):
+        """Append as leader (``Log.append``); :class:`NotLeaderOrFollowerError` otherwise,
+        :class:`FencedLeaderEpochError` when ``leader_epoch`` (-1: any) is older than ours."""
+        return self._append(lambda log: log.append(records, **options), leader_epoch)
+
+    def append_batches(self, raw, *, leader_epoch: int = -1):
+        """Append a client's Kafka batches as leader (``Log.append_batches``), as ``append``."""
+        return self._append(lambda log: log.append_batches(raw), leader_epoch)
+
+    def _append(self, write: Callable, leader_epoch: int):
         with self._lock:
-            self._check_leader()
-            info = self.log.append(records, **options)
+            self.check_leader(leader_epoch)
+            info = write(self.log)
             self._maybe_advance_high_watermark()
             self._appended.notify_all()
             return info
 
-    def _check_leader(self) -> None:
-        if self.role != LEADER:
+    def check_leader(self, leader_epoch: int = -1) -> None:
+        """:class:`NotLeaderOrFollowerError` unless leading ``leader_epoch`` (-1: any);
+        :class:`FencedLeaderEpochError` when leading a newer one."""
+        if self.role == LEADER and 0 <= leader_epoch < self.leader_epoch:
+            raise FencedLeaderEpochError(f"replica {self.replica_id} leads epoch {self.leader_epoch}, "
+                                         f"newer than {leader_epoch}")
+        if self.role != LEADER or leader_epoch > self.leader_epoch:
+            asked = f" of epoch {leader_epoch}" if leader_epoch >= 0 else ""
             raise NotLeaderOrFollowerError(
-                f"replica {self.replica_id} is not the leader (it is {self.role}, epoch {self.leader_epoch})")
+                f"replica {self.replica_id} is not the leader{asked} (it is {self.role}, epoch {self.leader_epoch})")
 
     def _request_error(self, epoch: int) -> str | None:
         if self.role != LEADER:

@@ -204,9 +204,11 @@ def test_every_election_bumps_the_epoch_and_records_kafkas_partition_state(tmp_p
     with driven_set(tmp_path) as rs:
         assert read_state(rs.state_path) == PartitionState(0, 0, (0, 1, 2))
         with open(rs.state_path, "rb") as f:
-            assert f.read() == b'{"controller_epoch":1,"leader":0,"version":1,"leader_epoch":0,"isr":[0,1,2]}'
+            assert f.read() == (b'{"controller_epoch":1,"leader":0,"version":1,"leader_epoch":0,"isr":[0,1,2],'
+                                b'"partition_epoch":0}')
         rs.elect_leader(leader=1)
         assert read_state(rs.state_path) == PartitionState(1, 1, (0, 1, 2))
+        assert read_state(rs.state_path).partition_epoch == 1  # every change bumps it
         assert rs.preferred_leader_election() is True
         assert (rs.leader, rs.leader_epoch) == (0, 2)
         assert rs.preferred_leader_election() is False

@@ -1,0 +1,59 @@
+"""``BrokerClient``: a controller's or a producer's connection to a replica process
+(pylog/replication/broker.py): LeaderAndIsr, Produce, and the Fetch of ``TcpEndpoint`` for
+consumers (docs/format/replication.md)."""
+
+from __future__ import annotations
+
+from pylog.errors import ReplicaTransportError
+from pylog.log.appends import AppendInfo
+from pylog.replication import wire
+from pylog.replication.client_requests import check_acks, error_from
+from pylog.replication.protocol import (
+    CONSUMER_ID, DEBUGGING_CONSUMER_ID, FetchRequest, FetchResponse, LeaderAndIsrRequest, ProduceRequest,
+    ProduceResponse,
+)
+from pylog.replication.transport import TcpEndpoint
+
+
+class BrokerClient(TcpEndpoint):
+    """One connection to a replica process, one request at a time (not thread-safe)."""
+
+    def leader_and_isr(self, req: LeaderAndIsrRequest) -> str | None:
+        """Send the controller's LeaderAndIsr; returns the replica's error (None: taken)."""
+        cid = self._next_id()
+
+        def read(sock):
+            got, error = wire.decode_leader_and_isr_response(wire.read_frame(sock, "a LeaderAndIsr response"))
+            _check_answers(got, cid)
+            return error
+        return self._exchange(wire.encode_leader_and_isr_request(cid, req), read)
+
+    def produce_request(self, req: ProduceRequest) -> ProduceResponse:
+        """Send a Produce; returns the leader's answer, once its ``acks`` are met."""
+        cid = self._next_id()
+
+        def read(sock):
+            got, resp = wire.decode_produce_response(wire.read_frame(sock, "a Produce response"))
+            _check_answers(got, cid)
+            return resp
+        return self._exchange(wire.encode_produce_request(cid, req), read)
+
+    def produce(self, records: bytes, *, acks=1, timeout_ms: int = 30_000, leader_epoch: int = -1) -> AppendInfo:
+        """Produce ``records`` (Kafka batches); the offsets once ``acks`` is met, else the
+        exception for the leader's error (``NotEnoughReplicasError`` ...)."""
+        resp = self.produce_request(ProduceRequest(bytes(records), check_acks(acks), timeout_ms, leader_epoch))
+        if resp.error is not None:
+            raise error_from(resp.error, resp.message)
+        return AppendInfo(resp.base_offset, resp.last_offset, -1, -1, resp.last_offset - resp.base_offset + 1)
+
+    def consume(self, offset: int, *, max_bytes: int = 1 << 20, debugging: bool = False,
+                leader_epoch: int = -1) -> tuple[FetchResponse, bytes]:
+        """A consumer's Fetch from ``offset``: whole batches up to the leader's high watermark
+        (with ``debugging``: up to the replica's log end, from any replica)."""
+        replica_id = DEBUGGING_CONSUMER_ID if debugging else CONSUMER_ID
+        return self.fetch(FetchRequest(replica_id, leader_epoch, offset, max_bytes, 0))
+
+
+def _check_answers(got: int, cid: int) -> None:
+    if got != cid:
+        raise ReplicaTransportError(f"response {got} does not answer request {cid}")
