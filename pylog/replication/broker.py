@@ -20,11 +20,10 @@ import argparse
 import json
 import os
 import signal
-import subprocess
 import sys
 import threading
 
-from pylog.errors import FencedLeaderEpochError, PylogError, ReplicaTransportError
+from pylog.errors import FencedLeaderEpochError, PylogError
 from pylog.replication import wire
 from pylog.replication.client_requests import error_name, produce
 from pylog.replication.fetcher import ReplicaFetcher
@@ -173,24 +172,6 @@ class Broker:
                 self._partition_epoch = now.partition_epoch
                 self.replica.take_isr(now)
             return accepted
-
-
-def start_process(path, replica_id: int, *options: str) -> tuple[subprocess.Popen, tuple[str, int]]:
-    """Start ``python -m pylog.replication.broker PATH --replica-id N *options`` (this
-    interpreter, this ``sys.path``); returns the process and its address once it printed
-    ``ready``. :class:`ReplicaTransportError` when it exits first."""
-    proc = subprocess.Popen([sys.executable, "-m", "pylog.replication.broker", os.fspath(path),
-                             "--replica-id", str(replica_id), *options],
-                            stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
-    line = proc.stdout.readline()
-    word, _, address = line.decode(errors="replace").strip().partition(" ")
-    if word != "ready":
-        proc.kill()
-        proc.wait()
-        proc.stdout.close()
-        raise ReplicaTransportError(f"replica process {replica_id} on {path} did not start: {line!r}")
-    host, _, port = address.rpartition(":")
-    return proc, (host, int(port))
 
 
 def main(argv=None) -> int:

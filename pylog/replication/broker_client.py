@@ -1,8 +1,13 @@
-"""``BrokerClient``: a controller's or a producer's connection to a replica process
-(pylog/replication/broker.py): LeaderAndIsr, Produce, and the Fetch of ``TcpEndpoint`` for
-consumers (docs/format/replication.md)."""
+"""The client side of a replica process (pylog/replication/broker.py): ``start_process``
+starts one, ``BrokerClient`` is a controller's or a producer's connection to it:
+LeaderAndIsr, Produce, and the Fetch of ``TcpEndpoint`` for consumers
+(docs/format/replication.md)."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 from pylog.errors import ReplicaTransportError
 from pylog.log.appends import AppendInfo
@@ -13,6 +18,24 @@ from pylog.replication.protocol import (
     ProduceResponse,
 )
 from pylog.replication.transport import TcpEndpoint
+
+
+def start_process(path, replica_id: int, *options: str) -> tuple[subprocess.Popen, tuple[str, int]]:
+    """Start ``python -m pylog.replication.broker PATH --replica-id N *options`` (this
+    interpreter, this ``sys.path``); returns the process and its address once it printed
+    ``ready``. :class:`ReplicaTransportError` when it exits first."""
+    proc = subprocess.Popen([sys.executable, "-m", "pylog.replication.broker", os.fspath(path),
+                             "--replica-id", str(replica_id), *options],
+                            stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    line = proc.stdout.readline()
+    word, _, address = line.decode(errors="replace").strip().partition(" ")
+    if word != "ready":
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        raise ReplicaTransportError(f"replica process {replica_id} on {path} did not start: {line!r}")
+    host, _, port = address.rpartition(":")
+    return proc, (host, int(port))
 
 
 class BrokerClient(TcpEndpoint):

@@ -19,7 +19,7 @@ from typing import Callable
 from pylog.errors import InvalidArgumentError, LeaderNotAvailableError, ReplicationError
 from pylog.partition_dir import parse_partition_dir
 from pylog.record.encode import now_ms
-from pylog.replication.broker import start_process
+from pylog.replication.broker_client import start_process
 from pylog.replication.client_requests import check_acks, produce
 from pylog.replication.election import elected, eligible_leader, offline
 from pylog.replication.fetcher import ReplicaFetcher

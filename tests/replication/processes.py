@@ -1,0 +1,43 @@
+"""Test helpers: what a replica process holds, read over TCP with Kafka's debugging
+consumer (up to its log end, from any replica)."""
+
+from __future__ import annotations
+
+from pylog.record.batch import decode_batches
+from pylog.replication.broker_client import BrokerClient
+from pylog.replication.protocol import OFFSET_OUT_OF_RANGE, FetchResponse
+
+
+def replica_log(address) -> tuple[FetchResponse, bytes]:
+    """Every batch of the replica at ``address`` (from its log start to its log end) and
+    its last answer (high watermark, log start, log end, leader epoch)."""
+    client = BrokerClient(address)
+    try:
+        chunks, offset = [], 0
+        while True:
+            resp, raw = client.consume(offset, debugging=True)
+            if resp.error == OFFSET_OUT_OF_RANGE:  # below its log start, or it cut its log meanwhile
+                chunks, offset = [], resp.log_start_offset
+                continue
+            assert resp.error is None, resp.error
+            if not raw:
+                return resp, b"".join(chunks)
+            chunks.append(bytes(raw))
+            offset = list(decode_batches(raw))[-1].last_offset + 1
+    finally:
+        client.close()
+
+
+def batches(raw: bytes, below: int | None = None) -> list[tuple]:
+    """(base offset, last offset, leader epoch, CRC) of the batches, those wholly below ``below``."""
+    return [(b.base_offset, b.last_offset, b.partition_leader_epoch, b.crc) for b in decode_batches(raw)
+            if below is None or b.last_offset < below]
+
+
+def values(raw: bytes) -> list[bytes]:
+    return [r.value for b in decode_batches(raw) for r in b]
+
+
+def replica_values(rs, replica_id: int) -> list[bytes]:
+    """Every record value on a replica, to its log end."""
+    return values(replica_log(rs.address(replica_id))[1])
