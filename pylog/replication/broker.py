@@ -185,12 +185,16 @@ def main(argv=None) -> int:
     p.add_argument("--replica-lag-time-max-ms", type=int, default=30_000)
     p.add_argument("--max-wait-ms", type=int, default=500, help="how long a fetch waits at the leader")
     p.add_argument("--log-config", default="{}", help="the log's configuration, as JSON")
+    p.add_argument("--stop-on-stdin-eof", action="store_true",
+                   help="close cleanly when standard input ends (the process that started it is gone)")
     p.add_argument("--leader", help="HOST:PORT of a leader to follow at once")
     p.add_argument("--leader-id", type=int)
     p.add_argument("--leader-epoch", type=int)
     args = p.parse_args(argv)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    if args.stop_on_stdin_eof:
+        threading.Thread(target=lambda: (sys.stdin.buffer.read(), stop.set()), daemon=True).start()
     broker = Broker(args.path, args.replica_id, state_path=args.state, min_insync_replicas=args.min_insync_replicas,
                     replica_lag_time_max_ms=args.replica_lag_time_max_ms, max_wait_ms=args.max_wait_ms,
                     log_config=json.loads(args.log_config))

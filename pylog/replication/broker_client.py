@@ -6,6 +6,7 @@ LeaderAndIsr, Produce, and the Fetch of ``TcpEndpoint`` for consumers
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -23,19 +24,32 @@ from pylog.replication.transport import TcpEndpoint
 def start_process(path, replica_id: int, *options: str) -> tuple[subprocess.Popen, tuple[str, int]]:
     """Start ``python -m pylog.replication.broker PATH --replica-id N *options`` (this
     interpreter, this ``sys.path``); returns the process and its address once it printed
-    ``ready``. :class:`ReplicaTransportError` when it exits first."""
+    ``ready``. :class:`ReplicaTransportError` when it exits first. The process stops when
+    its standard input, a pipe from this process, closes (``close_process``), so that it
+    does not outlive this one."""
     proc = subprocess.Popen([sys.executable, "-m", "pylog.replication.broker", os.fspath(path),
-                             "--replica-id", str(replica_id), *options],
-                            stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+                             "--replica-id", str(replica_id), "--stop-on-stdin-eof", *options],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     line = proc.stdout.readline()
     word, _, address = line.decode(errors="replace").strip().partition(" ")
     if word != "ready":
-        proc.kill()
-        proc.wait()
-        proc.stdout.close()
+        close_process(proc, signal.SIGKILL)
         raise ReplicaTransportError(f"replica process {replica_id} on {path} did not start: {line!r}")
     host, _, port = address.rpartition(":")
     return proc, (host, int(port))
+
+
+def close_process(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> int:
+    """Send ``sig`` (SIGTERM: a clean close, a stalled process continued first; SIGKILL: a
+    crash), wait for the process to end, close its pipes; returns its exit status."""
+    if sig == signal.SIGTERM:
+        proc.send_signal(signal.SIGCONT)  # a stopped process would hold SIGTERM pending
+    proc.send_signal(sig)
+    status = proc.wait()
+    proc.stdin.close()
+    proc.stdout.close()
+    return status
 
 
 class BrokerClient(TcpEndpoint):

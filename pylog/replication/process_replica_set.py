@@ -24,11 +24,11 @@ from pylog.errors import (
 from pylog.partition_dir import parse_partition_dir
 from pylog.record.batch import decode_batches
 from pylog.record.encode import encode_batch
-from pylog.replication.broker_client import BrokerClient, start_process
+from pylog.replication.broker_client import BrokerClient, close_process, start_process
 from pylog.replication.client_requests import check_acks
 from pylog.replication.election import elected, eligible_leader, offline
 from pylog.replication.protocol import OFFSET_OUT_OF_RANGE, FetchResponse, LeaderAndIsrRequest
-from pylog.replication.state import NO_LEADER, PartitionState, read_state, update_state
+from pylog.replication.state import NO_LEADER, PartitionState, read_state, state_lock, update_state
 
 
 class ProcessReplicaSet:
@@ -110,16 +110,19 @@ class ProcessReplicaSet:
         self._live.add(replica_id)
 
     def _end_process(self, replica_id: int, sig: int) -> None:
-        proc = self._processes.pop(replica_id)
-        if sig == signal.SIGTERM:
-            proc.send_signal(signal.SIGCONT)  # a stopped process would hold SIGTERM pending
-        proc.send_signal(sig)
-        proc.wait()
-        proc.stdout.close()
+        close_process(self._processes.pop(replica_id), sig)
         for key in [(replica_id, False), (replica_id, True)]:
             client = self._clients.pop(key, None)
             if client is not None:
                 client.close()
+
+    def _stall(self, replica_id: int) -> None:
+        """SIGSTOP the process, outside its changes of the partition state: the state's
+        lock is held until the process stopped, so that a stalled replica never holds it."""
+        proc = self._processes[replica_id]
+        with state_lock(self.state_path):
+            proc.send_signal(signal.SIGSTOP)
+            os.waitpid(proc.pid, os.WUNTRACED)
 
     def close(self) -> None:
         """Stop every replica process cleanly (SIGTERM: logs closed, high watermarks checkpointed)."""
@@ -205,7 +208,7 @@ class ProcessReplicaSet:
         else the partition is offline until an ISR replica returns."""
         with self._lock:
             if sig == signal.SIGSTOP:
-                self._processes[replica_id].send_signal(sig)
+                self._stall(replica_id)
             else:
                 self._end_process(replica_id, sig)
             self._live.discard(replica_id)

@@ -11,6 +11,7 @@ record (pylog/replication/state.py).
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import threading
 from dataclasses import replace
@@ -19,7 +20,7 @@ from typing import Callable
 from pylog.errors import InvalidArgumentError, LeaderNotAvailableError, ReplicationError
 from pylog.partition_dir import parse_partition_dir
 from pylog.record.encode import now_ms
-from pylog.replication.broker_client import start_process
+from pylog.replication.broker_client import close_process, start_process
 from pylog.replication.client_requests import check_acks, produce
 from pylog.replication.election import elected, eligible_leader, offline
 from pylog.replication.fetcher import ReplicaFetcher
@@ -288,11 +289,7 @@ class ReplicaSet:
     def stop_follower_process(self, replica_id: int, *, kill: bool = False) -> int:
         """Stop a follower process: SIGTERM (clean close) or, with ``kill``, SIGKILL (a
         crash). Returns its exit status."""
-        proc = self._processes.pop(replica_id)
-        proc.kill() if kill else proc.terminate()
-        status = proc.wait()
-        proc.stdout.close()
-        return status
+        return close_process(self._processes.pop(replica_id), signal.SIGKILL if kill else signal.SIGTERM)
 
     def follower_log_end_offset(self, replica_id: int) -> int:
         """A follower's log end as the leader last saw it (-1 before its first fetch)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -74,23 +75,31 @@ def write_state(path: str, state: PartitionState, *, io: FileIO = DEFAULT_IO) ->
     io.write_file(path, state.to_json())
 
 
-def update_state(path: str, change: Callable[[PartitionState | None], PartitionState | None], *,
-                 io: FileIO = DEFAULT_IO) -> PartitionState | None:
-    """Read the state at ``path``, give it to ``change`` and write what it returns (nothing
-    when it returns None), all under an exclusive ``flock`` of ``<path>.lock``: a
-    compare-and-set between the processes that share the file. Returns what was written.
-    Cost: one read, and one durable write when changed."""
+@contextmanager
+def state_lock(path: str):
+    """Hold the exclusive ``flock`` of ``<path>.lock`` that every change of the state at
+    ``path`` takes (blocks while another process holds it; not reentrant)."""
     require_posix("the partition state's lock")
     import fcntl
     fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the flock
+
+
+def update_state(path: str, change: Callable[[PartitionState | None], PartitionState | None], *,
+                 io: FileIO = DEFAULT_IO) -> PartitionState | None:
+    """Read the state at ``path``, give it to ``change`` and write what it returns (nothing
+    when it returns None), all under ``state_lock``: a compare-and-set between the
+    processes that share the file. Returns what was written. Cost: one read, and one
+    durable write when changed."""
+    with state_lock(path):
         new = change(read_state(path))
         if new is not None:
             write_state(path, new, io=io)
         return new
-    finally:
-        os.close(fd)  # releases the flock
 
 
 def alter_partition(path: str, leader: int, leader_epoch: int, partition_epoch: int,

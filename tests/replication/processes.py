@@ -28,9 +28,9 @@ def replica_log(address) -> tuple[FetchResponse, bytes]:
         client.close()
 
 
-def batches(raw: bytes, below: int | None = None) -> list[tuple]:
-    """(base offset, last offset, leader epoch, CRC) of the batches, those wholly below ``below``."""
-    return [(b.base_offset, b.last_offset, b.partition_leader_epoch, b.crc) for b in decode_batches(raw)
+def batches(raw: bytes, below: int | None = None) -> list[tuple[int, bytes]]:
+    """(base offset, bytes) of the batches, those wholly below ``below``."""
+    return [(b.base_offset, bytes(raw[b.position:b.position + b.size])) for b in decode_batches(raw)
             if below is None or b.last_offset < below]
 
 

@@ -15,17 +15,40 @@ import pytest
 
 from pylog import Log
 from pylog.errors import (
-    FencedLeaderEpochError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, NotLeaderOrFollowerError,
+    FencedLeaderEpochError, ReplicaTransportError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, NotLeaderOrFollowerError,
     ReplicationTimeoutError,
 )
 from pylog.record.encode import encode_batch
 from pylog.replication import ProcessReplicaSet
 from pylog.replication.broker_client import BrokerClient
-from pylog.replication.protocol import FENCED_LEADER_EPOCH, LeaderAndIsrRequest
+from pylog.replication import wire
+from pylog.replication.protocol import FENCED_LEADER_EPOCH, LeaderAndIsrRequest, ProduceRequest, ProduceResponse
 from pylog.replication.state import PartitionState, alter_partition, read_state, update_state
 from tests.replication.epochs import checkpoint_mismatch
-from tests.replication.processes import batches, replica_log, replica_values
+from tests.replication.processes import replica_log, replica_values
 from tests.waiting import wait_until
+
+
+def test_produce_and_leader_and_isr_bytes_as_documented():
+    produce = ProduceRequest(b"", -1, 30_000, 4)
+    frame = wire.encode_produce_request(5, produce)
+    assert frame.hex() == "0000001400000000000500000004ffff0000753000000000"
+    assert wire.decode_request(frame[4:]) == (wire.PRODUCE, 5, produce)
+    lai = LeaderAndIsrRequest(1, 1, 4, 9, (1, 2), (0, 1, 2), ("127.0.0.1", 9093))
+    frame = wire.encode_leader_and_isr_request(8, lai)
+    assert frame.hex() == ("00000041000400000008000000010000000100000004000000090000000200000001000000020000"
+                           "000300000000000000010000000200093132372e302e302e3100002385")
+    assert wire.decode_request(frame[4:]) == (wire.LEADER_AND_ISR, 8, lai)
+    answer = ProduceResponse("NOT_ENOUGH_REPLICAS", 4, -1, -1, "ISR (0,) is smaller than 2")
+    assert wire.decode_produce_response(wire.encode_produce_response(3, answer)[4:]) == (3, answer)
+
+
+def test_a_malformed_leader_and_isr_is_refused_clearly():
+    frame = wire.encode_leader_and_isr_request(8, LeaderAndIsrRequest(1, 1, 4, 9, (1, 2), (0, 1, 2), ("h", 1)))
+    with pytest.raises(ReplicaTransportError, match="malformed LeaderAndIsr request"):
+        wire.decode_request(frame[4:-6])
+    with pytest.raises(ReplicaTransportError, match="2 bytes after its fields"):
+        wire.decode_request(frame[4:] + b"xx")
 
 
 def test_the_leader_process_is_sigkilled_after_acknowledging_acks_all_records_and_the_new_leader_has_them(tmp_path):
