@@ -194,7 +194,7 @@ def main(argv=None) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     if args.stop_on_stdin_eof:
-        threading.Thread(target=lambda: (sys.stdin.buffer.read(), stop.set()), daemon=True).start()
+        threading.Thread(target=_stop_on_eof, args=(sys.stdin.fileno(), stop), daemon=True).start()
     broker = Broker(args.path, args.replica_id, state_path=args.state, min_insync_replicas=args.min_insync_replicas,
                     replica_lag_time_max_ms=args.replica_lag_time_max_ms, max_wait_ms=args.max_wait_ms,
                     log_config=json.loads(args.log_config))
@@ -209,6 +209,13 @@ def main(argv=None) -> int:
     finally:
         broker.stop()
     return 0
+
+
+def _stop_on_eof(fd: int, stop: threading.Event) -> None:
+    """Set ``stop`` once ``fd`` reaches its end (unbuffered: nothing held at exit)."""
+    while os.read(fd, 4096):
+        pass
+    stop.set()
 
 
 if __name__ == "__main__":

@@ -57,23 +57,23 @@ class BrokerClient(TcpEndpoint):
 
     def leader_and_isr(self, req: LeaderAndIsrRequest) -> str | None:
         """Send the controller's LeaderAndIsr; returns the replica's error (None: taken)."""
-        cid = self._next_id()
-
-        def read(sock):
-            got, error = wire.decode_leader_and_isr_response(wire.read_frame(sock, "a LeaderAndIsr response"))
-            _check_answers(got, cid)
-            return error
-        return self._exchange(wire.encode_leader_and_isr_request(cid, req), read)
+        return self._call(lambda cid: wire.encode_leader_and_isr_request(cid, req),
+                          wire.decode_leader_and_isr_response, "a LeaderAndIsr response")
 
     def produce_request(self, req: ProduceRequest) -> ProduceResponse:
         """Send a Produce; returns the leader's answer, once its ``acks`` are met."""
+        return self._call(lambda cid: wire.encode_produce_request(cid, req), wire.decode_produce_response,
+                          "a Produce response")
+
+    def _call(self, encode, decode, what: str):
         cid = self._next_id()
 
         def read(sock):
-            got, resp = wire.decode_produce_response(wire.read_frame(sock, "a Produce response"))
-            _check_answers(got, cid)
-            return resp
-        return self._exchange(wire.encode_produce_request(cid, req), read)
+            got, answer = decode(wire.read_frame(sock, what))
+            if got != cid:
+                raise ReplicaTransportError(f"response {got} does not answer request {cid}")
+            return answer
+        return self._exchange(encode(cid), read)
 
     def produce(self, records: bytes, *, acks=1, timeout_ms: int = 30_000, leader_epoch: int = -1) -> AppendInfo:
         """Produce ``records`` (Kafka batches); the offsets once ``acks`` is met, else the
@@ -90,7 +90,3 @@ class BrokerClient(TcpEndpoint):
         replica_id = DEBUGGING_CONSUMER_ID if debugging else CONSUMER_ID
         return self.fetch(FetchRequest(replica_id, leader_epoch, offset, max_bytes, 0))
 
-
-def _check_answers(got: int, cid: int) -> None:
-    if got != cid:
-        raise ReplicaTransportError(f"response {got} does not answer request {cid}")

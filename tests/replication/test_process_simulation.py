@@ -11,40 +11,27 @@ batches. A few seeds by default, hundreds with ``--soak``.
 
 from __future__ import annotations
 
-import random
 import shutil
 import signal
 
 import pytest
 
 from pylog import Log
-from pylog.errors import (
-    LeaderNotAvailableError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, NotLeaderOrFollowerError,
-    ReplicationTimeoutError,
-)
 from pylog.record.batch import decode_batches
 from pylog.replication import ProcessReplicaSet
 from tests.replication.epochs import checkpoint_mismatch
 from tests.replication.processes import batches, replica_log
+from tests.replication.test_simulation import REPLICAS, Simulation
 from tests.waiting import wait_until
 
-REPLICAS = (0, 1, 2)
 STEPS = 30
-NOT_ACKNOWLEDGED = (NotEnoughReplicasError, NotEnoughReplicasAfterAppendError, ReplicationTimeoutError,
-                    LeaderNotAvailableError, NotLeaderOrFollowerError)
 
 
-class ProcessSimulation:
-    def __init__(self, root, seed: int):
-        self.root = root
-        self.rng = random.Random(seed)
-        self.rs = ProcessReplicaSet(root / "rs", "events-0", replicas=REPLICAS, min_insync_replicas=2)
-        self.acked: dict[int, bytes] = {}  # offset -> value, acknowledged with acks=all
-        self.seen: dict[int, bytes] = {}   # offset -> value, read by the consumer
-        self.next_read = 0
-        self.hw_by_epoch: dict[int, int] = {}
-        self.counter = 0
-        self.log_lines: list[str] = []
+class ProcessSimulation(Simulation):
+    """The thread simulation's appends and elections, on replica processes."""
+
+    def replica_set(self, root):
+        return ProcessReplicaSet(root / "rs", "events-0", replicas=REPLICAS, min_insync_replicas=2)
 
     # -- actions -----------------------------------------------------------------------------------
     def step(self) -> None:
@@ -60,24 +47,9 @@ class ProcessSimulation:
         elif action == "restart" and down:
             rs.restart_replica(rng.choice(down))
         elif action == "elect":
-            try:
-                rs.elect_leader(leader=rng.choice(REPLICAS))
-            except LeaderNotAvailableError:
-                pass
+            self.elect()
         elif action == "preferred":
             rs.preferred_leader_election()
-
-    def append(self, acks) -> None:
-        n = self.rng.randint(1, 4)
-        values = [b"v%d" % (self.counter + i) for i in range(n)]
-        self.counter += n
-        try:
-            info = self.rs.append(values, acks=acks, timeout_ms=20_000)
-        except NOT_ACKNOWLEDGED:
-            return
-        if acks == "all":
-            for i, v in enumerate(values):
-                self.acked[info.first_offset + i] = v
 
     def crash(self, replica_id: int, sig: int) -> None:
         self.rs.fail_replica(replica_id, sig=sig)
