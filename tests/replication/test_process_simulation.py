@@ -1,6 +1,6 @@
 """A seeded simulation of a partition whose replicas are processes (``ProcessReplicaSet``):
-random appends with random acks, SIGKILL of any replica (the leader too), stalls
-(SIGSTOP), restarts and elections. After every step, over TCP: no record acknowledged with
+random appends with random acks, SIGKILL of any replica (the leader too, also right after
+a replica behind it came back), stalls (SIGSTOP), restarts and elections. After every step, over TCP: no record acknowledged with
 ``acks="all"`` (``min_insync_replicas=2``, clean elections) is lost; a consumer sees nothing
 at or above the high watermark, and nothing it saw is taken back; the leader's high
 watermark never moves back within its epoch; the replicas hold the same bytes below their
@@ -38,7 +38,8 @@ class ProcessSimulation(Simulation):
         rs, rng = self.rs, self.rng
         live = list(rs.live_replicas)
         down = [r for r in REPLICAS if r not in live]
-        action = rng.choices(["append", "crash", "restart", "elect", "preferred"], [50, 12, 14, 5, 3])[0]
+        action = rng.choices(["append", "crash", "restart", "failover", "elect", "preferred"],
+                             [50, 12, 10, 6, 5, 3])[0]
         self.log_lines.append(f"{action} state={rs.state.to_json().decode()} live={live}")
         if action == "append":
             self.append(rng.choice([0, 1, "all", "all"]))
@@ -46,6 +47,9 @@ class ProcessSimulation(Simulation):
             self.crash(rng.choice(live), rng.choice([signal.SIGKILL, signal.SIGKILL, signal.SIGSTOP]))
         elif action == "restart" and down:
             rs.restart_replica(rng.choice(down))
+        elif action == "failover" and down and rs.leader in live:
+            rs.restart_replica(rng.choice(down))  # back, maybe behind: it must not lead before it caught up
+            self.crash(rs.leader, signal.SIGKILL)
         elif action == "elect":
             self.elect()
         elif action == "preferred":
