@@ -3,6 +3,8 @@ consumer (up to its log end, from any replica)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pylog.record.batch import decode_batches
 from pylog.replication.broker_client import BrokerClient
 from pylog.replication.protocol import OFFSET_OUT_OF_RANGE, FetchResponse
@@ -10,18 +12,22 @@ from pylog.replication.protocol import OFFSET_OUT_OF_RANGE, FetchResponse
 
 def replica_log(address) -> tuple[FetchResponse, bytes]:
     """Every batch of the replica at ``address`` (from its log start to its log end) and
-    its last answer (high watermark, log start, log end, leader epoch)."""
+    its last answer (log start, log end, leader epoch), with the lowest high watermark
+    answered. The batches come in several requests, while the replica may cut its log and
+    fetch again: only those below that high watermark (committed, so never cut) are one
+    consistent view."""
     client = BrokerClient(address)
     try:
-        chunks, offset = [], 0
+        chunks, offset, hw = [], 0, None
         while True:
             resp, raw = client.consume(offset, debugging=True)
             if resp.error == OFFSET_OUT_OF_RANGE:  # below its log start, or it cut its log meanwhile
                 chunks, offset = [], resp.log_start_offset
                 continue
             assert resp.error is None, resp.error
+            hw = resp.high_watermark if hw is None else min(hw, resp.high_watermark)
             if not raw:
-                return resp, b"".join(chunks)
+                return replace(resp, high_watermark=hw), b"".join(chunks)
             chunks.append(bytes(raw))
             offset = list(decode_batches(raw))[-1].last_offset + 1
     finally:

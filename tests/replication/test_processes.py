@@ -20,7 +20,7 @@ from pylog.errors import (
 )
 from pylog.record.encode import encode_batch
 from pylog.replication import ProcessReplicaSet
-from pylog.replication.broker_client import BrokerClient
+from pylog.replication.broker_client import BrokerClient, close_process, start_process
 from pylog.replication import wire
 from pylog.replication.protocol import FENCED_LEADER_EPOCH, LeaderAndIsrRequest, ProduceRequest, ProduceResponse
 from pylog.replication.state import PartitionState, alter_partition, read_state, update_state
@@ -132,6 +132,26 @@ def test_produce_answers_kafkas_errors_and_consumers_stop_at_the_high_watermark(
         with pytest.raises(NotEnoughReplicasError):
             rs.append([b"e"], acks="all")
         assert rs.append([b"e"], acks=1).first_offset == 4
+
+
+def test_a_replica_killed_before_checkpointing_its_high_watermark_does_not_take_its_log_end_for_it(tmp_path):
+    path = tmp_path / "broker-0" / "events-0"
+    proc, address = start_process(path, 0)
+    client = BrokerClient(address)
+    try:
+        # leader of an ISR whose other member never fetches: nothing is committed
+        assert client.leader_and_isr(LeaderAndIsrRequest(1, 0, 1, 1, (0, 1), (0, 1), address)) is None
+        client.produce(encode_batch([b"a", b"b"]), acks=1)
+        assert replica_log(address)[0].high_watermark == 0
+    finally:
+        client.close()
+        close_process(proc, signal.SIGKILL)  # before any replication-offset-checkpoint was written
+    proc, address = start_process(path, 0)
+    try:
+        resp, _ = replica_log(address)
+        assert (resp.log_end_offset, resp.high_watermark) == (2, 0)
+    finally:
+        close_process(proc)
 
 
 def _raised(call):
