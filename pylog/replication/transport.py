@@ -166,8 +166,9 @@ class ReplicaServer:
         records = resp.records
         size = 0 if records is None else records.size_bytes
         conn.sendall(wire.fetch_response_header(cid, resp, size))
-        if size:
-            records.transfer_to(conn)
+        if size and records.transfer_to(conn) != size:  # the log was cut meanwhile: the frame cannot end
+            raise ReplicaTransportError(f"fetched records of replica {self.replica.replica_id} were cut "
+                                        f"while being sent")
 
     def close(self) -> None:
         self._closed.set()
