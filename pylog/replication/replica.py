@@ -86,6 +86,7 @@ class Replica:
         self._changed = threading.Condition(self._lock)  # role, epoch, ISR, high watermark
         self._appended = threading.Condition(self._lock)  # new batches, for the waiting fetches
         self._followers: dict[int, FollowerState] = {}
+        self._joining: set[int] = set()  # followers whose ISR addition is being recorded
         self._epoch_start_offset = 0
         self._last_hw_checkpoint_ms = 0
 
@@ -131,6 +132,7 @@ class Replica:
             self._epoch_start_offset = self.log.log_end_offset
             self._followers = {r: FollowerState(last_caught_up_ms=now if r in state.isr else 0)
                                for r in state.replicas if r != self.replica_id}
+            self._joining = set()
             self.needs_truncation = False
             self._notify_all()
 
@@ -206,10 +208,12 @@ class Replica:
             follower = self._followers.setdefault(req.replica_id, FollowerState())
             follower.fetched(req.fetch_offset, log.log_end_offset, self._clock())
             joining = self._joins_isr(req.replica_id, follower)
+            if joining:
+                self._joining.add(req.replica_id)
             self._maybe_advance_high_watermark()
             epoch, isr = self.leader_epoch, self.isr
         if joining:
-            self._propose_isr(epoch, tuple(sorted(isr + (req.replica_id,))))
+            self._propose_isr(epoch, tuple(sorted(isr + (req.replica_id,))), joining=req.replica_id)
         with self._lock:
             if req.fetch_offset == log.log_end_offset and req.max_wait_ms > 0:
                 self._appended.wait_for(lambda: self.leader_epoch != epoch or self.role != LEADER
@@ -232,15 +236,18 @@ class Replica:
     def _joins_isr(self, replica_id: int, follower: FollowerState) -> bool:
         """Kafka's rule: a follower joins once it has the high watermark and everything of
         the leader's epoch before it."""
-        return (replica_id not in self.isr and follower.log_end_offset >= self.log.high_watermark
+        return (replica_id not in self.isr and replica_id not in self._joining
+                and follower.log_end_offset >= self.log.high_watermark
                 and follower.log_end_offset >= self._epoch_start_offset)
 
     def _maybe_advance_high_watermark(self) -> None:
-        """The high watermark moves up to the smallest log end in the ISR, never down.
-        Checkpointed every ``high_watermark_checkpoint_interval_ms`` (and on close)."""
+        """The high watermark moves up to the smallest log end in the ISR, never down; a
+        follower whose addition is being recorded counts already (Kafka's maximal ISR), so
+        that it has every committed record once the controller may elect it. Checkpointed
+        every ``high_watermark_checkpoint_interval_ms`` (and on close)."""
         log = self.log
         ends = [log.log_end_offset] + [self._followers.get(r, FollowerState()).log_end_offset
-                                       for r in self.isr if r != self.replica_id]
+                                       for r in (*self.isr, *self._joining) if r != self.replica_id]
         new = min(ends)
         if new > log.high_watermark:
             now = self._clock()
@@ -264,16 +271,20 @@ class Replica:
             self._propose_isr(epoch, tuple(r for r in isr if r not in out))
         return out
 
-    def _propose_isr(self, epoch: int, isr: tuple[int, ...]) -> None:
+    def _propose_isr(self, epoch: int, isr: tuple[int, ...], *, joining: int | None = None) -> None:
         """Ask the controller to record ``isr``; take it only once recorded, and only if
-        still leading the same epoch (called without the replica's lock)."""
-        if not self._alter_isr(self.replica_id, epoch, isr):
-            return
-        with self._lock:
-            if self.role == LEADER and self.leader_epoch == epoch:
-                self.isr = isr
-                self._maybe_advance_high_watermark()
-                self._changed.notify_all()
+        still leading the same epoch (called without the replica's lock). ``joining``: the
+        follower being added, counted for the high watermark until the answer."""
+        recorded = False
+        try:
+            recorded = self._alter_isr(self.replica_id, epoch, isr)
+        finally:
+            with self._lock:
+                self._joining.discard(joining)
+                if recorded and self.role == LEADER and self.leader_epoch == epoch:
+                    self.isr = isr
+                    self._maybe_advance_high_watermark()
+                    self._changed.notify_all()
 
     def follower_log_end_offset(self, replica_id: int) -> int:
         """A follower's log end as of its last fetch (-1 before the first in this epoch)."""
