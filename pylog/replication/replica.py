@@ -134,6 +134,7 @@ class Replica:
                                for r in state.replicas if r != self.replica_id}
             self._joining = set()
             self.needs_truncation = False
+            self._maybe_advance_high_watermark()  # an ISR of the leader alone commits its log at once
             self._notify_all()
 
     def become_follower(self, state: PartitionState) -> None:

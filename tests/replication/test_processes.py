@@ -154,6 +154,26 @@ def test_a_replica_killed_before_checkpointing_its_high_watermark_does_not_take_
         close_process(proc)
 
 
+@pytest.mark.parametrize("unclean", [False, True])
+def test_every_isr_replica_down_waits_for_one_or_elects_an_out_of_sync_one_when_unclean(tmp_path, unclean):
+    with ProcessReplicaSet(tmp_path, "events-0", replicas=2, unclean_leader_election_enable=unclean) as rs:
+        rs.append([b"a"], acks="all")
+        rs.fail_replica(1)  # out of the ISR
+        rs.append([b"b"], acks=1)
+        rs.fail_replica(0)  # the last ISR replica: offline
+        assert rs.leader == -1
+        rs.restart_replica(1)
+        if not unclean:
+            assert rs.leader == -1  # consistency: wait for the ISR replica
+            rs.restart_replica(0)
+            assert rs.leader == 0 and [r.value for r in rs.records()] == [b"a", b"b"]
+        else:
+            assert rs.leader == 1 and rs.isr == (1,)  # availability: b is lost
+            assert [r.value for r in rs.records()] == [b"a"]
+            rs.restart_replica(0)
+            wait_until(lambda: replica_values(rs, 0) == [b"a"], "the old leader to cut b")
+
+
 def _raised(call):
     try:
         return call()
