@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from pylog.errors import RecordFormatError
 from pylog.record.batch import decode_batches
 from pylog.replication.broker_client import BrokerClient
 from pylog.replication.protocol import OFFSET_OUT_OF_RANGE, FetchResponse
@@ -18,20 +19,38 @@ def replica_log(address) -> tuple[FetchResponse, bytes]:
     consistent view."""
     client = BrokerClient(address)
     try:
-        chunks, offset, hw = [], 0, None
-        while True:
-            resp, raw = client.consume(offset, debugging=True)
-            if resp.error == OFFSET_OUT_OF_RANGE:  # below its log start, or it cut its log meanwhile
-                chunks, offset = [], resp.log_start_offset
-                continue
-            assert resp.error is None, resp.error
-            hw = resp.high_watermark if hw is None else min(hw, resp.high_watermark)
-            if not raw:
-                return replace(resp, high_watermark=hw), b"".join(chunks)
-            chunks.append(bytes(raw))
-            offset = list(decode_batches(raw))[-1].last_offset + 1
+        for _ in range(100):
+            try:
+                return _read_to_end(client)
+            except (_CutMeanwhile, RecordFormatError):
+                continue  # it cut its log while sending it: bytes of both sides of the cut; read again
+        raise AssertionError(f"the replica at {address} never answered a whole log in 100 reads")
     finally:
         client.close()
+
+
+class _CutMeanwhile(Exception):
+    pass
+
+
+def _read_to_end(client) -> tuple[FetchResponse, bytes]:
+    chunks, offset, hw = [], 0, None
+    while True:
+        resp, raw = client.consume(offset, debugging=True)
+        if resp.error == OFFSET_OUT_OF_RANGE and not chunks and offset < resp.log_start_offset:
+            offset = resp.log_start_offset
+            continue
+        if resp.error == OFFSET_OUT_OF_RANGE:  # it cut its log meanwhile
+            raise _CutMeanwhile()
+        assert resp.error is None, resp.error
+        hw = resp.high_watermark if hw is None else min(hw, resp.high_watermark)
+        if not raw:
+            return replace(resp, high_watermark=hw), b"".join(chunks)
+        batches = list(decode_batches(raw))
+        if not all(b.is_valid() for b in batches):
+            raise _CutMeanwhile()
+        chunks.append(bytes(raw))
+        offset = batches[-1].last_offset + 1
 
 
 def batches(raw: bytes, below: int | None = None) -> list[tuple[int, bytes]]:
