@@ -114,7 +114,7 @@ def test_produce_answers_kafkas_errors_and_consumers_stop_at_the_high_watermark(
                            replica_lag_time_max_ms=600_000) as rs:
         rs.append([b"a"], acks="all")
         follower = 1 - rs.leader
-        os.kill(rs.process(follower).pid, signal.SIGSTOP)  # stalled, unknown to the controller: still in the ISR
+        _stall(rs.process(follower))  # unknown to the controller: still in the ISR
         with pytest.raises(ReplicationTimeoutError, match="not on every ISR replica"):
             rs.append([b"b"], acks="all", timeout_ms=200)
         rs.append([b"c"], acks=1)
@@ -172,6 +172,12 @@ def test_every_isr_replica_down_waits_for_one_or_elects_an_out_of_sync_one_when_
             assert [r.value for r in rs.records()] == [b"a"]
             rs.restart_replica(0)
             wait_until(lambda: replica_values(rs, 0) == [b"a"], "the old leader to cut b")
+
+
+def _stall(proc) -> None:
+    """SIGSTOP the process and wait until it stopped."""
+    proc.send_signal(signal.SIGSTOP)
+    os.waitpid(proc.pid, os.WUNTRACED)
 
 
 def _raised(call):
