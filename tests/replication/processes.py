@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pylog.errors import RecordFormatError
+from pylog.errors import RecordFormatError, ReplicaTransportError
 from pylog.record.batch import decode_batches
 from pylog.replication.broker_client import BrokerClient
 from pylog.replication.protocol import OFFSET_OUT_OF_RANGE, FetchResponse
@@ -22,8 +22,8 @@ def replica_log(address) -> tuple[FetchResponse, bytes]:
         for _ in range(100):
             try:
                 return _read_to_end(client)
-            except (_CutMeanwhile, RecordFormatError):
-                continue  # it cut its log while sending it: bytes of both sides of the cut; read again
+            except (_CutMeanwhile, RecordFormatError, ReplicaTransportError):
+                continue  # it cut its log while sending it (bytes of both sides, or fewer): read again
         raise AssertionError(f"the replica at {address} never answered a whole log in 100 reads")
     finally:
         client.close()
