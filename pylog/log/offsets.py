@@ -55,13 +55,15 @@ class LogOffsets:
                first_base_offset: int, log_end_offset: int) -> None:
         """Take checkpointed values (None where absent) within the segments found: the log
         start is at least the first segment's base offset, nothing passes the log end, and
-        the high watermark is at least the log start (the log end when automatic or absent)."""
+        the high watermark is at least the log start (the log end when automatic; the log
+        start when managed by hand and absent, as a Kafka replica takes 0: nothing of its log
+        is known to be committed)."""
         self._log_start = min(max(log_start_offset or 0, first_base_offset), log_end_offset)
         self._recovery_point = min(recovery_point or 0, log_end_offset)
-        if self.auto_high_watermark or high_watermark is None:
+        if self.auto_high_watermark:
             self._high_watermark = log_end_offset
         else:
-            self._high_watermark = min(max(high_watermark, self._log_start), log_end_offset)
+            self._high_watermark = min(max(high_watermark or 0, self._log_start), log_end_offset)
         self._check(log_end_offset)
 
     def started_at(self, offset: int) -> None:

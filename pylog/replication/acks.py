@@ -8,24 +8,29 @@ the waiting is deferred (docs/replication.md).
 from __future__ import annotations
 
 import time
+from typing import Callable
 
-from pylog.errors import NotEnoughReplicasAfterAppendError, NotLeaderOrFollowerError, ReplicationTimeoutError
+from pylog.errors import PylogError
 from pylog.log import AppendInfo
+from pylog.replication.client_requests import acknowledge, check_acks
 
 
 class PendingAppend:
     """Records appended at ``leader`` in leader epoch ``epoch`` (``info``), acknowledged when
-    ``acks`` is met, at most ``timeout_ms`` after the append."""
+    ``acks`` is met, at most ``timeout_ms`` after the append (``wait_for_high_watermark``:
+    see :func:`~pylog.replication.client_requests.acknowledge`)."""
 
-    def __init__(self, replica_set, leader, epoch: int, info: AppendInfo, acks, timeout_ms: int):
+    def __init__(self, leader, epoch: int, info: AppendInfo, acks, timeout_ms: int, *, name: str,
+                 min_insync_replicas: int, wait_for_high_watermark: Callable | None = None):
         self.info = info
         self.acks = acks
-        self._replica_set = replica_set
         self._leader = leader
         self._epoch = epoch
-        self._timeout_ms = timeout_ms
+        self._name = name
+        self._min_insync_replicas = min_insync_replicas
+        self._wait = wait_for_high_watermark
         self._deadline = time.monotonic() + timeout_ms / 1000
-        self._outcome: AppendInfo | Exception | None = info if acks in (0, 1) else None
+        self._outcome: AppendInfo | Exception | None = info if check_acks(acks) != -1 else None
 
     def __repr__(self) -> str:
         return f"PendingAppend({self.info.first_offset}-{self.info.last_offset}, acks={self.acks!r})"
@@ -49,23 +54,13 @@ class PendingAppend:
         an error may stand for records that were kept, an acknowledgement never for records
         that may be lost). The same answer on every call."""
         if self._outcome is None:
-            self._outcome = self._acknowledge()
+            remaining_ms = max(0.0, (self._deadline - time.monotonic()) * 1000)
+            try:
+                self._outcome = acknowledge(self._leader, self.info, self._epoch, acks=self.acks,
+                                            timeout_ms=remaining_ms, min_insync_replicas=self._min_insync_replicas,
+                                            name=self._name, wait_for_high_watermark=self._wait)
+            except PylogError as e:
+                self._outcome = e
         if isinstance(self._outcome, Exception):
             raise self._outcome
         return self._outcome
-
-    def _acknowledge(self) -> AppendInfo | Exception:
-        rs, leader, info = self._replica_set, self._leader, self.info
-        remaining_ms = max(0, (self._deadline - time.monotonic()) * 1000)
-        reached = rs._wait_for_high_watermark(leader, info.last_offset + 1, self._epoch, remaining_ms)
-        offsets = f"offsets {info.first_offset}-{info.last_offset}"
-        if reached is None:
-            return NotLeaderOrFollowerError(f"leadership of {rs.name} moved before {offsets} were committed")
-        if not reached:
-            return ReplicationTimeoutError(
-                f"{offsets} of {rs.name} not on every ISR replica {leader.isr} after {self._timeout_ms} ms")
-        if len(leader.isr) < rs.min_insync_replicas:
-            return NotEnoughReplicasAfterAppendError(
-                f"{offsets} written, but the ISR {leader.isr} is smaller than "
-                f"min_insync_replicas {rs.min_insync_replicas}")
-        return info

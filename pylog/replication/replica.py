@@ -88,6 +88,7 @@ class Replica:
         self._appended = threading.Condition(self._lock)  # new batches, for the waiting fetches
         self._followers: dict[int, FollowerState] = {}
         self._last_read = None  # ((offset, max bytes, log end, log start), FetchData): see _read_for_follower
+        self._joining: set[int] = set()  # followers whose ISR addition is being recorded
         self._epoch_start_offset = 0
         self._last_hw_checkpoint_ms = 0
 
@@ -136,7 +137,9 @@ class Replica:
             self._epoch_start_offset = self.log.log_end_offset
             self._followers = {r: FollowerState(last_caught_up_ms=now if r in state.isr else 0)
                                for r in state.replicas if r != self.replica_id}
+            self._joining = set()
             self.needs_truncation = False
+            self._maybe_advance_high_watermark()  # an ISR of the leader alone commits its log at once
             self._notify_all()
 
     def become_follower(self, state: PartitionState) -> None:
@@ -159,19 +162,33 @@ class Replica:
                 f"replica {self.replica_id} knows leader epoch {self.leader_epoch}, newer than {epoch}")
 
     # ==== leader side ================================================================================
-    def append(self, records, **options):
-        """Append as leader (``Log.append``); :class:`NotLeaderOrFollowerError` otherwise."""
+    def append(self, records, *, leader_epoch: int = -1, **options):
+        """Append as leader (``Log.append``); :class:`NotLeaderOrFollowerError` otherwise,
+        :class:`FencedLeaderEpochError` when ``leader_epoch`` (-1: any) is older than ours."""
+        return self._append(lambda log: log.append(records, **options), leader_epoch)
+
+    def append_batches(self, raw, *, leader_epoch: int = -1):
+        """Append a client's Kafka batches as leader (``Log.append_batches``), as ``append``."""
+        return self._append(lambda log: log.append_batches(raw), leader_epoch)
+
+    def _append(self, write: Callable, leader_epoch: int):
         with self._lock:
-            self._check_leader()
-            info = self.log.append(records, **options)
+            self.check_leader(leader_epoch)
+            info = write(self.log)
             self._maybe_advance_high_watermark()
             self._appended.notify_all()
             return info
 
-    def _check_leader(self) -> None:
-        if self.role != LEADER:
+    def check_leader(self, leader_epoch: int = -1) -> None:
+        """:class:`NotLeaderOrFollowerError` unless leading ``leader_epoch`` (-1: any);
+        :class:`FencedLeaderEpochError` when leading a newer one."""
+        if self.role == LEADER and 0 <= leader_epoch < self.leader_epoch:
+            raise FencedLeaderEpochError(f"replica {self.replica_id} leads epoch {self.leader_epoch}, "
+                                         f"newer than {leader_epoch}")
+        if self.role != LEADER or leader_epoch > self.leader_epoch:
+            asked = f" of epoch {leader_epoch}" if leader_epoch >= 0 else ""
             raise NotLeaderOrFollowerError(
-                f"replica {self.replica_id} is not the leader (it is {self.role}, epoch {self.leader_epoch})")
+                f"replica {self.replica_id} is not the leader{asked} (it is {self.role}, epoch {self.leader_epoch})")
 
     def _request_error(self, epoch: int) -> str | None:
         if self.role != LEADER:
@@ -199,11 +216,13 @@ class Replica:
             follower = self._followers.setdefault(req.replica_id, FollowerState())
             follower.fetched(req.fetch_offset, log_end_offset, self._clock())
             joining = self._joins_isr(req.replica_id, follower)
+            if joining:
+                self._joining.add(req.replica_id)
             self._maybe_advance_high_watermark(log_end_offset)
             epoch, isr = self.leader_epoch, self.isr
             if not joining:
                 return self._answer_fetch(req, epoch, log_end_offset)
-        self._propose_isr(epoch, tuple(sorted(isr + (req.replica_id,))))
+        self._propose_isr(epoch, tuple(sorted(isr + (req.replica_id,))), joining=req.replica_id)
         with self._lock:
             return self._answer_fetch(req, epoch, log_end_offset)
 
@@ -246,17 +265,20 @@ class Replica:
     def _joins_isr(self, replica_id: int, follower: FollowerState) -> bool:
         """Kafka's rule: a follower joins once it has the high watermark and everything of
         the leader's epoch before it."""
-        return (replica_id not in self.isr and follower.log_end_offset >= self.log.high_watermark
+        return (replica_id not in self.isr and replica_id not in self._joining
+                and follower.log_end_offset >= self.log.high_watermark
                 and follower.log_end_offset >= self._epoch_start_offset)
 
     def _maybe_advance_high_watermark(self, log_end_offset: int | None = None) -> None:
         """The high watermark moves up to the smallest log end in the ISR, never down
-        (``log_end_offset``: the leader's, when the caller has it). Checkpointed every
+        (``log_end_offset``: the leader's, when the caller has it); a follower whose
+        addition is being recorded counts already (Kafka's maximal ISR), so that it has
+        every committed record once the controller may elect it. Checkpointed every
         ``high_watermark_checkpoint_interval_ms`` (and on close)."""
         log = self.log
         new = log.log_end_offset if log_end_offset is None else log_end_offset
         followers = self._followers
-        for r in self.isr:
+        for r in (*self.isr, *self._joining):
             if r != self.replica_id:
                 new = min(new, followers[r].log_end_offset if r in followers else UNKNOWN_OFFSET)
         if new > log.high_watermark:
@@ -281,16 +303,20 @@ class Replica:
             self._propose_isr(epoch, tuple(r for r in isr if r not in out))
         return out
 
-    def _propose_isr(self, epoch: int, isr: tuple[int, ...]) -> None:
+    def _propose_isr(self, epoch: int, isr: tuple[int, ...], *, joining: int | None = None) -> None:
         """Ask the controller to record ``isr``; take it only once recorded, and only if
-        still leading the same epoch (called without the replica's lock)."""
-        if not self._alter_isr(self.replica_id, epoch, isr):
-            return
-        with self._lock:
-            if self.role == LEADER and self.leader_epoch == epoch:
-                self.isr = isr
-                self._maybe_advance_high_watermark()
-                self._changed.notify_all()
+        still leading the same epoch (called without the replica's lock). ``joining``: the
+        follower being added, counted for the high watermark until the answer."""
+        recorded = False
+        try:
+            recorded = self._alter_isr(self.replica_id, epoch, isr)
+        finally:
+            with self._lock:
+                self._joining.discard(joining)
+                if recorded and self.role == LEADER and self.leader_epoch == epoch:
+                    self.isr = isr
+                    self._maybe_advance_high_watermark()
+                    self._changed.notify_all()
 
     def follower_log_end_offset(self, replica_id: int) -> int:
         """A follower's log end as of its last fetch (-1 before the first in this epoch)."""

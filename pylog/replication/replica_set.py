@@ -11,23 +11,23 @@ record (pylog/replication/state.py).
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
-import sys
 import threading
+from dataclasses import replace
 from typing import Callable
 
-from pylog.errors import (
-    InvalidArgumentError, LeaderNotAvailableError, NotEnoughReplicasError, ReplicaTransportError, ReplicationError,
-)
+from pylog.errors import InvalidArgumentError, LeaderNotAvailableError, ReplicationError
 from pylog.partition_dir import parse_partition_dir
 from pylog.record.encode import now_ms
 from pylog.replication.acks import PendingAppend
+from pylog.replication.broker_client import close_process, start_process
+from pylog.replication.client_requests import append_at_leader
+from pylog.replication.election import elected, eligible_leader, offline
 from pylog.replication.fetcher import ReplicaFetcher
 from pylog.replication.replica import LEADER, Replica
 from pylog.replication.state import NO_LEADER, PartitionState, read_state, write_state
 from pylog.replication.transport import InProcessEndpoint, ReplicaServer
-
-ACKS = (0, 1, -1, "all")
 
 
 class ReplicaSet:
@@ -100,8 +100,7 @@ class ReplicaSet:
             self._maintenance.start()
 
     def _with_replicas(self, state: PartitionState) -> PartitionState:
-        return PartitionState(state.leader, state.leader_epoch, state.isr, state.controller_epoch, state.version,
-                              self.replica_ids)
+        return replace(state, replicas=self.replica_ids)
 
     def _maintain(self) -> None:
         """Kafka's isr-expiration task (every half ``replica_lag_time_max_ms``) and the
@@ -196,15 +195,14 @@ class ReplicaSet:
         followers copy them together, and the appends are acknowledged in offset order.
         Errors before anything is written (``acks``, ``NotEnoughReplicasError``, the
         leader's ``Log.append`` checks) raise here."""
-        if acks not in ACKS or isinstance(acks, bool):
-            raise InvalidArgumentError(f"acks must be 0, 1, -1 or 'all', not {acks!r}")
         with self._lock:
             leader = self._leader_replica()
-            epoch = leader.leader_epoch
-            if acks in ("all", -1) and len(leader.isr) < self.min_insync_replicas:
-                raise NotEnoughReplicasError(
-                    f"ISR {leader.isr} of {self.name} is smaller than min_insync_replicas {self.min_insync_replicas}")
-        return PendingAppend(self, leader, epoch, leader.append(records, **options), acks, timeout_ms)
+        info, epoch = append_at_leader(leader, lambda: leader.append(records, **options), acks=acks,
+                                       min_insync_replicas=self.min_insync_replicas, name=self.name)
+        return PendingAppend(leader, epoch, info, acks, timeout_ms, name=self.name,
+                             min_insync_replicas=self.min_insync_replicas,
+                             wait_for_high_watermark=lambda offset, e, ms: self._wait_for_high_watermark(
+                                 leader, offset, e, ms))
 
     def _wait_for_high_watermark(self, leader: Replica, offset: int, epoch: int, timeout_ms: int):
         if self._threads:
@@ -289,32 +287,21 @@ class ReplicaSet:
         return self._server.address
 
     def start_follower_process(self, replica_id: int, *, max_wait_ms: int = 500) -> subprocess.Popen:
-        """Start a remote replica's follower process (``python -m pylog.replication.follower``)
-        on its directory, fetching over TCP; returns once its log is open."""
+        """Start a remote replica's process (``python -m pylog.replication.broker``) on its
+        directory, following the leader over TCP; returns once its log is open."""
         if replica_id not in self.remote_replicas:
             raise InvalidArgumentError(f"replica {replica_id} is not one of the remote replicas {self.remote_replicas}")
         host, port = self.serve()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "pylog.replication.follower", self._replicas[replica_id].path,
-             "--replica-id", str(replica_id), "--leader", f"{host}:{port}", "--leader-id", str(self.leader),
-             "--leader-epoch", str(self.leader_epoch), "--max-wait-ms", str(max_wait_ms)],
-            stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        proc, _ = start_process(self._replicas[replica_id].path, replica_id, "--leader", f"{host}:{port}",
+                                "--leader-id", str(self.leader), "--leader-epoch", str(self.leader_epoch),
+                                "--max-wait-ms", str(max_wait_ms))
         self._processes[replica_id] = proc
-        line = proc.stdout.readline()
-        if line.strip() != b"ready":
-            proc.kill()
-            proc.wait()
-            raise ReplicaTransportError(f"follower process of replica {replica_id} did not start: {line!r}")
         return proc
 
     def stop_follower_process(self, replica_id: int, *, kill: bool = False) -> int:
         """Stop a follower process: SIGTERM (clean close) or, with ``kill``, SIGKILL (a
         crash). Returns its exit status."""
-        proc = self._processes.pop(replica_id)
-        proc.kill() if kill else proc.terminate()
-        status = proc.wait()
-        proc.stdout.close()
-        return status
+        return close_process(self._processes.pop(replica_id), signal.SIGKILL if kill else signal.SIGTERM)
 
     def follower_log_end_offset(self, replica_id: int) -> int:
         """A follower's log end as the leader last saw it (-1 before its first fetch)."""
@@ -379,30 +366,22 @@ class ReplicaSet:
 
     def _eligible(self, clean: bool, leader: int | None) -> int | None:
         live = [r for r in self.replica_ids if self._replicas[r].online and r not in self.remote_replicas]
-        candidates = [r for r in live if r in self._state.isr] if clean else live
-        if leader is not None:
-            return leader if leader in candidates else None
-        in_isr = [r for r in candidates if r in self._state.isr]
-        return (in_isr or candidates or [None])[0]
+        return eligible_leader(self._state, live, clean=clean, leader=leader)
 
     def _try_elect(self, *, clean: bool) -> None:
         chosen = self._eligible(clean, None)
         if chosen is not None:
             self._elect(chosen)
-        elif self._state.leader != NO_LEADER:  # offline: the ISR keeps its last members, as Kafka's does
-            s = self._state
-            self._record(PartitionState(NO_LEADER, s.leader_epoch + 1, s.isr, s.controller_epoch, s.version,
-                                        self.replica_ids))
+        elif self._state.leader != NO_LEADER:
+            self._record(offline(self._state, self.replica_ids))
             for rep in self._replicas.values():
                 if rep.online:
                     rep.become_follower(self._state)
 
     def _elect(self, leader: int) -> None:
         """A new leader epoch: recorded first, then told to every live replica."""
-        s = self._state
         live = {r for r in self.replica_ids if self._replicas[r].online}
-        isr = tuple(r for r in s.isr if r in live) if leader in s.isr else (leader,)
-        self._record(PartitionState(leader, s.leader_epoch + 1, isr, s.controller_epoch, s.version, self.replica_ids))
+        self._record(elected(self._state, leader, live, self.replica_ids))
         self._send_leader_and_isr()
 
     def _send_leader_and_isr(self) -> None:

@@ -10,6 +10,7 @@ import threading
 
 from pylog.errors import NotLeaderOrFollowerError, PylogError, ReplicaTransportError
 from pylog.replication import wire
+from pylog.replication.client_requests import consumer_fetch
 from pylog.replication.protocol import NOT_LEADER_OR_FOLLOWER, EpochEndOffset, FetchRequest, FetchResponse
 
 #: The header of a fetch response goes out with the first record bytes, in one segment
@@ -99,17 +100,26 @@ class TcpEndpoint:
         return self._exchange(wire.encode_epoch_request(cid, replica_id, current_leader_epoch, epoch), read)
 
     def close(self) -> None:
+        """Close the connection; a request waiting on it (in another thread) fails at once."""
         if self._sock is not None:
             sock, self._sock = self._sock, None
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already broken
             sock.close()
 
 
 class ReplicaServer:
     """Serves a leader ``Replica``'s fetches over TCP on ``host`` (loopback by default),
-    a thread per connection; the records go out with ``FetchData.transfer_to`` (sendfile)."""
+    a thread per connection; the records go out with ``FetchData.transfer_to`` (sendfile).
+    Fetches from clients (replica id < 0) are answered as ``consumer_fetch`` says;
+    ``handlers`` maps further API keys to ``handler(correlation_id, request) -> response
+    frame``."""
 
-    def __init__(self, replica, *, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, replica, *, host: str = "127.0.0.1", port: int = 0, handlers=None):
         self.replica = replica
+        self._handlers = dict(handlers or {})
         self._listener = socket.create_server((host, port))
         self.address = self._listener.getsockname()[:2]
         self._closed = threading.Event()
@@ -138,6 +148,8 @@ class ReplicaServer:
                 api, cid, body = wire.decode_request(wire.read_frame(conn, "a request"))
                 if api == wire.FETCH:
                     self._send_fetch(conn, cid, body)
+                elif api in self._handlers:
+                    conn.sendall(self._handlers[api](cid, body))
                 else:
                     replica_id, current, epoch = body
                     conn.sendall(wire.encode_epoch_response(
@@ -151,13 +163,16 @@ class ReplicaServer:
     def _send_fetch(self, conn, cid: int, req: FetchRequest) -> None:
         if not self.replica.online:
             resp = FetchResponse(NOT_LEADER_OR_FOLLOWER, self.replica.leader_epoch)
+        elif req.replica_id < 0:
+            resp = consumer_fetch(self.replica, req)
         else:
             resp = self.replica.handle_fetch(req)
         records = resp.records
         size = 0 if records is None else records.size_bytes
         conn.sendall(wire.fetch_response_header(cid, resp, size), _MSG_MORE if size else 0)
-        if size:
-            records.transfer_to(conn)
+        if size and records.transfer_to(conn) != size:  # the log was cut meanwhile: the frame cannot end
+            raise ReplicaTransportError(f"fetched records of replica {self.replica.replica_id} were cut "
+                                        f"while being sent")
 
     def close(self) -> None:
         self._closed.set()

@@ -98,6 +98,13 @@ def test_a_move_that_breaks_the_invariant_is_caught():
         offsets.flushed_to(9, 5)
 
 
+def test_a_high_watermark_managed_by_hand_and_never_checkpointed_starts_at_the_log_start():
+    offsets = LogOffsets(auto_high_watermark=False)
+    offsets.loaded(log_start_offset=3, recovery_point=None, high_watermark=None, first_base_offset=0,
+                   log_end_offset=10)
+    assert offsets.high_watermark == 3  # not 10: nothing of the log is known to be committed
+
+
 def test_checkpoint_round_trip(tmp_path):
     pdir = PartitionDir.open(tmp_path / "t-0", create=True)
     offsets = _offsets(3, 7, 5, 10, auto=False)

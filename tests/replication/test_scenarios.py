@@ -10,6 +10,7 @@ from pylog.errors import (
     NotLeaderOrFollowerError, ReplicationTimeoutError,
 )
 from pylog.replication.protocol import FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, FetchRequest
+from pylog.replication.replica import Replica
 from pylog.replication.state import PartitionState, read_state
 from tests.replication.driven import LAG_MS, Clock, driven_set, settle, values
 from tests.replication.epochs import checkpoint_mismatch
@@ -204,9 +205,11 @@ def test_every_election_bumps_the_epoch_and_records_kafkas_partition_state(tmp_p
     with driven_set(tmp_path) as rs:
         assert read_state(rs.state_path) == PartitionState(0, 0, (0, 1, 2))
         with open(rs.state_path, "rb") as f:
-            assert f.read() == b'{"controller_epoch":1,"leader":0,"version":1,"leader_epoch":0,"isr":[0,1,2]}'
+            assert f.read() == (b'{"controller_epoch":1,"leader":0,"version":1,"leader_epoch":0,"isr":[0,1,2],'
+                                b'"partition_epoch":0}')
         rs.elect_leader(leader=1)
         assert read_state(rs.state_path) == PartitionState(1, 1, (0, 1, 2))
+        assert read_state(rs.state_path).partition_epoch == 1  # every change bumps it
         assert rs.preferred_leader_election() is True
         assert (rs.leader, rs.leader_epoch) == (0, 2)
         assert rs.preferred_leader_election() is False
@@ -278,3 +281,21 @@ def test_a_follower_below_the_leaders_log_start_restarts_empty_there_and_converg
         assert rs.isr == (0, 1, 2)
         rs.append([b"after"], acks="all")
         assert values(follower)[-1] == b"after"
+
+
+def test_a_follower_joining_the_isr_counts_for_the_high_watermark_while_its_addition_is_recorded(tmp_path):
+    def alter_isr(replica_id, epoch, isr):
+        leader.append([b"during"])  # a producer writes while the controller records the addition
+        return True
+    leader = Replica(0, tmp_path / "broker-0" / "t-0", log_config={}, alter_isr=alter_isr,
+                     replica_lag_time_max_ms=LAG_MS)
+    leader.start()
+    try:
+        leader.become_leader(PartitionState(0, 1, (0,), replicas=(0, 1)))
+        leader.append([b"a"])
+        assert leader.log.high_watermark == 1  # an ISR of one commits at once
+        leader.handle_fetch(FetchRequest(1, 1, 1, max_wait_ms=0))  # follower 1 has offset 0: it joins
+        assert leader.isr == (0, 1)
+        assert leader.log.high_watermark == 1  # "during" is not committed: once elected, 1 would lack it
+    finally:
+        leader.stop()

@@ -29,15 +29,19 @@ NOT_ACKNOWLEDGED = (NotEnoughReplicasError, NotEnoughReplicasAfterAppendError, R
 
 class Simulation:
     def __init__(self, root, seed: int):
+        self.root = root
         self.rng = random.Random(seed)
-        self.clock = Clock()
-        self.rs = driven_set(root, clock=self.clock, min_insync_replicas=2)
+        self.rs = self.replica_set(root)
         self.acked: dict[int, bytes] = {}        # offset -> value, acknowledged with acks=all
         self.seen: dict[int, bytes] = {}         # offset -> value, read by the consumer
         self.next_read = 0
         self.hw_by_epoch: dict[int, int] = {}
         self.counter = 0
         self.log_lines: list[str] = []
+
+    def replica_set(self, root):
+        self.clock = Clock()
+        return driven_set(root, clock=self.clock, min_insync_replicas=2)
 
     # -- actions -----------------------------------------------------------------------------------
     def step(self) -> None:
@@ -63,12 +67,16 @@ class Simulation:
         elif action == "restart" and down:
             rs.restart_replica(rng.choice(down))
         elif action == "elect":
-            try:
-                rs.elect_leader(leader=rng.choice(REPLICAS))
-            except LeaderNotAvailableError:
-                pass
+            self.elect()
         elif action == "preferred":
             rs.preferred_leader_election()
+
+    def elect(self) -> None:
+        """A clean election of a random replica, when it may lead."""
+        try:
+            self.rs.elect_leader(leader=self.rng.choice(REPLICAS))
+        except LeaderNotAvailableError:
+            pass
 
     def append(self, acks) -> None:
         n = self.rng.randint(1, 4)

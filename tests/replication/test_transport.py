@@ -17,7 +17,7 @@ from pylog.replication.protocol import FetchRequest, FetchResponse
 from pylog.replication.replica import Replica
 from pylog.replication.replica_set import ReplicaSet
 from pylog.replication.state import PartitionState
-from pylog.replication.transport import TcpEndpoint
+from pylog.replication.transport import ReplicaServer, TcpEndpoint
 from tests.replication.epochs import checkpoint_mismatch
 from tests.waiting import wait_until
 
@@ -106,3 +106,30 @@ def test_the_leader_sends_record_bytes_with_sendfile(tmp_path, monkeypatch):
         endpoint.close()
         assert resp.error is None and raw == rs.log(0).read(0).raw() and info.last_offset == 2
         assert sum(calls) == len(raw)
+
+
+class CutAfterAnswering(Replica):
+    """A leader whose log is cut right after it answered a fetch, before the bytes went
+    out (as when it becomes a follower and truncates meanwhile)."""
+
+    def handle_fetch(self, req):
+        resp = super().handle_fetch(req)
+        self.log.truncate_to(0)
+        return resp
+
+
+def test_records_cut_while_being_sent_close_the_connection_at_once(tmp_path):
+    leader = CutAfterAnswering(0, tmp_path / "broker-0" / "t-0", log_config={}, alter_isr=lambda *a: False,
+                               replica_lag_time_max_ms=60_000)
+    leader.start()
+    server = ReplicaServer(leader)
+    endpoint = TcpEndpoint(server.address, timeout_s=20)
+    try:
+        leader.become_leader(PartitionState(0, 1, (0,), replicas=(0, 1)))
+        leader.append([b"v" * 100] * 10)
+        with pytest.raises(ReplicaTransportError, match=r"closed after 0 of \d+ bytes"):
+            endpoint.fetch(FetchRequest(1, 1, 0, max_wait_ms=0))  # not a wait for the 20 s timeout
+    finally:
+        endpoint.close()
+        server.close()
+        leader.stop()

@@ -1,0 +1,35 @@
+"""The controller's election rules (Kafka's ``PartitionLeaderElectionAlgorithms``), shared by
+the controller of a ``ReplicaSet`` and of a ``ProcessReplicaSet``: who may lead, and the
+state a new leader epoch records. Pure functions of the recorded state and the live
+replicas (in assignment order)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pylog.replication.state import NO_LEADER, PartitionState
+
+
+def eligible_leader(state: PartitionState, live, *, clean: bool, leader: int | None = None) -> int | None:
+    """``leader`` if it may lead, else the first live ISR replica, else (unclean) the first
+    live replica; None when none may. ``clean``: only live ISR replicas are eligible."""
+    candidates = [r for r in live if r in state.isr] if clean else list(live)
+    if leader is not None:
+        return leader if leader in candidates else None
+    in_isr = [r for r in candidates if r in state.isr]
+    return (in_isr or candidates or [None])[0]
+
+
+def elected(state: PartitionState, leader: int, live, replicas) -> PartitionState:
+    """The next leader epoch led by ``leader``: the ISR keeps its live members (just the
+    leader after an unclean election)."""
+    isr = tuple(r for r in state.isr if r in live) if leader in state.isr else (leader,)
+    return replace(state, leader=leader, leader_epoch=state.leader_epoch + 1, isr=isr, replicas=tuple(replicas),
+                   partition_epoch=state.partition_epoch + 1)
+
+
+def offline(state: PartitionState, replicas) -> PartitionState:
+    """No replica may lead: ``leader`` -1 in the next leader epoch; the ISR keeps its last
+    members, as Kafka's does, so that one of them leads when it returns."""
+    return replace(state, leader=NO_LEADER, leader_epoch=state.leader_epoch + 1, replicas=tuple(replicas),
+                   partition_epoch=state.partition_epoch + 1)

@@ -1,0 +1,289 @@
+"""``ProcessReplicaSet``: one partition replicated on N replica processes
+(``python -m pylog.replication.broker``), the leader's included, with the controller in this
+process (docs/replication.md): it starts, kills (SIGKILL) and restarts the processes,
+elects leaders (clean from the ISR; unclean only when enabled), records the partition
+state and sends LeaderAndIsr with each new leader epoch, produces through the current
+leader and reads up to its high watermark.
+
+The same layout as ``ReplicaSet``: ``broker-<id>/<topic>-<partition>/`` per replica and
+``<topic>-<partition>.state``, which the leaders change too (AlterPartition), so every
+change of it is a compare-and-set under its file lock (pylog/replication/state.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+
+from pylog.errors import (
+    InvalidArgumentError, LeaderNotAvailableError, OffsetOutOfRangeError, ReplicationError,
+)
+from pylog.partition_dir import parse_partition_dir
+from pylog.record.batch import decode_batches
+from pylog.record.encode import encode_batch
+from pylog.replication.broker_client import BrokerClient, close_process, start_process
+from pylog.replication.client_requests import check_acks
+from pylog.replication.election import elected, eligible_leader, offline
+from pylog.replication.protocol import OFFSET_OUT_OF_RANGE, FetchResponse, LeaderAndIsrRequest
+from pylog.replication.state import NO_LEADER, PartitionState, read_state, state_lock, update_state
+
+
+class ProcessReplicaSet:
+    """A replicated partition whose replicas each run in their own process, on loopback TCP.
+
+    >>> import tempfile
+    >>> with ProcessReplicaSet(tempfile.mkdtemp(), "events-0", replicas=2, min_insync_replicas=2) as rs:
+    ...     info = rs.append([b"a", b"b"], acks="all")
+    ...     [r.value for r in rs.records()], rs.isr
+    ([b'a', b'b'], (0, 1))
+    """
+
+    def __init__(self, root, name: str = "partition-0", *, replicas=3, min_insync_replicas: int = 1,
+                 replica_lag_time_max_ms: int = 30_000, unclean_leader_election_enable: bool = False,
+                 replica_fetch_wait_max_ms: int = 500, **log_config):
+        parse_partition_dir(name)
+        ids = list(range(replicas)) if isinstance(replicas, int) else list(replicas)
+        if not ids or len(set(ids)) != len(ids) or any(not isinstance(r, int) or r < 0 for r in ids):
+            raise InvalidArgumentError(f"replicas must be distinct ids >= 0, not {replicas!r}")
+        if not 1 <= min_insync_replicas <= len(ids):
+            raise InvalidArgumentError(f"min_insync_replicas {min_insync_replicas} must be in [1, {len(ids)}]")
+        self.root = os.path.abspath(os.fspath(root))
+        self.name = name
+        self.replica_ids = tuple(ids)
+        self.min_insync_replicas = min_insync_replicas
+        self.unclean_leader_election_enable = unclean_leader_election_enable
+        self.state_path = os.path.join(self.root, f"{name}.state")
+        self._options = ("--state", self.state_path, "--min-insync-replicas", str(min_insync_replicas),
+                         "--replica-lag-time-max-ms", str(replica_lag_time_max_ms),
+                         "--max-wait-ms", str(replica_fetch_wait_max_ms), "--log-config", json.dumps(log_config))
+        self._lock = threading.RLock()  # the controller: one change of the partition at a time
+        self._processes: dict[int, subprocess.Popen] = {}
+        self._addresses: dict[int, tuple[str, int]] = {}
+        self._clients: dict[tuple[int, bool], BrokerClient] = {}
+        self._live: set[int] = set()
+        self._closed = False
+        os.makedirs(self.root, exist_ok=True)
+        try:
+            for r in self.replica_ids:
+                self._start_process(r)
+            update_state(self.state_path, lambda s: None if s is not None else PartitionState(
+                self.replica_ids[0], 0, self.replica_ids, replicas=self.replica_ids))
+            self._try_elect(clean=not unclean_leader_election_enable)
+        except BaseException:
+            self.close()
+            raise
+
+    # ==== processes ===================================================================================
+    def path(self, replica_id: int) -> str:
+        """Replica ``replica_id``'s partition directory."""
+        return os.path.join(self.root, f"broker-{replica_id}", self.name)
+
+    def process(self, replica_id: int) -> subprocess.Popen | None:
+        """The replica's process (None when it exited)."""
+        return self._processes.get(replica_id)
+
+    def address(self, replica_id: int) -> tuple[str, int]:
+        """Where the replica's process listens (its last one)."""
+        return self._addresses[replica_id]
+
+    def client(self, replica_id: int, *, controller: bool = False) -> BrokerClient:
+        """A connection to the replica's process for produce and fetch requests (one at a
+        time), or the controller's own (``controller``)."""
+        key = (replica_id, controller)
+        client = self._clients.get(key)
+        if client is None or client.address != self._addresses[replica_id]:
+            client = self._clients[key] = BrokerClient(self._addresses[replica_id])
+        return client
+
+    @property
+    def live_replicas(self) -> tuple[int, ...]:
+        """The replicas the controller counts as running, in assignment order."""
+        return tuple(r for r in self.replica_ids if r in self._live)
+
+    def _start_process(self, replica_id: int) -> None:
+        proc, address = start_process(self.path(replica_id), replica_id, *self._options)
+        self._processes[replica_id] = proc
+        self._addresses[replica_id] = address
+        self._live.add(replica_id)
+
+    def _end_process(self, replica_id: int, sig: int) -> None:
+        close_process(self._processes.pop(replica_id), sig)
+        for key in [(replica_id, False), (replica_id, True)]:
+            client = self._clients.pop(key, None)
+            if client is not None:
+                client.close()
+
+    def _stall(self, replica_id: int) -> None:
+        """SIGSTOP the process, outside its changes of the partition state: the state's
+        lock is held until the process stopped, so that a stalled replica never holds it."""
+        proc = self._processes[replica_id]
+        with state_lock(self.state_path):
+            proc.send_signal(signal.SIGSTOP)
+            os.waitpid(proc.pid, os.WUNTRACED)
+
+    def close(self) -> None:
+        """Stop every replica process cleanly (SIGTERM: logs closed, high watermarks checkpointed)."""
+        if self._closed:
+            return
+        self._closed = True
+        for r in list(self._processes):
+            self._end_process(r, signal.SIGTERM)
+        self._live.clear()
+
+    def __enter__(self) -> "ProcessReplicaSet":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ==== facts =======================================================================================
+    @property
+    def state(self) -> PartitionState:
+        """The partition state as recorded now (the leader may have changed its ISR)."""
+        return read_state(self.state_path)
+
+    @property
+    def leader(self) -> int:
+        return self.state.leader
+
+    @property
+    def leader_epoch(self) -> int:
+        return self.state.leader_epoch
+
+    @property
+    def isr(self) -> tuple[int, ...]:
+        return self.state.isr
+
+    @property
+    def high_watermark(self) -> int:
+        """The leader's high watermark, as its consumer Fetch answers it."""
+        return self._leader_fetch(0)[0].high_watermark
+
+    # ==== produce and consume =========================================================================
+    def append(self, records, *, acks=1, timeout_ms: int = 30_000, **batch_options):
+        """Produce ``records`` (one batch, ``encode_batch`` options) through the current
+        leader, in its leader epoch; its ``AppendInfo`` once ``acks`` is met, else Kafka's
+        error as ``ReplicaSet.append`` raises it. :class:`LeaderNotAvailableError` when the
+        partition has no leader."""
+        check_acks(acks)
+        state = self.state
+        if state.leader == NO_LEADER:
+            raise LeaderNotAvailableError(f"partition {self.name} has no leader (state {state.to_json()!r})")
+        return self.client(state.leader).produce(encode_batch(records, **batch_options), acks=acks,
+                                                 timeout_ms=timeout_ms, leader_epoch=state.leader_epoch)
+
+    def records(self, start_offset: int = 0):
+        """The leader's records from ``start_offset`` up to its high watermark (consumer Fetch)."""
+        offset = start_offset
+        while True:
+            resp, raw = self._leader_fetch(offset)
+            if not raw:
+                return
+            for batch in decode_batches(raw):
+                for record in batch:
+                    if record.offset >= offset:
+                        yield record
+                offset = batch.last_offset + 1
+
+    def _leader_fetch(self, offset: int) -> tuple[FetchResponse, bytes]:
+        state = self.state
+        if state.leader == NO_LEADER:
+            raise LeaderNotAvailableError(f"partition {self.name} has no leader")
+        resp, raw = self.client(state.leader).consume(offset, leader_epoch=state.leader_epoch)
+        if resp.error == OFFSET_OUT_OF_RANGE:
+            raise OffsetOutOfRangeError(f"offset {offset} is outside [{resp.log_start_offset}, "
+                                        f"{resp.log_end_offset}] of {self.name}'s leader")
+        if resp.error is not None:
+            raise ReplicationError(f"the leader {state.leader} of {self.name} answered {resp.error}")
+        return resp, raw
+
+    # ==== controller =================================================================================
+    def fail_replica(self, replica_id: int, *, sig: int = signal.SIGKILL) -> None:
+        """Signal the replica's process (SIGKILL: a crash; SIGTERM: a clean stop; SIGSTOP: a
+        stall, it keeps its state) and count it as down: it leaves the ISR, or, if it led, a
+        new leader is elected (clean, or unclean when enabled and no ISR replica is live),
+        else the partition is offline until an ISR replica returns."""
+        with self._lock:
+            if sig == signal.SIGSTOP:
+                self._stall(replica_id)
+            else:
+                self._end_process(replica_id, sig)
+            self._live.discard(replica_id)
+            if self.state.leader == replica_id:
+                self._try_elect(clean=not self.unclean_leader_election_enable)
+            else:
+                self._change(lambda s: s.with_isr(r for r in s.isr if r != replica_id) if replica_id in s.isr
+                             else None)
+
+    def restart_replica(self, replica_id: int) -> None:
+        """The replica comes back: a stalled process continues (SIGCONT), a dead one starts
+        again (recovering its log). It follows the leader, cutting what diverges by leader
+        epochs, or leads if the partition had none."""
+        with self._lock:
+            proc = self._processes.get(replica_id)
+            if proc is not None:
+                proc.send_signal(signal.SIGCONT)
+                self._live.add(replica_id)
+            else:
+                self._start_process(replica_id)
+            state = self.state
+            if state.leader == NO_LEADER:
+                self._try_elect(clean=not self.unclean_leader_election_enable)
+            else:
+                self._send(replica_id, state)
+
+    def elect_leader(self, clean: bool = True, *, leader: int | None = None) -> int:
+        """Elect a leader now in a new leader epoch, as ``ReplicaSet.elect_leader``."""
+        with self._lock:
+            if not clean and not self.unclean_leader_election_enable:
+                raise LeaderNotAvailableError("unclean leader election is not enabled "
+                                              "(unclean_leader_election_enable=False)")
+            chosen = self._elect(clean, leader)
+            if chosen is None:
+                raise LeaderNotAvailableError(f"no eligible replica for {self.name}: ISR {self.isr}, "
+                                              f"live {self.live_replicas}, clean={clean}")
+            return chosen
+
+    def preferred_leader_election(self) -> bool:
+        """Move leadership back to the first assigned replica when it is live, in the ISR
+        and not leading already. True if leadership moved."""
+        with self._lock:
+            preferred = self.replica_ids[0]
+            if self.leader == preferred:
+                return False
+            return self._elect(True, preferred) is not None
+
+    def _try_elect(self, *, clean: bool) -> None:
+        if self._elect(clean, None) is None:
+            self._change(lambda s: offline(s, self.replica_ids) if s.leader != NO_LEADER else None)
+
+    def _elect(self, clean: bool, leader: int | None) -> int | None:
+        """Record a new leader epoch led by ``leader`` (or the first eligible replica) and
+        tell every live replica; None when none is eligible (nothing changed)."""
+        chosen = []
+
+        def change(s: PartitionState):
+            chosen.append(eligible_leader(s, self.live_replicas, clean=clean, leader=leader))
+            return None if chosen[0] is None else elected(s, chosen[0], self._live, self.replica_ids)
+        self._change(change)
+        return chosen[0]
+
+    def _change(self, change) -> None:
+        """Compare-and-set the partition state, then send LeaderAndIsr to every live replica,
+        the leader first."""
+        state = update_state(self.state_path, change)
+        if state is None:
+            return
+        for r in sorted(self._live, key=lambda r: r != state.leader):
+            self._send(r, state)
+
+    def _send(self, replica_id: int, state: PartitionState) -> None:
+        address = self._addresses[state.leader] if state.leader != NO_LEADER else ("", -1)
+        req = LeaderAndIsrRequest(state.controller_epoch, state.leader, state.leader_epoch, state.partition_epoch,
+                                  state.isr, self.replica_ids, address)
+        error = self.client(replica_id, controller=True).leader_and_isr(req)
+        if error is not None:
+            raise ReplicationError(f"replica {replica_id} refused LeaderAndIsr of epoch {state.leader_epoch}: {error}")
