@@ -23,7 +23,8 @@ def make_topic(root: str, name: str, partitions: int, records=()) -> None:
             topic.append(values, partition=p)
 
 
-def start_worker(*args) -> subprocess.Popen:
+def start_worker(*args, **popen) -> subprocess.Popen:
+    """``python -m tests.clients.workers ARGS`` (stdout to /dev/null unless ``popen`` says)."""
     env = dict(os.environ, PYTHONPATH=_REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.Popen([sys.executable, "-m", "tests.clients.workers", *args], cwd=_REPO, env=env,
-                            stdout=subprocess.DEVNULL)
+                            **{"stdout": subprocess.DEVNULL, **popen})
