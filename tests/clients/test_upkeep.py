@@ -207,3 +207,12 @@ def test_a_pool_cleans_the_logs_it_holds_until_released(root, clean):
     finally:
         pool.release()
     assert not _new_cleaners(before)
+
+
+def test_a_log_not_handed_over_fails_the_command_after_its_timeout(root):
+    make_topic(root, **SMALL)
+    with LogManager(root) as m:  # a writer outside the clients' hand-off
+        m.log("t", 0).append([(None, b"x")])
+        result = pylog("retention", root, "--timeout-ms", 200)
+    assert result.returncode == 1
+    assert "not handed over within --timeout-ms 200" in result.stderr
