@@ -38,7 +38,7 @@ from pylog.clients.wakeup import DirWatch
 from pylog.errors import LogLockedError
 from pylog.log import Log
 from pylog.manager import LogManager
-from pylog.retention.cleaner import Cleaner
+from pylog.retention.cleaner import INITIAL_DELAY_MS, Cleaner
 
 CLIENTS_LOCK_FILE = ".pylog-clients.lock"
 BELL_FILE = ".pylog-clients.bell"
@@ -62,7 +62,7 @@ class WriterPool(PerRoot):
 
     def __init__(self, root: str, *, clean: bool = True):
         self.root = os.path.abspath(root)
-        self._cleaner = Cleaner(self.held_logs) if clean else None
+        self._cleaner = Cleaner(self.held_logs, initial_delay_ms=INITIAL_DELAY_MS) if clean else None
         self._lock = threading.Lock()
         self._held: dict[tuple[str, int], _Held] = {}
         self._opening: dict[tuple[str, int], threading.Lock] = {}
