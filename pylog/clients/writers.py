@@ -14,7 +14,8 @@ the log (a few milliseconds on a disk). A writer that dies releases everything w
 (kernel locks).
 
 While it holds logs, the pool's cleaner thread applies retention and compaction to them, each
-every ``retention_check_interval_ms`` of its config, holding it for the round
+every ``retention_check_interval_ms`` of its config (the first time ``INITIAL_DELAY_MS`` after it
+first held it), holding it for the round
 (:class:`~pylog.retention.cleaner.Cleaner`); a pool made with ``clean=False`` (the CLI's) has none.
 
 A log this process opened for writing outside the pool (a ``LogManager``, ``Log.open``)
