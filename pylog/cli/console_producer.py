@@ -10,6 +10,10 @@ of the key; records without a key go, batch by batch, to the next partition in t
 ``--partitioner round-robin`` (each record to the next partition). A topic that does not
 exist is created with ``--partitions`` partitions (Kafka's auto-creation).
 
+A partition that a live producer or consumer writes is handed over by it (waiting up to
+``--timeout-ms``), and this command hands its partitions over in turn to any client that
+wants one (pylog/cli/common.py ``taken_log``).
+
 Durability: an appended batch is in the log (every reader sees it) but is made durable
 (fsync) only by the topic's flush settings or when the command ends; a line not yet
 appended when the process is killed is lost, as with Kafka's producer.
@@ -20,9 +24,9 @@ from __future__ import annotations
 import itertools
 import sys
 
-from pylog.cli.common import parse_properties, properties_help
+from pylog.cli.common import add_timeout_argument, parse_properties, properties_help, taken_log, writer_pool
 from pylog.cli.line_reader import PROPERTIES, LineReader, line_batches
-from pylog.errors import InvalidArgumentError
+from pylog.errors import InvalidArgumentError, UnknownTopicError
 from pylog.partitioner import partition_for_key
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -58,6 +62,7 @@ def _add(p) -> None:
     p.add_argument("--sync", action="store_true", help="append each line on its own (as --batch-size 1)")
     p.add_argument("--verbose", action="store_true",
                    help="print topic-partition@offset of every record appended, on stdout")
+    add_timeout_argument(p)
     p.set_defaults(run=run)
 
 
@@ -70,10 +75,12 @@ def run(args) -> int:
     if args.batch_size < 1 or args.linger_ms < 0:
         raise InvalidArgumentError("--batch-size must be at least 1 and --linger-ms at least 0")
     with LogManager(args.root) as manager:
-        exists = args.topic in manager.topics()
-        topic = manager.topic(args.topic) if exists else manager.create_topic(args.topic, args.partitions)
+        if args.topic not in manager.topics():
+            manager.create_topic(args.topic, args.partitions)
+    with writer_pool(args.root) as pool:
+        topic = LogManager(args.root, read_only=True).topic(args.topic)
         producer = Producer(topic, args.partition, args.partitioner, args.compression, sys.stdout if args.verbose
-                            else None)
+                            else None, pool, args.timeout_ms)
         for lines in line_batches(sys.stdin.fileno(), linger_ms=args.linger_ms,
                                   batch_records=1 if args.sync else args.batch_size):
             records = []
@@ -89,8 +96,9 @@ def run(args) -> int:
 class Producer:
     """Routes records to partitions and appends one batch per partition touched."""
 
-    def __init__(self, topic, partition: int | None, partitioner: str, compression: str, verbose):
-        self.topic = topic
+    def __init__(self, topic, partition: int | None, partitioner: str, compression: str, verbose, pool,
+                 timeout_ms: int):
+        self.topic, self.pool, self.timeout_ms = topic, pool, timeout_ms
         self.partition = partition
         self.round_robin = partitioner == "round-robin"
         self.compression = compression
@@ -101,7 +109,10 @@ class Producer:
     def send(self, records: list) -> None:
         """Append ``records``; with ``verbose``, print where each went and flush."""
         for partition, group in self._route(records).items():
-            info = self.topic.append(group, partition=partition, compression=self.compression)[partition]
+            if partition not in self.topic.partitions:
+                raise UnknownTopicError(f"topic {self.topic.name!r} has no partition {partition}")
+            with taken_log(self.pool, self.topic.name, partition, self.timeout_ms, keep=True) as log:
+                info = log.append(group, compression=self.compression)
             self.sent += len(group)
             if self.verbose is not None:
                 name = f"{self.topic.name}-{partition}"

@@ -216,3 +216,17 @@ def test_a_log_not_handed_over_fails_the_command_after_its_timeout(root):
         result = pylog("retention", root, "--timeout-ms", 200)
     assert result.returncode == 1
     assert "not handed over within --timeout-ms 200" in result.stderr
+
+
+def test_console_producer_takes_turns_with_a_live_producer(root, workers):
+    make_topic(root)
+    producer = workers("produce", root, "t", "1000")
+    producer.wait_for(10, "10 acknowledged records")
+    env = dict(os.environ, PYTHONPATH=_REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    result = subprocess.run([sys.executable, "-m", "pylog", "produce", root, "--topic", "t", "--partition", "0",
+                             "--timeout-ms", "30000"], input="typed-1\ntyped-2\n", capture_output=True, text=True,
+                            env=env, timeout=120)
+    produce_past_cli(producer, result)
+    _, records = stored(root)
+    assert [v for _, v in records.values()].count(b"typed-1") == 1
+    assert_acked_kept(producer, root)
