@@ -57,6 +57,9 @@ class LogConfig:
     compression: str = "producer"
     preallocate: bool = False
     producer_id_expiration_ms: int = 24 * 60 * 60 * 1000
+    #: how often the cleaner thread of a LogManager or of a client process applies retention and
+    #: compaction to the log (Kafka's broker-wide log.retention.check.interval.ms, 5 minutes)
+    retention_check_interval_ms: int = 5 * 60 * 1000
 
     def __post_init__(self):
         for f in fields(self):
@@ -76,6 +79,7 @@ class LogConfig:
         _at_least(self, "min_compaction_lag_ms", 0)
         _at_least(self, "max_compaction_lag_ms", 1)
         _at_least(self, "producer_id_expiration_ms", 1)
+        _at_least(self, "retention_check_interval_ms", 1)
         _at_least(self, "message_timestamp_before_max_ms", 0)
         _at_least(self, "message_timestamp_after_max_ms", 0)
         if self.preallocate:

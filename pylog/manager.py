@@ -204,11 +204,13 @@ class LogManager:
                 log.flush()
 
     def start_cleaner(self, interval_ms: int | None = None):
-        """Start the background thread that applies retention and compaction to every log."""
+        """Start the background thread that applies retention and compaction to every log,
+        each every ``interval_ms``, or by default every ``retention_check_interval_ms`` of
+        its config (:class:`~pylog.retention.cleaner.Cleaner`)."""
         from pylog.retention.cleaner import Cleaner
         with self._lock:
             if self._cleaner is None:
-                self._cleaner = Cleaner(self, interval_ms=interval_ms)
+                self._cleaner = Cleaner(self.logs, interval_ms=interval_ms)
                 self._cleaner.start()
             return self._cleaner
 

@@ -1,11 +1,13 @@
-"""What the subcommands share: opening a root or partition directory, and table output."""
+"""What the subcommands share: opening a root or partition directory, taking a log for
+writing from the process that holds it, and table output."""
 
 from __future__ import annotations
 
 import os
 import re
+from contextlib import ExitStack, contextmanager
 
-from pylog.errors import InputFormatError, LogDirNotFoundError, UnknownTopicError
+from pylog.errors import InputFormatError, InvalidArgumentError, LogDirNotFoundError, LogLockedError, UnknownTopicError
 from pylog.layout import LOG_SUFFIX
 from pylog.manager import LogManager
 
@@ -20,6 +22,50 @@ def open_manager(root: str, *, read_only: bool) -> LogManager:
     if not os.path.isdir(root):
         raise LogDirNotFoundError(f"no log dir at {root}")
     return LogManager(root, read_only=read_only)
+
+
+#: How long a command that changes logs waits for a live client to hand one over (--timeout-ms).
+DEFAULT_TIMEOUT_MS = 30_000
+
+
+def add_timeout_argument(p) -> None:
+    p.add_argument("--timeout-ms", type=int, default=DEFAULT_TIMEOUT_MS, metavar="MS",
+                   help="how long to wait for a process writing a log (a producer, a consumer committing) to hand "
+                        f"it over, per log (default {DEFAULT_TIMEOUT_MS})")
+
+
+@contextmanager
+def writer_pool(root: str):
+    """``with writer_pool(root) as pool:`` the writer pool of a command that changes logs
+    (pylog/clients/writers.py, without a cleaner thread): logs taken with :func:`taken_log`
+    go through the clients' hand-off, and any other process wanting one meanwhile gets it;
+    every log is closed (flushed) at the end. Raises :class:`LogDirNotFoundError`."""
+    from pylog.clients.writers import WriterPool
+    if not os.path.isdir(root):
+        raise LogDirNotFoundError(f"no log dir at {root}")
+    pool = WriterPool(root, clean=False)
+    try:
+        yield pool
+    finally:
+        pool.release()
+
+
+@contextmanager
+def taken_log(pool, topic: str, partition: int, timeout_ms: int, *, keep: bool = False):
+    """``with taken_log(pool, t, p, args.timeout_ms) as log:`` the partition's writable log,
+    held for the block: the process writing it hands it over (waiting up to ``timeout_ms``,
+    else :class:`LogLockedError`); closed after the block unless ``keep``."""
+    if timeout_ms < 0:
+        raise InvalidArgumentError(f"--timeout-ms must be at least 0, got {timeout_ms}")
+    with ExitStack() as stack:
+        try:
+            log = stack.enter_context(pool.writer(topic, partition, max_block_ms=timeout_ms))
+        except LogLockedError as e:
+            raise LogLockedError(f"{e}; not handed over within --timeout-ms {timeout_ms} (only producers and "
+                                 f"consumers hand a log over: close any other program writing it)") from None
+        yield log
+    if not keep:
+        pool.close_log(topic, partition)
 
 
 def open_topic_log(root: str, topic: str, partition: int, *, read_only: bool, create: bool = False):

@@ -12,6 +12,10 @@ exist is created with ``--partitions`` partitions (Kafka's auto-creation). Appen
 a client :class:`~pylog.clients.Producer` (idempotent, as Kafka's console producer is), so
 other producers of the topic, in other processes, write while this one runs.
 
+A partition that a live producer or consumer writes is handed over by it (waiting up to
+``--timeout-ms``), and this command hands its partitions over in turn to any client that
+wants one (pylog/clients/writers.py).
+
 Durability: an appended batch is in the log (every reader sees it) but is made durable
 (fsync) only by the topic's flush settings or when the command ends; a line not yet
 appended when the process is killed is lost, as with Kafka's producer.
@@ -22,7 +26,7 @@ from __future__ import annotations
 import itertools
 import sys
 
-from pylog.cli.common import parse_properties, properties_help
+from pylog.cli.common import add_timeout_argument, parse_properties, properties_help
 from pylog.cli.line_reader import PROPERTIES, LineReader, line_batches
 from pylog.clients.producer import Producer
 from pylog.errors import InvalidArgumentError
@@ -61,6 +65,7 @@ def _add(p) -> None:
     p.add_argument("--sync", action="store_true", help="append each line on its own (as --batch-size 1)")
     p.add_argument("--verbose", action="store_true",
                    help="print topic-partition@offset of every record appended, on stdout")
+    add_timeout_argument(p)
     p.set_defaults(run=run)
 
 
@@ -69,11 +74,12 @@ def run(args) -> int:
     if args.key_separator is not None:
         props.update({"parse.key": "true", "key.separator": args.key_separator})
     reader = LineReader(props)
-    if args.batch_size < 1 or args.linger_ms < 0:
-        raise InvalidArgumentError("--batch-size must be at least 1 and --linger-ms at least 0")
+    if args.batch_size < 1 or args.linger_ms < 0 or args.timeout_ms < 0:
+        raise InvalidArgumentError("--batch-size must be at least 1, --linger-ms and --timeout-ms at least 0")
     _ensure_topic(args.root, args.topic, args.partitions)
     compression = None if args.compression == "none" else args.compression
-    with Producer(args.root, linger_ms=INT32_MAX, batch_size=INT32_MAX, compression_type=compression) as producer:
+    with Producer(args.root, linger_ms=INT32_MAX, batch_size=INT32_MAX, compression_type=compression,
+                  max_block_ms=args.timeout_ms) as producer:
         lines_out = LineSender(producer, args.topic, args.partition, args.partitioner == "round-robin",
                                sys.stdout if args.verbose else None)
         for lines in line_batches(sys.stdin.fileno(), linger_ms=args.linger_ms,

@@ -13,13 +13,17 @@ bad input changes nothing. Output, as Kafka's::
     Executing records delete operation
     Records delete operation completed:
     partition: orders-0	low_watermark: 42
+
+A partition that a live producer or consumer writes is taken from it through the clients'
+hand-off (``--timeout-ms``) and given back after (pylog/cli/common.py ``taken_log``).
 """
 
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 
-from pylog.cli.common import open_manager
+from pylog.cli.common import add_timeout_argument, open_manager, taken_log, writer_pool
 from pylog.errors import InputFormatError, OffsetOutOfRangeError, UnknownTopicError
 
 
@@ -28,20 +32,22 @@ def add_parser(sub) -> None:
     p.add_argument("root", help="the log dir holding <topic>-<partition> directories")
     p.add_argument("--offset-json-file", required=True, metavar="FILE",
                    help='Kafka\'s JSON: {"partitions": [{"topic": "t", "partition": 0, "offset": 5}], "version": 1}')
+    add_timeout_argument(p)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
     targets = parse_offset_json(args.offset_json_file)
-    with open_manager(args.root, read_only=False) as manager:
-        logs = {}
+    with open_manager(args.root, read_only=True) as manager:  # checked read-only: bad input touches nothing
         for (topic, partition), offset in targets.items():
             if topic not in manager.topics() or partition not in manager.partitions(topic):
                 raise UnknownTopicError(f"no partition {topic}-{partition} in {args.root}")
-            log = logs[topic, partition] = manager.log(topic, partition)
-            if offset > log.high_watermark:
+            high_watermark = manager.log(topic, partition).high_watermark  # only grows: still true when taken
+            if offset > high_watermark:
                 raise OffsetOutOfRangeError(f"{topic}-{partition}: offset {offset} is past the high watermark "
-                                            f"{log.high_watermark}")
+                                            f"{high_watermark}")
+    with writer_pool(args.root) as pool, ExitStack() as taken:
+        logs = {tp: taken.enter_context(taken_log(pool, *tp, args.timeout_ms)) for tp in targets}
         print("Executing records delete operation")
         lines = []
         for (topic, partition), offset in targets.items():

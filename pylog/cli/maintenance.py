@@ -1,14 +1,17 @@
 """``pylog retention ROOT`` and ``pylog compact ROOT``: run a cleanup policy once over every
-log of a log dir and report what was removed."""
+log of a log dir and report what was removed. A log that a live producer or consumer
+writes is taken from it through the clients' hand-off (``--timeout-ms``) and given back
+after (pylog/cli/common.py ``taken_log``)."""
 
 from __future__ import annotations
 
-from pylog.cli.common import open_manager
+from pylog.cli.common import add_timeout_argument, open_manager, taken_log, writer_pool
 
 
 def add_retention_parser(sub) -> None:
     p = sub.add_parser("retention", help="apply the delete policy once to every log")
     p.add_argument("root", help="the log dir holding <topic>-<partition> directories")
+    add_timeout_argument(p)
     p.set_defaults(run=run_retention)
 
 
@@ -16,6 +19,7 @@ def add_compact_parser(sub) -> None:
     p = sub.add_parser("compact", help="compact every log whose policy includes compact")
     p.add_argument("root", help="the log dir holding <topic>-<partition> directories")
     p.add_argument("--force", action="store_true", help="ignore min_cleanable_dirty_ratio")
+    add_timeout_argument(p)
     p.set_defaults(run=run_compact)
 
 
@@ -24,23 +28,31 @@ def add_parser(sub) -> None:
     add_compact_parser(sub)
 
 
+def _partitions(root: str) -> list[tuple[str, int, object]]:
+    """Every partition of ``root`` with its topic's config, sorted."""
+    with open_manager(root, read_only=True) as m:
+        return [(t, p, m.topic_config(t)) for t in m.topics() for p in m.partitions(t)]
+
+
 def run_retention(args) -> int:
-    with open_manager(args.root, read_only=False) as m:
-        for log in m.logs():
-            removed = log.enforce_retention()
-            listed = f" {removed}" if removed else ""
-            print(f"{log.topic}-{log.partition}: removed {len(removed)} segment(s){listed}; "
-                  f"log start offset {log.log_start_offset}")
+    with writer_pool(args.root) as pool:
+        for topic, partition, _ in _partitions(args.root):
+            with taken_log(pool, topic, partition, args.timeout_ms) as log:
+                removed = log.enforce_retention()
+                listed = f" {removed}" if removed else ""
+                print(f"{topic}-{partition}: removed {len(removed)} segment(s){listed}; "
+                      f"log start offset {log.log_start_offset}")
     return 0
 
 
 def run_compact(args) -> int:
-    with open_manager(args.root, read_only=False) as m:
-        for log in m.logs():
-            if not log.config.compact:
-                print(f"{log.topic}-{log.partition}: cleanup_policy is {log.config.cleanup_policy}; skipped")
+    with writer_pool(args.root) as pool:
+        for topic, partition, config in _partitions(args.root):
+            if not config.compact:
+                print(f"{topic}-{partition}: cleanup_policy is {config.cleanup_policy}; skipped")
                 continue
-            r = log.compact(force=args.force)
-            print(f"{log.topic}-{log.partition}: {r.records_removed} record(s) removed, "
-                  f"{r.bytes_read} bytes read, {r.bytes_written} written, {len(r.cleaned_segments)} segment(s) cleaned")
+            with taken_log(pool, topic, partition, args.timeout_ms) as log:
+                r = log.compact(force=args.force)
+            print(f"{topic}-{partition}: {r.records_removed} record(s) removed, {r.bytes_read} bytes read, "
+                  f"{r.bytes_written} written, {len(r.cleaned_segments)} segment(s) cleaned")
     return 0

@@ -18,6 +18,11 @@ records for the others, one round trip on a socket (pylog/clients/append_service
 is what the coordinators write their records with, so the members of a group in several
 processes commit through the one that holds their offsets partition.
 
+While it holds logs, the pool's cleaner thread applies retention and compaction to them, each
+every ``retention_check_interval_ms`` of its config (the first time ``INITIAL_DELAY_MS`` after it
+first held it), holding it for the round
+(:class:`~pylog.retention.cleaner.Cleaner`); a pool made with ``clean=False`` (the CLI's) has none.
+
 A log this process opened for writing outside the pool (a ``LogManager``, ``Log.open``)
 is not handed over: a client waits ``max_block_ms`` for it and then gets
 :class:`LogLockedError`.
@@ -41,6 +46,7 @@ from pylog.errors import LogLockedError
 from pylog.log import Log
 from pylog.manager import LogManager
 from pylog.partition_dir import partition_dir_name
+from pylog.retention.cleaner import INITIAL_DELAY_MS, Cleaner
 
 CLIENTS_LOCK_FILE = ".pylog-clients.lock"
 BELL_FILE = ".pylog-clients.bell"
@@ -62,8 +68,9 @@ class WriterPool(PerRoot):
     """The writable logs of ``root`` held by this process; one pool per log dir per
     process (:meth:`for_root`)."""
 
-    def __init__(self, root: str):
+    def __init__(self, root: str, *, clean: bool = True):
         self.root = os.path.abspath(root)
+        self._cleaner = Cleaner(self.held_logs, initial_delay_ms=INITIAL_DELAY_MS) if clean else None
         self._lock = threading.Lock()
         self._held: dict[tuple[str, int], _Held] = {}
         self._opening: dict[tuple[str, int], threading.Lock] = {}
@@ -85,6 +92,8 @@ class WriterPool(PerRoot):
         """Close every log held (each flushes): the last user's release."""
         self._server.close()
         self._client.close()
+        if self._cleaner is not None:
+            self._cleaner.stop()
         self._stop.set()
         self._ring()  # wakes the hand-off thread to stop
         if self._thread is not None and self._thread is not threading.current_thread():
@@ -212,6 +221,8 @@ class WriterPool(PerRoot):
             pass  # the holder's periodic look still finds the waiter
 
     def _start_thread(self) -> None:
+        if self._cleaner is not None:
+            self._cleaner.start()
         if self._thread is None:
             self._thread = threading.Thread(target=self._hand_off_loop, name="pylog-writer-handoff", daemon=True)
             self._thread.start()
@@ -249,3 +260,23 @@ class WriterPool(PerRoot):
                 finally:
                     held.busy.release()
         return closed
+
+    def held_logs(self):
+        """Yield each held log under the lock its appends take (no append or hand-off until
+        the caller asks for the next one)."""
+        with self._lock:
+            helds = list(self._held.items())
+        for key, held in helds:
+            with held.busy:
+                if self._held.get(key) is held:
+                    yield held.log
+
+    def close_log(self, topic: str, partition: int) -> None:
+        """Close the partition's log if held (after the append using it); the next writer,
+        here or in another process, opens it again."""
+        with self._lock:
+            held = self._held.pop((topic, partition), None)
+        if held is not None:
+            with held.busy:
+                self._server.unlisten((topic, partition))  # before the log is free for the next holder
+                held.log.close()

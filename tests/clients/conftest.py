@@ -24,6 +24,7 @@ def make_topic(root: str, name: str, partitions: int, records=()) -> None:
 
 
 def start_worker(*args, **popen) -> subprocess.Popen:
+    """``python -m tests.clients.workers ARGS`` (stdout to /dev/null unless ``popen`` says)."""
     env = dict(os.environ, PYTHONPATH=_REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    popen.setdefault("stdout", subprocess.DEVNULL)
-    return subprocess.Popen([sys.executable, "-m", "tests.clients.workers", *args], cwd=_REPO, env=env, **popen)
+    return subprocess.Popen([sys.executable, "-m", "tests.clients.workers", *args], cwd=_REPO, env=env,
+                            **{"stdout": subprocess.DEVNULL, **popen})

@@ -4,12 +4,15 @@ for each poll and then committing; ``committer ROOT GROUP MAX_POLL_INTERVAL_MS``
 member that answers commands on stdin, one line each (``join N``, ``commit OFFSET
 ROUNDS``, ``committed``, ``stats``); ``eos(root)`` (run in a forked child) is a
 consume-transform-produce loop printing ``committed N`` after each transaction until the
-input is consumed."""
+input is consumed; ``produce ROOT TOPIC KEYS`` sends ``v<i>`` (key ``k<i mod KEYS>``) one
+acknowledged record at a time, printing ``offset i`` for each, until its stdin closes;
+``commit ROOT GROUP`` commits ever higher offsets of ``input-0`` until its stdin closes."""
 
 from __future__ import annotations
 
 import json
 import sys
+import threading
 
 from pylog.clients import Consumer, Producer, TopicPartition
 from pylog.clients.writers import WriterPool
@@ -95,5 +98,31 @@ def eos(root: str) -> None:
     print("finished", flush=True)
 
 
+def _until_stdin_closes() -> threading.Event:
+    closed = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.read(), closed.set()), daemon=True).start()
+    return closed
+
+
+def produce(root: str, topic: str, keys: str) -> None:
+    closed = _until_stdin_closes()
+    with Producer(root) as producer:
+        i = 0
+        while not closed.is_set():
+            meta = producer.send(topic, f"v{i}".encode(), key=f"k{i % int(keys)}".encode()).get()
+            print(meta.offset, i, flush=True)
+            i += 1
+
+
+def commit(root: str, group_id: str) -> None:
+    closed = _until_stdin_closes()
+    with Consumer(root, group_id, enable_auto_commit=False) as consumer:
+        i = 0
+        while not closed.is_set():
+            consumer.commit({TopicPartition("input", 0): i})
+            print("committed", i, flush=True)
+            i += 1
+
+
 if __name__ == "__main__":
-    {"group": group, "eos": eos, "committer": committer}[sys.argv[1]](*sys.argv[2:])
+    {"group": group, "eos": eos, "committer": committer, "produce": produce, "commit": commit}[sys.argv[1]](*sys.argv[2:])
