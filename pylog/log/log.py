@@ -223,7 +223,7 @@ class Log(contextlib.AbstractContextManager):
         batches = whole_batches(data)
         with self._lock:
             check_follower_batches(batches, self.log_end_offset)
-            return self._append_encoded(data, from_client=False, now=now_ms())
+            return self._append_encoded(data, from_client=False, now=now_ms(), batches=batches)
 
     def append_txn_marker(self, producer_id: int, producer_epoch: int, commit: bool,
                           coordinator_epoch: int = 0) -> AppendInfo:
@@ -238,11 +238,12 @@ class Log(contextlib.AbstractContextManager):
                                        partition_leader_epoch=self.leader_epoch, **marker)
             return self._append_encoded(raw, from_client=False, now=now_ms())
 
-    def _append_encoded(self, data: bytes, *, from_client: bool, now: int) -> AppendInfo:
+    def _append_encoded(self, data: bytes, *, from_client: bool, now: int, batches=None) -> AppendInfo:
         """Write whole batches (offsets final), rolling first if needed, between producer
         state's validation and its update. A failure after the write (``.txnindex``, flush)
-        takes the append back (an unflushed cut: a crash may bring the batches back)."""
-        batches = list(decode_batches(data))
+        takes the append back (an unflushed cut: a crash may bring the batches back).
+        ``batches``: ``data`` decoded, when the caller already did."""
+        batches = batches or list(decode_batches(data))
         validate_timestamps(batches, self.config, now, from_client=from_client)
         summary = AppendSummary.of(batches)
         if len(data) > self.config.segment_bytes:
