@@ -32,6 +32,7 @@ class LogSegments:
     def __init__(self, files=None):
         self._by_base: SortedDict = SortedDict()
         self._files = files
+        self._active = None  # the last segment, asked for on every append and log-end lookup
 
     def __len__(self) -> int:
         return len(self._by_base)
@@ -46,13 +47,16 @@ class LogSegments:
     def add(self, segment) -> None:
         """Add ``segment``, replacing any segment at its base offset. O(log segments)."""
         self._by_base[segment.base_offset] = segment
+        self._active = None
 
     def add_all(self, segments) -> None:
         """Add many segments at once (opening a log). O(n log n)."""
         self._by_base.update((s.base_offset, s) for s in segments)
+        self._active = None
 
     def remove(self, base_offset: int):
         """Drop the segment at ``base_offset`` and return it (``KeyError`` if none)."""
+        self._active = None
         return self._by_base.pop(base_offset)
 
     def get(self, base_offset: int):
@@ -70,7 +74,9 @@ class LogSegments:
     @property
     def active(self):
         """The last segment, the one appends go to (``IndexError`` when empty)."""
-        return self._by_base.peekitem(-1)[1]
+        if self._active is None:
+            self._active = self._by_base.peekitem(-1)[1]
+        return self._active
 
     @property
     def first(self):

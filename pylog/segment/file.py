@@ -26,6 +26,10 @@ _unpack_i64 = INT64.unpack_from
 
 #: Bytes read at a time when walking batch headers.
 SCAN_CHUNK_BYTES = 64 * 1024
+#: The first read of a header walk: a lookup starts at an index entry, which lies at most
+#: ``index.interval.bytes`` (default 4 KiB) before the batch sought, so a walk of large
+#: batches (a follower fetching at the log end) reads their headers, not 64 KiB of records.
+FIRST_SCAN_BYTES = 8 * 1024
 #: Bytes read at a time when walking whole batches (recovery, checks, compaction, replay).
 WALK_CHUNK_BYTES = 4 * 1024 * 1024
 #: A batch larger than this is taken for a damaged size field: a walk of whole batches ends there.
@@ -225,8 +229,8 @@ class LogFile:
     def headers(self, start: int = 0, end: int | None = None) -> Iterator[BatchHeader]:
         """Walk the batch headers in ``[start, end)``; a torn final batch ends the walk.
 
-        Reads ``SCAN_CHUNK_BYTES`` at a time and skips over batch bodies, so the cost is
-        O(batches) syscalls at worst and O(bytes / 64 KiB) for small batches. Raises
+        Reads ``FIRST_SCAN_BYTES``, then ``SCAN_CHUNK_BYTES`` at a time, and skips over batch
+        bodies, so the cost is O(batches) syscalls at worst and O(bytes / 64 KiB) for small batches. Raises
         :class:`CorruptRecordError` for a size field that cannot be right, unless it
         starts a zero-filled tail that ends the data (``zero_tail_is_end``).
         """
@@ -234,10 +238,12 @@ class LogFile:
         pos = start
         buf = b""
         buf_at = start
+        chunk_bytes = FIRST_SCAN_BYTES
         while pos + LOG_OVERHEAD_BYTES + 5 <= end:
             rel = pos - buf_at
             if rel < 0 or (len(buf) - rel < BATCH_HEADER_BYTES and buf_at + len(buf) < end):
-                buf = self.read(pos, min(SCAN_CHUNK_BYTES, end - pos))
+                buf = self.read(pos, min(chunk_bytes, end - pos))
+                chunk_bytes = SCAN_CHUNK_BYTES
                 buf_at, rel = pos, 0
             if len(buf) - rel < LOG_OVERHEAD_BYTES + 5:
                 return
