@@ -37,6 +37,12 @@ def check_acks(acks) -> int:
     return -1 if acks == "all" else acks
 
 
+def check_timeout_ms(timeout_ms) -> None:
+    """:class:`InvalidArgumentError` unless ``timeout_ms`` (a produce's wait for its acks) is an int >= 0."""
+    if not isinstance(timeout_ms, int) or isinstance(timeout_ms, bool) or timeout_ms < 0:
+        raise InvalidArgumentError(f"timeout_ms must be an int >= 0, not {timeout_ms!r}")
+
+
 def produce(leader, append: Callable, *, acks, timeout_ms: int, min_insync_replicas: int, name: str,
             leader_epoch: int | None = None, wait_for_high_watermark: Callable | None = None):
     """Append through ``append()`` at the ``leader`` replica and return its ``AppendInfo``

@@ -7,7 +7,30 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from pylog.errors import InvalidArgumentError
 from pylog.replication.state import NO_LEADER, PartitionState
+
+
+def check_assigned(replica_id, replicas, name: str) -> None:
+    """:class:`InvalidArgumentError` unless ``replica_id`` is one of ``replicas``."""
+    if replica_id not in replicas:
+        raise InvalidArgumentError(f"replica {replica_id!r} is not one of the replicas {tuple(replicas)} of {name}")
+
+
+def reassigned(state: PartitionState, replicas, name: str) -> PartitionState:
+    """``state`` for a set reopened with ``replicas``: the ISR keeps its assigned members and
+    a leader no longer assigned leaves (no leader: the caller elects one from that ISR, in
+    the next leader epoch). :class:`InvalidArgumentError` when no in-sync replica is
+    assigned: they alone are known to hold every committed record."""
+    replicas = tuple(replicas)
+    isr = tuple(r for r in state.isr if r in replicas)
+    if state.isr and not isr:
+        raise InvalidArgumentError(f"replicas {replicas} leave out every in-sync replica {state.isr} of {name}: "
+                                   f"only they are known to hold every committed record")
+    leader = state.leader if state.leader in replicas else NO_LEADER
+    if (leader, isr) == (state.leader, state.isr):
+        return replace(state, replicas=replicas)
+    return replace(state, leader=leader, isr=isr, replicas=replicas, partition_epoch=state.partition_epoch + 1)
 
 
 def eligible_leader(state: PartitionState, live, *, clean: bool, leader: int | None = None) -> int | None:

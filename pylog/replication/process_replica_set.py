@@ -25,8 +25,8 @@ from pylog.partition_dir import parse_partition_dir
 from pylog.record.batch import decode_batches
 from pylog.record.encode import encode_batch
 from pylog.replication.broker_client import BrokerClient, close_process, start_process
-from pylog.replication.client_requests import check_acks
-from pylog.replication.election import elected, eligible_leader, offline
+from pylog.replication.client_requests import check_acks, check_timeout_ms
+from pylog.replication.election import check_assigned, elected, eligible_leader, offline, reassigned
 from pylog.replication.protocol import OFFSET_OUT_OF_RANGE, FetchResponse, LeaderAndIsrRequest
 from pylog.replication.state import NO_LEADER, PartitionState, read_state, state_lock, update_state
 
@@ -65,6 +65,9 @@ class ProcessReplicaSet:
         self._clients: dict[tuple[int, bool], BrokerClient] = {}
         self._live: set[int] = set()
         self._closed = False
+        found = read_state(self.state_path)
+        if found is not None:
+            reassigned(found, self.replica_ids, name)  # refused before any process starts
         os.makedirs(self.root, exist_ok=True)
         try:
             for r in self.replica_ids:
@@ -79,6 +82,7 @@ class ProcessReplicaSet:
     # ==== processes ===================================================================================
     def path(self, replica_id: int) -> str:
         """Replica ``replica_id``'s partition directory."""
+        check_assigned(replica_id, self.replica_ids, self.name)
         return os.path.join(self.root, f"broker-{replica_id}", self.name)
 
     def process(self, replica_id: int) -> subprocess.Popen | None:
@@ -169,6 +173,7 @@ class ProcessReplicaSet:
         error as ``ReplicaSet.append`` raises it. :class:`LeaderNotAvailableError` when the
         partition has no leader."""
         check_acks(acks)
+        check_timeout_ms(timeout_ms)
         state = self.state
         if state.leader == NO_LEADER:
             raise LeaderNotAvailableError(f"partition {self.name} has no leader (state {state.to_json()!r})")
@@ -206,6 +211,7 @@ class ProcessReplicaSet:
         stall, it keeps its state) and count it as down: it leaves the ISR, or, if it led, a
         new leader is elected (clean, or unclean when enabled and no ISR replica is live),
         else the partition is offline until an ISR replica returns."""
+        check_assigned(replica_id, self.replica_ids, self.name)
         with self._lock:
             if sig == signal.SIGSTOP:
                 self._stall(replica_id)
@@ -222,6 +228,7 @@ class ProcessReplicaSet:
         """The replica comes back: a stalled process continues (SIGCONT), a dead one starts
         again (recovering its log). It follows the leader, cutting what diverges by leader
         epochs, or leads if the partition had none."""
+        check_assigned(replica_id, self.replica_ids, self.name)
         with self._lock:
             proc = self._processes.get(replica_id)
             if proc is not None:
@@ -237,6 +244,8 @@ class ProcessReplicaSet:
 
     def elect_leader(self, clean: bool = True, *, leader: int | None = None) -> int:
         """Elect a leader now in a new leader epoch, as ``ReplicaSet.elect_leader``."""
+        if leader is not None:
+            check_assigned(leader, self.replica_ids, self.name)
         with self._lock:
             if not clean and not self.unclean_leader_election_enable:
                 raise LeaderNotAvailableError("unclean leader election is not enabled "

@@ -17,13 +17,13 @@ import threading
 from dataclasses import replace
 from typing import Callable
 
-from pylog.errors import InvalidArgumentError, LeaderNotAvailableError, ReplicationError
+from pylog.errors import InvalidArgumentError, LeaderNotAvailableError, LogClosedError, ReplicationError
 from pylog.partition_dir import parse_partition_dir
 from pylog.record.encode import now_ms
 from pylog.replication.acks import PendingAppend
 from pylog.replication.broker_client import close_process, start_process
-from pylog.replication.client_requests import append_at_leader
-from pylog.replication.election import elected, eligible_leader, offline
+from pylog.replication.client_requests import append_at_leader, check_timeout_ms
+from pylog.replication.election import check_assigned, elected, eligible_leader, offline, reassigned
 from pylog.replication.fetcher import ReplicaFetcher
 from pylog.replication.replica import LEADER, Replica
 from pylog.replication.state import NO_LEADER, PartitionState, read_state, write_state
@@ -79,13 +79,13 @@ class ReplicaSet:
 
     # ==== life ========================================================================================
     def _start(self) -> None:
+        found = read_state(self.state_path)  # checked before anything is written
+        found = PartitionState(self.replica_ids[0], 0, self.replica_ids) if found is None \
+            else reassigned(found, self.replica_ids, self.name)
         os.makedirs(self.root, exist_ok=True)
         for r, rep in self._replicas.items():
             if r not in self.remote_replicas:
                 rep.start()
-        found = read_state(self.state_path)
-        if found is None:
-            found = PartitionState(self.replica_ids[0], 0, self.replica_ids)
         self._state = self._with_replicas(found)
         write_state(self.state_path, self._state)
         if self._state.leader == NO_LEADER:
@@ -157,14 +157,17 @@ class ReplicaSet:
         return self._leader_replica().log.high_watermark
 
     def replica(self, replica_id: int) -> Replica:
-        """The ``Replica`` with that id."""
+        """The ``Replica`` with that id (:class:`InvalidArgumentError` for an unknown one)."""
+        check_assigned(replica_id, self.replica_ids, self.name)
         return self._replicas[replica_id]
 
     def log(self, replica_id: int):
         """The ``Log`` of a replica (None while it is down)."""
-        return self._replicas[replica_id].log
+        return self.replica(replica_id).log
 
     def _leader_replica(self) -> Replica:
+        if self._closed.is_set():
+            raise LogClosedError(f"the replica set of {self.name} at {self.root} is closed")
         rep = self._replicas.get(self._state.leader)
         if rep is None or rep.role != LEADER:
             raise LeaderNotAvailableError(f"partition {self.name} has no leader (state {self._state.to_json()!r})")
@@ -195,6 +198,7 @@ class ReplicaSet:
         followers copy them together, and the appends are acknowledged in offset order.
         Errors before anything is written (``acks``, ``NotEnoughReplicasError``, the
         leader's ``Log.append`` checks) raise here."""
+        check_timeout_ms(timeout_ms)
         with self._lock:
             leader = self._leader_replica()
         info, epoch = append_at_leader(leader, lambda: leader.append(records, **options), acks=acks,
@@ -245,10 +249,12 @@ class ReplicaSet:
 
     def pause(self, replica_id: int) -> None:
         """The follower stops fetching (slow, or cut off from the leader) until ``resume``."""
+        check_assigned(replica_id, self.replica_ids, self.name)
         self._fetchers[replica_id].pause()
 
     def resume(self, replica_id: int) -> None:
         """The follower fetches again."""
+        check_assigned(replica_id, self.replica_ids, self.name)
         self._fetchers[replica_id].resume()
 
     def check_isr(self) -> tuple[int, ...]:
@@ -301,10 +307,14 @@ class ReplicaSet:
     def stop_follower_process(self, replica_id: int, *, kill: bool = False) -> int:
         """Stop a follower process: SIGTERM (clean close) or, with ``kill``, SIGKILL (a
         crash). Returns its exit status."""
+        check_assigned(replica_id, self.replica_ids, self.name)
+        if replica_id not in self._processes:
+            raise InvalidArgumentError(f"replica {replica_id} of {self.name} has no follower process running")
         return close_process(self._processes.pop(replica_id), signal.SIGKILL if kill else signal.SIGTERM)
 
     def follower_log_end_offset(self, replica_id: int) -> int:
         """A follower's log end as the leader last saw it (-1 before its first fetch)."""
+        check_assigned(replica_id, self.replica_ids, self.name)
         return self._leader_replica().follower_log_end_offset(replica_id)
 
     # ==== controller =================================================================================
@@ -313,6 +323,7 @@ class ReplicaSet:
         if it led, elects a new leader: clean (from the ISR), or unclean when
         ``unclean_leader_election_enable`` and no ISR replica is alive; else the partition
         is offline until an ISR replica returns."""
+        check_assigned(replica_id, self.replica_ids, self.name)
         with self._lock:
             self._fetchers[replica_id].pause()
             self._replicas[replica_id].stop()
@@ -326,6 +337,7 @@ class ReplicaSet:
     def restart_replica(self, replica_id: int) -> None:
         """The replica comes back (its log recovered if it crashed): it follows the leader,
         cutting what diverges by leader epochs, or leads if the partition had none."""
+        check_assigned(replica_id, self.replica_ids, self.name)
         with self._lock:
             rep = self._replicas[replica_id]
             if not rep.online:
@@ -342,6 +354,8 @@ class ReplicaSet:
         election may pick a replica outside the ISR, and only with
         ``unclean_leader_election_enable``. Raises :class:`LeaderNotAvailableError` when no
         replica is eligible. Returns the leader's id."""
+        if leader is not None:
+            check_assigned(leader, self.replica_ids, self.name)
         with self._lock:
             if not clean and not self.unclean_leader_election_enable:
                 raise LeaderNotAvailableError("unclean leader election is not enabled "
