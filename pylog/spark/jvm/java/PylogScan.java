@@ -14,12 +14,18 @@ import java.util.function.Supplier;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.expressions.NamedReference;
+import org.apache.spark.sql.connector.expressions.aggregate.AggregateFunc;
+import org.apache.spark.sql.connector.expressions.aggregate.Aggregation;
+import org.apache.spark.sql.connector.expressions.aggregate.Count;
+import org.apache.spark.sql.connector.expressions.aggregate.CountStar;
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.read.SupportsPushDownAggregates;
 import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
@@ -30,13 +36,20 @@ import org.apache.spark.sql.sources.GreaterThanOrEqual;
 import org.apache.spark.sql.sources.In;
 import org.apache.spark.sql.sources.LessThan;
 import org.apache.spark.sql.sources.LessThanOrEqual;
+import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /** A batch scan of pylog partition dirs: pruned columns, pushed bounds, planned in Python.
  *  Filters on topic, partition, offset and a lower bound on timestamp narrow the ranges (the
- *  same rules as the Python source: docs/spark.md); every filter is still evaluated by Spark. */
-final class PylogScan implements ScanBuilder, SupportsPushDownRequiredColumns, SupportsPushDownFilters, Scan, Batch {
+ *  same rules as the Python source: docs/spark.md); every filter is still evaluated by Spark.
+ *  A {@code count()} of the whole scan is pushed down: each task counts its range from batch
+ *  headers (CRCs checked, aborted and control batches skipped, as the scan would) and
+ *  returns one row, which Spark sums. */
+final class PylogScan implements ScanBuilder, SupportsPushDownRequiredColumns, SupportsPushDownFilters,
+        SupportsPushDownAggregates, Scan, Batch {
+    /** Columns that are never null: a COUNT of one is the count of rows. */
+    private static final Set<String> NEVER_NULL = Set.of("topic", "partition", "offset", "timestamp", "timestampType");
     private static final ObjectMapper JSON = new ObjectMapper();
     private final Map<String, String> options;
     private final Supplier<Scan> streaming;
@@ -46,6 +59,8 @@ final class PylogScan implements ScanBuilder, SupportsPushDownRequiredColumns, S
     private final Set<Integer> partitions = new LinkedHashSet<>();
     private Long offsetMin, offsetMax, timestampMinMs;
     private InputPartition[] planned;
+    /** How many COUNT columns the scan answers (0: it returns records). */
+    private int pushedCounts;
 
     PylogScan(StructType schema, Map<String, String> options, Supplier<Scan> streaming) {
         this.required = schema;
@@ -100,6 +115,27 @@ final class PylogScan implements ScanBuilder, SupportsPushDownRequiredColumns, S
         return true;
     }
 
+    /** COUNT(*) and COUNT of never-null columns, with no GROUP BY: Spark calls this only
+     *  when no filter is left for it to evaluate after the scan, so the count is exact. */
+    @Override
+    public boolean pushAggregation(Aggregation aggregation) {
+        if (aggregation.groupByExpressions().length > 0) return false;
+        for (AggregateFunc f : aggregation.aggregateExpressions()) {
+            if (!(f instanceof CountStar || f instanceof Count c && !c.isDistinct()
+                    && c.column() instanceof NamedReference ref && ref.fieldNames().length == 1
+                    && NEVER_NULL.contains(ref.fieldNames()[0]))) {
+                return false;
+            }
+        }
+        pushedCounts = aggregation.aggregateExpressions().length;
+        return true;
+    }
+
+    @Override
+    public boolean supportCompletePushDown(Aggregation aggregation) {
+        return false;  // one count per task: Spark adds them up
+    }
+
     @Override
     public Filter[] pushedFilters() {
         return pushed.toArray(new Filter[0]);
@@ -112,12 +148,16 @@ final class PylogScan implements ScanBuilder, SupportsPushDownRequiredColumns, S
 
     @Override
     public StructType readSchema() {
-        return required;
+        if (pushedCounts == 0) return required;
+        StructType counts = new StructType();
+        for (int i = 0; i < pushedCounts; i++) counts = counts.add("count" + i, DataTypes.LongType, false);
+        return counts;
     }
 
     @Override
     public String description() {
-        return "pylog (JVM reader) " + options.getOrDefault("path", "") + " pushed " + pushed;
+        return "pylog (JVM reader) " + options.getOrDefault("path", "") + " pushed " + pushed
+            + (pushedCounts > 0 ? " and count()" : "");
     }
 
     @Override
@@ -148,16 +188,18 @@ final class PylogScan implements ScanBuilder, SupportsPushDownRequiredColumns, S
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new Factory(required);
+        return new Factory(pushedCounts > 0 ? new StructType() : required, pushedCounts);
     }
 
     /** Shipped to executors: opens a {@link RangeReader} per task. */
     private static final class Factory implements PartitionReaderFactory {
         private static final long serialVersionUID = 1L;
         private final StructType required;
+        private final int counts;
 
-        Factory(StructType required) {
+        Factory(StructType required, int counts) {
             this.required = required;
+            this.counts = counts;
         }
 
         @Override
@@ -173,7 +215,8 @@ final class PylogScan implements ScanBuilder, SupportsPushDownRequiredColumns, S
         @Override
         public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
             try {
-                return new RangeReader((RangePartition) partition, required);
+                RangeReader reader = new RangeReader((RangePartition) partition, required);
+                return counts > 0 ? new CountReader(reader, counts) : reader;
             } catch (IOException e) {
                 throw new UncheckedIOException(e);
             }

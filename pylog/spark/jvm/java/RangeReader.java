@@ -166,8 +166,12 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
         if (aborts != null && aborts.skip(producerId, transactional, last)) return;
         if (!sink.needsRecords && base >= part.start && last < part.end
                 && (sink.offset == null || count == last - base + 1)) {
-            sink.reserve(count);
-            for (int i = 0; i < count; i++) sink.setOffset(sink.addRow(), base + i);
+            if (sink.offset == null) {
+                sink.addRows(count);  // no column to fill: the rows are only counted
+            } else {
+                sink.reserve(count);
+                for (int i = 0; i < count; i++) sink.setOffset(sink.addRow(), base + i);
+            }
             return;
         }
         byte[] batch = copy(total);

@@ -71,6 +71,9 @@ final class RowSink {
     /** Adds one row; {@code row()} is its index. */
     int addRow() { return rows++; }
 
+    /** Adds {@code n} rows with no column to fill (a count). */
+    void addRows(int n) { rows += n; }
+
     void setOffset(int row, long off) { if (offset != null) offset.putLong(row, off); }
 
     void setTimestamp(int row, long ms, int type) {
