@@ -28,7 +28,8 @@ from pylog.layout import (
 )
 from pylog.log import AppendInfo, Log
 from pylog.partition_dir import (
-    PartitionDir, directory_path, ensure_directory, parse_partition_dir, partition_dir_name, validate_topic,
+    PartitionDir, directory_path, ensure_directory, is_log_dir, parse_partition_dir, partition_dir_name,
+    validate_topic,
 )
 from pylog.partitioner import partition_for_key
 from pylog.record.encode import check_record
@@ -71,9 +72,14 @@ class LogManager:
 
     # -- discovery -------------------------------------------------------------------------
     def _partition_dirs(self) -> dict[str, list[int]]:
+        """Partition numbers by topic, from the directory names. Where the root is no log dir
+        yet (new, or a replica set's root), a directory that is itself a log dir is skipped."""
         out: dict[str, list[int]] = {}
-        for name in os.listdir(self.root):
-            if not os.path.isdir(os.path.join(self.root, name)) or "." in name.rpartition("-")[2]:
+        names = os.listdir(self.root)
+        may_nest = not is_log_dir(self.root, names)
+        for name in names:
+            path = os.path.join(self.root, name)
+            if not os.path.isdir(path) or "." in name.rpartition("-")[2] or may_nest and is_log_dir(path):
                 continue
             try:
                 topic, part = parse_partition_dir(name)

@@ -10,8 +10,8 @@ import json
 import os
 from datetime import datetime, timezone
 
-from pylog.cli.common import is_partition_dir, open_manager, table
-from pylog.errors import InvalidArgumentError, LogDirNotFoundError
+from pylog.cli.common import is_partition_dir, no_partitions, open_manager, table
+from pylog.errors import LogDirNotFoundError
 from pylog.partition_dir import parse_partition_dir
 
 COLUMNS = ["topic", "partition", "log_start_offset", "log_end_offset", "high_watermark", "last_stable_offset",
@@ -49,8 +49,7 @@ def describe(path: str) -> list[dict]:
         rows = [_row(m, topic, p) for topic in m.topics() for p in m.partitions(topic)
                 if wanted is None or (topic, p) in wanted]
     if not rows:
-        raise InvalidArgumentError(f"{path} holds no partitions: give a broker log dir or a "
-                                   "<topic>-<partition> directory holding .log files")
+        raise no_partitions(path, "describe")
     return rows
 
 

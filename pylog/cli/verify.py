@@ -10,7 +10,7 @@ import sys
 from tqdm import tqdm
 
 from pylog.checkpoint import OffsetCheckpoint
-from pylog.cli.common import is_partition_dir
+from pylog.cli.common import is_partition_dir, no_partitions
 from pylog.errors import LogDirNotFoundError, PylogError
 from pylog.layout import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 
@@ -28,7 +28,10 @@ def _partition_dirs(path: str) -> list[str]:
         raise LogDirNotFoundError(f"no such directory {path}")
     if is_partition_dir(path):
         return [path]
-    return sorted(os.path.join(path, n) for n in os.listdir(path) if is_partition_dir(os.path.join(path, n)))
+    found = sorted(os.path.join(path, n) for n in os.listdir(path) if is_partition_dir(os.path.join(path, n)))
+    if not found:
+        raise no_partitions(path, "verify")
+    return found
 
 
 def run(args) -> int:

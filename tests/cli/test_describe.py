@@ -77,3 +77,22 @@ def test_a_kafka_partition_directory_is_described_read_only():
     with Log.open(part, read_only=True) as log:
         assert row["log_end_offset"] == log.log_end_offset and row["bytes"] == log.size_bytes
     assert {f.name: f.stat().st_mtime_ns for f in part.iterdir()} == before
+
+
+def test_a_replica_set_root_is_not_taken_for_a_topic_named_broker(tmp_path):
+    """A ReplicaSet's root holds one log dir per replica (``broker-<id>``): names that read
+    like partitions of a topic "broker", which they are not."""
+    from pylog.replication import ReplicaSet
+    with ReplicaSet(tmp_path / "rs", "orders-0", replicas=2, fetchers=False) as rs:
+        rs.append([b"a", b"b"])
+        rs.replicate()
+    with LogManager(tmp_path / "rs", read_only=True) as m:
+        assert m.topics() == []
+    r = pylog("describe", tmp_path / "rs")
+    assert r.returncode == 1 and r.stdout == b""
+    assert "log dirs broker-0, broker-1 of a replica set: describe one of them" in r.stderr.decode()
+    r = pylog("verify", tmp_path / "rs")  # not "0 partition(s) checked, 0 problem(s)": nothing was
+    assert r.returncode == 1 and "holds no partitions" in r.stderr.decode()
+    assert pylog("verify", tmp_path / "rs" / "broker-0").returncode == 0
+    rows = json.loads(pylog("describe", tmp_path / "rs" / "broker-1", "--json").stdout)
+    assert [(row["topic"], row["partition"], row["log_end_offset"]) for row in rows] == [("orders", 0, 2)]
