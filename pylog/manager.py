@@ -28,8 +28,8 @@ from pylog.layout import (
 )
 from pylog.log import AppendInfo, Log
 from pylog.partition_dir import (
-    PartitionDir, directory_path, ensure_directory, is_log_dir, parse_partition_dir, partition_dir_name,
-    validate_topic,
+    LOG_DIR_FILES, PartitionDir, directory_path, ensure_directory, is_log_dir, parse_partition_dir,
+    partition_dir_name, validate_topic,
 )
 from pylog.partitioner import partition_for_key
 from pylog.record.encode import check_record
@@ -72,11 +72,12 @@ class LogManager:
 
     # -- discovery -------------------------------------------------------------------------
     def _partition_dirs(self) -> dict[str, list[int]]:
-        """Partition numbers by topic, from the directory names. Where the root is no log dir
-        yet (new, or a replica set's root), a directory that is itself a log dir is skipped."""
+        """Partition numbers by topic, from the directory names. Where the root holds no
+        checkpoint yet (new, or a replica set's root), a directory that is itself a log dir
+        is skipped."""
         out: dict[str, list[int]] = {}
         names = os.listdir(self.root)
-        may_nest = not is_log_dir(self.root, names)
+        may_nest = LOG_DIR_FILES.isdisjoint(names)
         for name in names:
             path = os.path.join(self.root, name)
             if not os.path.isdir(path) or "." in name.rpartition("-")[2] or may_nest and is_log_dir(path):

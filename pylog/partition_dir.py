@@ -29,8 +29,7 @@ from pylog.layout import (
 from pylog.log_dir import LogDirWriters, has_marker, lock_partition
 
 #: Files only a log dir holds (at its root, beside its partition directories), never a partition.
-LOG_DIR_FILES = frozenset((RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
-                           CLEAN_SHUTDOWN_FILE))
+LOG_DIR_FILES = frozenset((RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT))
 MAX_TOPIC_LENGTH = 249
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 
@@ -67,14 +66,16 @@ def parse_partition_dir(name: str) -> tuple[str, int]:
     return validate_topic(topic), int(part)
 
 
-def is_log_dir(path: str, names=None) -> bool:
-    """Whether ``path`` is a log dir: it holds one of the files only a log dir has
-    (``names``: its listing, when the caller has it). A replica set's ``broker-<id>``
-    directories are log dirs, though their names read like partitions of a topic
-    "broker". One ``stat`` per file name, or none with ``names``."""
-    if names is not None:
-        return not LOG_DIR_FILES.isdisjoint(names)
-    return any(os.path.exists(os.path.join(path, name)) for name in LOG_DIR_FILES)
+def is_log_dir(path: str) -> bool:
+    """Whether ``path`` is a log dir: it holds one of the checkpoint files only a log dir
+    has, or a directory named like a partition (a partition directory holds no directory).
+    A replica set's ``broker-<id>`` directories are log dirs, though their names read like
+    partitions of a topic "broker". One ``listdir``, and a ``stat`` per name that looks
+    like a partition's."""
+    names = os.listdir(path)
+    if not LOG_DIR_FILES.isdisjoint(names):
+        return True
+    return any(n.rpartition("-")[2].isdigit() and os.path.isdir(os.path.join(path, n)) for n in names)
 
 
 def directory_path(path) -> str:

@@ -96,3 +96,23 @@ def test_a_replica_set_root_is_not_taken_for_a_topic_named_broker(tmp_path):
     assert pylog("verify", tmp_path / "rs" / "broker-0").returncode == 0
     rows = json.loads(pylog("describe", tmp_path / "rs" / "broker-1", "--json").stdout)
     assert [(row["topic"], row["partition"], row["log_end_offset"]) for row in rows] == [("orders", 0, 2)]
+
+
+def test_a_replica_log_dir_is_recognised_before_its_first_checkpoint(tmp_path):
+    """A replica that crashed before writing any checkpoint leaves a log dir holding only its
+    partition directory: still a log dir, not a partition of a topic "broker"."""
+    with Log.open(tmp_path / "rs" / "broker-0" / "orders-0") as log:
+        log.append([b"a"])
+    for f in (tmp_path / "rs" / "broker-0").iterdir():
+        if f.is_file():
+            f.unlink()
+    with LogManager(tmp_path / "rs", read_only=True) as m:
+        assert m.topics() == []
+    with LogManager(tmp_path / "plain", read_only=False) as m:
+        m.create_topic("orders", 2)
+        m.log("orders", 1).append([b"a"])
+    for f in (tmp_path / "plain").iterdir():  # a root before its first checkpoint: partitions still found
+        if f.is_file():
+            f.unlink()
+    with LogManager(tmp_path / "plain", read_only=True) as m:
+        assert m.partitions("orders") == [0, 1]
