@@ -352,32 +352,60 @@ def decode_batches(buffer, *, position_base: int = 0, allow_incomplete: bool = F
     end = len(buf)
     pos = 0
     while pos < end:
-        if end - pos < ENTRY_PREFIX_BYTES:
+        size = _entry_size(buf, pos, end, position_base, path)
+        if size is None:
             if allow_incomplete:
                 return
-            raise IncompleteBatchError(f"buffer ends {end - pos} bytes into a batch header",
-                                       position=position_base + pos, path=path, valid_bytes=pos)
-        _, length = _unpack_overhead(buf, pos)
-        magic = buf[pos + MAGIC_POSITION]
-        if length < LEGACY_RECORD_OVERHEAD_V0:
-            raise CorruptRecordError(
-                f"record size {length} is less than the minimum record overhead ({LEGACY_RECORD_OVERHEAD_V0})",
-                position=position_base + pos, path=path)
-        size = length + LOG_OVERHEAD_BYTES
-        if magic == 2:
-            if size < BATCH_HEADER_BYTES:
-                raise CorruptRecordError(f"record batch size {size} is below the 61-byte header",
-                                         position=position_base + pos, path=path)
-        elif magic > 2:
-            raise CorruptRecordError(f"unknown record magic {magic}", position=position_base + pos, path=path)
-        if pos + size > end:
-            if allow_incomplete:
-                return
-            raise IncompleteBatchError(
-                f"batch of {size} bytes is cut short: only {end - pos} bytes remain",
-                position=position_base + pos, path=path, valid_bytes=pos)
-        if magic == 2:
+            _raise_incomplete(buf, pos, end, position_base, path)
+        if buf[pos + MAGIC_POSITION] == 2:
             yield RecordBatch(buf, pos, position_base + pos)
         else:
             yield LegacyBatch(buf, pos, position_base + pos)
         pos += size
+
+
+def complete_batch_bytes(buffer) -> int:
+    """Bytes of the complete batches at the start of ``buffer``: where a fetch cut by its
+    byte limit ends inside a batch, the batches before the cut. Reads only each entry's
+    size and magic, as :func:`decode_batches` checks them (``CorruptRecordError`` for a
+    size or magic that cannot be right); builds no batch. O(batches)."""
+    buf = buffer if isinstance(buffer, (bytes, memoryview)) else memoryview(buffer)
+    end = len(buf)
+    pos = 0
+    while pos < end:
+        size = _entry_size(buf, pos, end, 0, None)
+        if size is None:
+            return pos
+        pos += size
+    return pos
+
+
+def _entry_size(buf, pos: int, end: int, position_base: int, path) -> int | None:
+    """Bytes of the log entry (batch or legacy message) at ``pos``; None when ``buf`` ends
+    inside it; :class:`CorruptRecordError` when its size or magic cannot be right."""
+    if end - pos < ENTRY_PREFIX_BYTES:
+        return None
+    _, length = _unpack_overhead(buf, pos)
+    magic = buf[pos + MAGIC_POSITION]
+    if length < LEGACY_RECORD_OVERHEAD_V0:
+        raise CorruptRecordError(
+            f"record size {length} is less than the minimum record overhead ({LEGACY_RECORD_OVERHEAD_V0})",
+            position=position_base + pos, path=path)
+    size = length + LOG_OVERHEAD_BYTES
+    if magic == 2:
+        if size < BATCH_HEADER_BYTES:
+            raise CorruptRecordError(f"record batch size {size} is below the 61-byte header",
+                                     position=position_base + pos, path=path)
+    elif magic > 2:
+        raise CorruptRecordError(f"unknown record magic {magic}", position=position_base + pos, path=path)
+    return size if pos + size <= end else None
+
+
+def _raise_incomplete(buf, pos: int, end: int, position_base: int, path) -> None:
+    if end - pos < ENTRY_PREFIX_BYTES:
+        raise IncompleteBatchError(f"buffer ends {end - pos} bytes into a batch header",
+                                   position=position_base + pos, path=path, valid_bytes=pos)
+    _, length = _unpack_overhead(buf, pos)
+    raise IncompleteBatchError(
+        f"batch of {length + LOG_OVERHEAD_BYTES} bytes is cut short: only {end - pos} bytes remain",
+        position=position_base + pos, path=path, valid_bytes=pos)

@@ -108,7 +108,7 @@ class Broker:
         with self._lock:
             endpoint = self._endpoints.get(leader_id)
             if endpoint is None:
-                endpoint = self._endpoints[leader_id] = TcpEndpoint(self._addresses[leader_id])
+                endpoint = self._endpoints[leader_id] = TcpEndpoint(self._addresses[leader_id], reuse_buffer=True)
             return endpoint
 
     def _forget_leaders(self) -> None:

@@ -19,9 +19,9 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
-from pylog.errors import FencedLeaderEpochError, IncompleteBatchError, NotLeaderOrFollowerError, StorageError
+from pylog.errors import FencedLeaderEpochError, NotLeaderOrFollowerError, StorageError
 from pylog.log import Log
-from pylog.record.batch import decode_batches
+from pylog.record.batch import complete_batch_bytes
 from pylog.record.encode import now_ms
 from pylog.replication.protocol import (
     FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE, UNKNOWN_LEADER_EPOCH, EpochEndOffset,
@@ -396,7 +396,7 @@ class Replica:
             if resp.error is not None:
                 return 0
             log = self.log
-            raw = whole_batches(raw)
+            raw = complete_batches(raw)
             log_start = log.log_start_offset
             if raw:
                 self._append_fetched(raw)
@@ -426,16 +426,12 @@ class Replica:
                     pass  # retried at the next checkpoint or close
 
 
-def whole_batches(raw):
+def complete_batches(raw):
     """The complete batches at the start of ``raw`` (a view, not a copy): a fetch cut by
     ``max_bytes`` may end inside a batch, which the next fetch brings whole (as Kafka's
-    followers do). O(batches)."""
-    try:
-        for _ in decode_batches(raw):
-            pass
-    except IncompleteBatchError as e:
-        return memoryview(raw)[:e.valid_bytes]
-    return raw
+    followers do). Reads entry sizes only, O(batches)."""
+    n = complete_batch_bytes(raw)
+    return raw if n == len(raw) else memoryview(raw)[:n]
 
 
 class _Refused(Exception):

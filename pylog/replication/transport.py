@@ -41,11 +41,15 @@ class InProcessEndpoint:
 class TcpEndpoint:
     """A leader in another process, reached over TCP (docs/format/replication.md). One
     request at a time on one connection; a broken connection raises
-    :class:`ReplicaTransportError` and is opened again on the next request."""
+    :class:`ReplicaTransportError` and is opened again on the next request.
+    ``reuse_buffer``: receive every fetch's records into one buffer and return a view of
+    it, valid until the next fetch (for a follower, which appends before fetching again):
+    no ``max_bytes`` to allocate and fault in per fetch."""
 
-    def __init__(self, address: tuple[str, int], *, timeout_s: float = 30.0):
+    def __init__(self, address: tuple[str, int], *, timeout_s: float = 30.0, reuse_buffer: bool = False):
         self.address = address
         self.timeout_s = timeout_s
+        self._records_buffer = bytearray() if reuse_buffer else None
         self._sock = None
         self._correlation_id = 0
 
@@ -73,7 +77,7 @@ class TcpEndpoint:
 
     def fetch(self, req: FetchRequest) -> tuple[FetchResponse, bytes]:
         """Send a fetch, return the response and every byte of its records (read whole
-        before anything is appended)."""
+        before anything is appended; a view of the endpoint's buffer with ``reuse_buffer``)."""
         cid = self._next_id()
 
         def read(sock):  # the length and the header in one read, then the records
@@ -83,7 +87,8 @@ class TcpEndpoint:
             if got_cid != cid or size != wire.FETCH_RESPONSE.size + records_size:
                 raise ReplicaTransportError(f"fetch response {got_cid} of {size} bytes does not answer request "
                                             f"{cid} ({records_size} bytes of records)")
-            return resp, wire.read_exactly(sock, records_size, f"{records_size} bytes of fetched records")
+            return resp, wire.read_exactly(sock, records_size, f"{records_size} bytes of fetched records",
+                                           into=self._records_buffer)
         try:
             return self._exchange(wire.encode_fetch_request(cid, req), read)
         except socket.timeout:

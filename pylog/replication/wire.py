@@ -187,21 +187,27 @@ def _error(code: int) -> str | None:
         raise ReplicaTransportError(f"unknown error code {code} in a response") from None
 
 
-def read_exactly(sock, n: int, what: str) -> bytearray:
-    """``n`` bytes from ``sock``, received in place (no copy); :class:`ReplicaTransportError`
+def read_exactly(sock, n: int, what: str, *, into: bytearray | None = None):
+    """``n`` bytes from ``sock``, received in place: into a new ``bytearray``, or into the
+    start of ``into`` (grown when shorter), returned as a view of it. :class:`ReplicaTransportError`
     saying how many came when the peer closes first."""
-    buf = bytearray(n)
+    if into is None:
+        buf = bytearray(n)
+    else:
+        if len(into) < n:
+            into.extend(bytes(n - len(into)))
+        buf = into
     view = memoryview(buf)
     got = 0
     while got < n:
         try:
-            k = sock.recv_into(view[got:], n - got)
+            k = sock.recv_into(view[got:n], n - got)
         except OSError as e:
             raise ReplicaTransportError(f"connection broken reading {what}: {e}") from None
         if k == 0:
             raise ReplicaTransportError(f"connection closed after {got} of {n} bytes of {what}")
         got += k
-    return buf
+    return buf if into is None else view[:n]
 
 
 def read_frame(sock, what: str) -> bytes:

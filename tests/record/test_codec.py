@@ -12,6 +12,7 @@ from pylog import (
     CorruptRecordError, IncompleteBatchError, InvalidArgumentError, InvalidRecordError, PylogError, Record, decode_batches, encode_batch,
 )
 from pylog.record import encode_control_batch, set_base_offset, set_log_append_time, set_partition_leader_epoch
+from pylog.record.batch import complete_batch_bytes
 from pylog.record.varint import decode_varint, encode_varint
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -420,3 +421,35 @@ def test_garbage_compressed_payload(codec):
     buf[61:] = bytes(range(len(buf) - 61))
     with pytest.raises(InvalidRecordError):
         next(decode_batches(recrc(buf))).records()
+
+
+def _decoded_prefix(data) -> int | str:
+    """What decode_batches makes of ``data``: the bytes of its complete batches, or the
+    error it raises."""
+    try:
+        return sum(b.size for b in decode_batches(data))
+    except IncompleteBatchError as e:
+        return e.valid_bytes
+    except CorruptRecordError as e:
+        return f"corrupt at {e.position}"
+
+
+def _prefix(data) -> int | str:
+    try:
+        return complete_batch_bytes(data)
+    except CorruptRecordError as e:
+        return f"corrupt at {e.position}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(sizes=st.lists(st.integers(1, 300), min_size=1, max_size=5), cut=st.integers(0, 2000),
+       flip=st.tuples(st.integers(0, 2000), st.integers(0, 255)))
+def test_complete_batch_bytes_cuts_where_decoding_would(sizes, cut, flip):
+    """The follower's cut of a fetch to whole batches reads sizes only, yet ends, or finds
+    corruption, exactly where decoding every batch does."""
+    data = bytearray(b"".join(encode_batch([b"v" * n], base_offset=i) for i, n in enumerate(sizes)))
+    data = data[:cut] if cut < len(data) else data
+    if flip[0] < len(data):
+        data[flip[0]] = flip[1]
+    assert _prefix(bytes(data)) == _decoded_prefix(bytes(data))
+    assert _prefix(memoryview(data)) == _decoded_prefix(bytes(data))

@@ -108,6 +108,22 @@ def test_the_leader_sends_record_bytes_with_sendfile(tmp_path, monkeypatch):
         assert sum(calls) == len(raw)
 
 
+def test_a_follower_endpoint_receives_every_fetch_into_one_buffer(tmp_path):
+    """With ``reuse_buffer`` each fetch's records arrive in the same buffer, grown when a
+    response is larger: the bytes are each response's own, whatever came before."""
+    with ReplicaSet(tmp_path, "events-0", replicas=2, remote_replicas=(1,)) as rs:
+        for n in (3000, 10, 500):
+            rs.append([b"x" * n] * 3, acks=1)
+        endpoint = TcpEndpoint(rs.serve(), reuse_buffer=True)
+        views = []
+        for offset in (0, 6, 3, 0):
+            resp, raw = endpoint.fetch(FetchRequest(1, rs.leader_epoch, offset, 1 << 20, 0))
+            assert bytes(raw) == rs.log(0).read(offset).raw()
+            views.append(raw)
+        endpoint.close()
+        assert len({id(view.obj) for view in views}) == 1
+
+
 class CutAfterAnswering(Replica):
     """A leader whose log is cut right after it answered a fetch, before the bytes went
     out (as when it becomes a follower and truncates meanwhile)."""
