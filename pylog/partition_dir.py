@@ -78,6 +78,13 @@ def is_log_dir(path: str) -> bool:
     return any(n.rpartition("-")[2].isdigit() and os.path.isdir(os.path.join(path, n)) for n in names)
 
 
+def nested_log_dirs(path: str) -> list[str]:
+    """The names of the log dirs directly inside ``path``, sorted: a replica set's root holds
+    one per replica (``broker-<id>``); a broker's data directory may hold its log dir."""
+    return sorted(n for n in os.listdir(path) if os.path.isdir(os.path.join(path, n))
+                  and is_log_dir(os.path.join(path, n)))
+
+
 def directory_path(path) -> str:
     """``path`` (str, bytes or path-like) as an absolute ``str``. Raises :class:`InvalidArgumentError`
     for a NUL byte (no file system takes one), ``TypeError`` for anything not a path."""

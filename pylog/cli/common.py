@@ -10,7 +10,7 @@ from contextlib import ExitStack, contextmanager
 from pylog.errors import InputFormatError, InvalidArgumentError, LogDirNotFoundError, LogLockedError, UnknownTopicError
 from pylog.layout import LOG_SUFFIX
 from pylog.manager import LogManager
-from pylog.partition_dir import is_log_dir
+from pylog.partition_dir import nested_log_dirs
 
 
 def is_partition_dir(path: str) -> bool:
@@ -20,8 +20,7 @@ def is_partition_dir(path: str) -> bool:
 def no_partitions(path: str, command: str) -> InvalidArgumentError:
     """The error for a ``path`` holding no partition, naming the log dirs inside it when it
     is a replica set's root (one per replica, ``broker-<id>``)."""
-    nested = sorted(n for n in os.listdir(path) if os.path.isdir(os.path.join(path, n))
-                    and is_log_dir(os.path.join(path, n)))
+    nested = nested_log_dirs(path)
     hint = "" if not nested else (f"; it holds the log dirs {', '.join(nested)} of a replica set: "
                                   f"{command} one of them (pylog {command} {os.path.join(path, nested[0])})")
     return InvalidArgumentError(f"{path} holds no partitions: give a broker log dir or a "

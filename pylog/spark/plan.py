@@ -8,9 +8,9 @@ import os
 import re
 from dataclasses import dataclass
 
-from pylog.cli.common import open_manager
-from pylog.errors import InvalidConfigError, OffsetOutOfRangeError, UnknownTopicError
-from pylog.partition_dir import partition_dir_name
+from pylog.cli.common import is_partition_dir, open_manager
+from pylog.errors import InvalidConfigError, OffsetOutOfRangeError, PylogError, UnknownTopicError
+from pylog.partition_dir import nested_log_dirs, parse_partition_dir, partition_dir_name
 from pylog.spark.options import EARLIEST, LATEST, ReadOptions
 
 #: Bytes fetched per read call; one Arrow batch per fetch.
@@ -33,9 +33,26 @@ class OffsetRange:
 
 
 def require_log_dir(root: str) -> None:
-    """A read names an existing log dir, or fails when the DataFrame is created (``load()``)."""
+    """A read names a log dir, or fails when the DataFrame is created (``load()``, both
+    readers): not a missing path, not a partition directory, not a directory that holds log
+    dirs but no partition (a replica set's root). An empty directory is a log dir with no
+    topic yet. A listing of ``root``, and of each subdirectory when it holds no partition."""
     if not os.path.isdir(root):
         raise InvalidConfigError(f"no log dir at {root}")
+    if is_partition_dir(root):
+        parent, name = os.path.split(os.path.abspath(root))
+        try:
+            topic, partition = parse_partition_dir(name)
+            choose = f" and choose it with .option(\"assign\", '{{\"{topic}\": [{partition}]}}')"
+        except PylogError:
+            choose = ""
+        raise InvalidConfigError(f"{root} is a partition directory, not a log dir: load the log dir holding it "
+                                 f"({parent}){choose}")
+    if not any(is_partition_dir(os.path.join(root, n)) for n in os.listdir(root)):
+        nested = nested_log_dirs(root)
+        if nested:
+            raise InvalidConfigError(f"{root} holds no partitions but the log dirs {', '.join(nested)} (a replica "
+                                     f"set's root): load one of them ({os.path.join(root, nested[0])})")
 
 
 def topic_partitions(manager, opts: ReadOptions) -> list[tuple[str, int]]:

@@ -76,6 +76,37 @@ def test_bad_options_name_the_option(spark, reader, root):
         read_with(spark, reader).load(str(root / "missing"))
 
 
+def test_a_partition_directory_or_a_replica_set_root_fails_at_load_saying_what_to_load(spark, reader, tmp_path):
+    """Not zero rows: a path that is a partition directory, or a directory of log dirs
+    holding no partition, fails when the DataFrame is created, naming the log dir to load."""
+    from pylog.replication import ReplicaSet
+    with ReplicaSet(tmp_path / "rs", "orders-0", replicas=2) as rs:
+        rs.append([b"a", b"b"], acks="all")
+    with pytest.raises(Exception, match=r"holds no partitions but the log dirs broker-0, broker-1 .*broker-0\)"):
+        read_with(spark, reader).load(str(tmp_path / "rs"))
+    with pytest.raises(Exception, match=r"is a partition directory.*assign.*orders.*\[0\]"):
+        read_with(spark, reader).load(str(tmp_path / "rs" / "broker-1" / "orders-0"))
+    assert read_with(spark, reader).load(str(tmp_path / "rs" / "broker-1")).count() == 2
+    (tmp_path / "empty").mkdir()
+    assert read_with(spark, reader).load(str(tmp_path / "empty")).count() == 0  # a log dir with no topic yet
+
+
+def test_the_log_dir_rule_holds_for_the_python_source_without_the_jar(tmp_path):
+    """The rule both readers ask at load() (plan.require_log_dir), as the Python source
+    applies it in a session without pylog's jar."""
+    from pylog.errors import InvalidConfigError
+    from pylog.spark.plan import require_log_dir
+    with LogManager(tmp_path / "root") as m:
+        m.create_topic("orders", 1).log(0).append([b"a"])
+    require_log_dir(str(tmp_path / "root"))
+    with pytest.raises(InvalidConfigError, match="is a partition directory"):
+        require_log_dir(str(tmp_path / "root" / "orders-0"))
+    with pytest.raises(InvalidConfigError, match="holds no partitions but the log dirs root"):
+        require_log_dir(str(tmp_path))
+    with pytest.raises(InvalidConfigError, match="no log dir at"):
+        require_log_dir(str(tmp_path / "missing"))
+
+
 @pytest.fixture(scope="module")
 def samples_root(tmp_path_factory):
     """Every sample .log with an expected decoding, each as the only segment of its own

@@ -4,7 +4,8 @@ A long-lived process (one per Spark driver, so a query pays no Python start): ea
 stdin is a request ``{"options": {...}, "pruned": {...}}`` (the query's options, the bounds
 of pushed filters); each reply is one line, ``{"root", "committed", "failOnDataLoss",
 "ranges": [[topic, partition, start, end], ...]}``, or ``{"error": message}`` for bad
-options or offsets. It ends when stdin closes. One option parser and one range planner
+options or offsets. A request ``{"check": path}`` (at ``load()``) is answered ``{}`` when
+``path`` is a log dir to read, else with the error. It ends when stdin closes. One option parser and one range planner
 serve both readers (docs/spark.md).
 """
 
@@ -15,11 +16,14 @@ import sys
 
 from pylog.errors import PylogError
 from pylog.spark.options import parse_read_options
-from pylog.spark.plan import plan_ranges, prune_ranges
+from pylog.spark.plan import plan_ranges, prune_ranges, require_log_dir
 
 
 def plan_request(request: dict) -> dict:
     """The reply for one request (see the module docstring)."""
+    if "check" in request:
+        require_log_dir(request["check"])
+        return {}
     opts = parse_read_options(request["options"])
     pruned = dict(request.get("pruned") or {})
     for key in ("topic", "partition"):

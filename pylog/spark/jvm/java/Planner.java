@@ -48,6 +48,14 @@ final class Planner {
         return plan;
     }
 
+    /** Fails (at {@code load()}) unless {@code path} is a log dir to read: the rule of
+     *  {@code plan.require_log_dir}, asked of the planner. */
+    static void check(String path) {
+        ObjectNode request = JSON.createObjectNode();
+        request.put("check", path);
+        run(request);
+    }
+
     private static String conf(String key, String env, String fallback) {
         String value = SparkSession.getActiveSession().isDefined()
             ? SparkSession.getActiveSession().get().conf().get(key, null) : null;

@@ -48,9 +48,7 @@ public final class PylogProvider implements TableProvider, DataSourceRegister {
     @Override
     public StructType inferSchema(CaseInsensitiveStringMap options) {
         String path = options.get("path");
-        if (path != null && !new java.io.File(path).isDirectory()) {  // as plan.require_log_dir: fail at load()
-            throw new IllegalArgumentException("InvalidConfigError: no log dir at " + path);
-        }
+        if (path != null) Planner.check(path);  // plan.require_log_dir: fail at load()
         return schema("true".equalsIgnoreCase(options.getOrDefault("includeHeaders", "false")));
     }
 
