@@ -176,7 +176,7 @@ class ProcessReplicaSet:
         check_timeout_ms(timeout_ms)
         state = self.state
         if state.leader == NO_LEADER:
-            raise LeaderNotAvailableError(f"partition {self.name} has no leader (state {state.to_json()!r})")
+            raise LeaderNotAvailableError(state.no_leader(self.name))
         return self.client(state.leader).produce(encode_batch(records, **batch_options), acks=acks,
                                                  timeout_ms=timeout_ms, leader_epoch=state.leader_epoch)
 
@@ -196,7 +196,7 @@ class ProcessReplicaSet:
     def _leader_fetch(self, offset: int) -> tuple[FetchResponse, bytes]:
         state = self.state
         if state.leader == NO_LEADER:
-            raise LeaderNotAvailableError(f"partition {self.name} has no leader")
+            raise LeaderNotAvailableError(state.no_leader(self.name))
         resp, raw = self.client(state.leader).consume(offset, leader_epoch=state.leader_epoch)
         if resp.error == OFFSET_OUT_OF_RANGE:
             raise OffsetOutOfRangeError(f"offset {offset} is outside [{resp.log_start_offset}, "

@@ -170,7 +170,7 @@ class ReplicaSet:
             raise LogClosedError(f"the replica set of {self.name} at {self.root} is closed")
         rep = self._replicas.get(self._state.leader)
         if rep is None or rep.role != LEADER:
-            raise LeaderNotAvailableError(f"partition {self.name} has no leader (state {self._state.to_json()!r})")
+            raise LeaderNotAvailableError(self._state.no_leader(self.name))
         return rep
 
     def _endpoint(self, replica_id: int) -> InProcessEndpoint:

@@ -36,6 +36,16 @@ class PartitionState:
     replicas: tuple[int, ...] = field(default=(), compare=False)
     partition_epoch: int = field(default=0, compare=False)
 
+    def no_leader(self, name: str) -> str:
+        """Why partition ``name`` has no leader to serve a request, and what brings one back."""
+        if self.leader != NO_LEADER:
+            return f"partition {name} has no leader: replica {self.leader} is taking leadership of epoch " \
+                   f"{self.leader_epoch}; retry"
+        isr = ", ".join(map(str, self.isr)) or "none"
+        return (f"partition {name} has no leader: its in-sync replicas ({isr}) are offline (leader epoch "
+                f"{self.leader_epoch}); restart one of them, or, if unclean_leader_election_enable allows "
+                f"losing records, elect another live replica with elect_leader(clean=False)")
+
     def to_json(self) -> bytes:
         """The controller's JSON, keys in Kafka's order, then the partition epoch."""
         return json.dumps({"controller_epoch": self.controller_epoch, "leader": self.leader,

@@ -174,7 +174,7 @@ def test_unclean_election_off_leaves_the_partition_offline_until_an_isr_replica_
         assert rs.isr == (0,) and rs.high_watermark == 2
         rs.fail_replica(0)
         assert rs.leader == -1 and rs.isr == (0,)
-        with pytest.raises(LeaderNotAvailableError):
+        with pytest.raises(LeaderNotAvailableError, match=r"in-sync replicas \(0\) are offline.*restart one"):
             rs.append([b"c"], acks=1)
         with pytest.raises(LeaderNotAvailableError, match="not enabled"):
             rs.elect_leader(clean=False)
