@@ -72,7 +72,8 @@ class HalfResponseServer:
         self.listener.close()
 
 
-def test_a_connection_broken_mid_response_is_a_clear_error_and_appends_nothing(tmp_path):
+@pytest.mark.parametrize("reuse_buffer", [False, True])
+def test_a_connection_broken_mid_response_is_a_clear_error_and_appends_nothing(tmp_path, reuse_buffer):
     with Log.open(tmp_path / "leader" / "t-0") as source:
         source.append([b"v" * 100] * 10)
         records = source.read(0, 1 << 20).raw()
@@ -83,7 +84,7 @@ def test_a_connection_broken_mid_response_is_a_clear_error_and_appends_nothing(t
     try:
         follower.become_follower(PartitionState(0, 0, ()))
         follower.needs_truncation = False  # an empty log has nothing to cut
-        endpoint = TcpEndpoint(server.address)
+        endpoint = TcpEndpoint(server.address, reuse_buffer=reuse_buffer)
         fetcher = ReplicaFetcher(follower, lambda _: endpoint, max_wait_ms=0)
         with pytest.raises(ReplicaTransportError, match=rf"closed after {len(records) // 2} of {len(records)} bytes"):
             fetcher.fetch_once()
