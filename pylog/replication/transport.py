@@ -88,11 +88,18 @@ class TcpEndpoint:
                 raise ReplicaTransportError(f"fetch response {got_cid} of {size} bytes does not answer request "
                                             f"{cid} ({records_size} bytes of records)")
             return resp, wire.read_exactly(sock, records_size, f"{records_size} bytes of fetched records",
-                                           into=self._records_buffer)
+                                           into=self._buffer_for(records_size))
         try:
             return self._exchange(wire.encode_fetch_request(cid, req), read)
         except socket.timeout:
             raise ReplicaTransportError(f"no fetch response from {self.address} in {self.timeout_s} s") from None
+
+    def _buffer_for(self, size: int) -> bytearray | None:
+        """The reused buffer, replaced by a larger one when ``size`` does not fit (never
+        resized in place: a view of it may still be held); None without ``reuse_buffer``."""
+        if self._records_buffer is not None and len(self._records_buffer) < size:
+            self._records_buffer = bytearray(size)
+        return self._records_buffer
 
     def offsets_for_leader_epoch(self, replica_id: int, current_leader_epoch: int, epoch: int) -> EpochEndOffset:
         cid = self._next_id()

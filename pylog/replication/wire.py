@@ -189,14 +189,9 @@ def _error(code: int) -> str | None:
 
 def read_exactly(sock, n: int, what: str, *, into: bytearray | None = None):
     """``n`` bytes from ``sock``, received in place: into a new ``bytearray``, or into the
-    start of ``into`` (grown when shorter), returned as a view of it. :class:`ReplicaTransportError`
-    saying how many came when the peer closes first."""
-    if into is None:
-        buf = bytearray(n)
-    else:
-        if len(into) < n:
-            into.extend(bytes(n - len(into)))
-        buf = into
+    start of ``into`` (at least ``n`` bytes long), returned as a view of it.
+    :class:`ReplicaTransportError` saying how many came when the peer closes first."""
+    buf = bytearray(n) if into is None else into
     view = memoryview(buf)
     got = 0
     while got < n:

@@ -117,12 +117,13 @@ def test_a_follower_endpoint_receives_every_fetch_into_one_buffer(tmp_path):
             rs.append([b"x" * n] * 3, acks=1)
         endpoint = TcpEndpoint(rs.serve(), reuse_buffer=True)
         views = []
-        for offset in (0, 6, 3, 0):
+        for offset in (6, 3, 6, 0, 6):
             resp, raw = endpoint.fetch(FetchRequest(1, rs.leader_epoch, offset, 1 << 20, 0))
             assert bytes(raw) == rs.log(0).read(offset).raw()
-            views.append(raw)
+            views.append(raw)  # held on: a larger response gets a new buffer, not a resized one
         endpoint.close()
-        assert len({id(view.obj) for view in views}) == 1
+        assert [len({id(v.obj) for v in views[:i]}) for i in (3, 5)] == [2, 3]
+        assert views[4].obj is views[3].obj
 
 
 class CutAfterAnswering(Replica):
