@@ -36,7 +36,7 @@ def require_log_dir(root: str) -> None:
     """A read names a log dir, or fails when the DataFrame is created (``load()``, both
     readers): not a missing path, not a partition directory, not a directory that holds log
     dirs but no partition (a replica set's root). An empty directory is a log dir with no
-    topic yet. A listing of ``root``, and of each subdirectory when it holds no partition."""
+    topic yet. Lists ``root`` and its subdirectories up to the first partition directory."""
     if not os.path.isdir(root):
         raise InvalidConfigError(f"no log dir at {root}")
     if is_partition_dir(root):
