@@ -154,6 +154,14 @@ CLEAN_SHUTDOWN_CONTENT = b'{"version":0,"brokerEpoch":-1}'
 LOCK_FILE = ".lock"
 CHECKPOINT_VERSION = 0
 
+# --- Topics -------------------------------------------------------------------
+#: Kafka's internal topics (its Topic.isInternal): the group coordinator's committed offsets and
+#: the transaction coordinator's state. Pattern and whole-log-dir subscriptions leave them out
+#: unless asked (Kafka's consumer setting exclude.internal.topics).
+CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+INTERNAL_TOPICS = frozenset((CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC))
+
 
 assert BATCH_HEADER.size == 61 and OFFSET_INDEX_ENTRY.size == 8 and TIME_INDEX_ENTRY.size == 12
 assert TXN_INDEX_ENTRY.size == 34 and SNAPSHOT_ENTRY.size == 46

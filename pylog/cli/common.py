@@ -8,7 +8,7 @@ import re
 from contextlib import ExitStack, contextmanager
 
 from pylog.errors import InputFormatError, InvalidArgumentError, LogDirNotFoundError, LogLockedError, UnknownTopicError
-from pylog.layout import LOG_SUFFIX
+from pylog.layout import INTERNAL_TOPICS, LOG_SUFFIX
 from pylog.manager import LogManager
 from pylog.partition_dir import nested_log_dirs
 
@@ -134,4 +134,4 @@ _ESCAPES = {"\\t": "\t", "\\n": "\n", "\\r": "\r", "\\\\": "\\"}
 
 def internal_topic(name: str) -> bool:
     """Kafka's internal topics: ``__consumer_offsets`` and ``__transaction_state``."""
-    return name in ("__consumer_offsets", "__transaction_state")
+    return name in INTERNAL_TOPICS

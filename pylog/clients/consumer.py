@@ -30,7 +30,7 @@ from pylog.errors import (
     ClientStateError, GroupCoordinatorError, IllegalGenerationError, InvalidArgumentError, LogDirNotFoundError,
     OffsetOutOfRangeError, RebalanceInProgressError, UnknownMemberIdError, UnknownTopicError,
 )
-from pylog.layout import INT32_MAX
+from pylog.layout import INT32_MAX, INTERNAL_TOPICS
 from pylog.log import Log
 from pylog.partition_dir import partition_dir_name
 from pylog.record.record import Record
@@ -99,7 +99,7 @@ class Consumer:
                  heartbeat_interval_ms: int = 3000, max_poll_interval_ms: int = 300_000,
                  max_poll_records: int = 500, fetch_max_bytes: int = 1 << 20,
                  partition_assignment_strategy=("range", "cooperative-sticky"), client_id: str = "pylog",
-                 consumer_timeout_ms: float = float("inf")):
+                 consumer_timeout_ms: float = float("inf"), exclude_internal_topics: bool = True):
         if auto_offset_reset not in _RESETS:
             raise InvalidArgumentError(f"auto_offset_reset must be one of {_RESETS}, not {auto_offset_reset!r}")
         if isolation_level not in _ISOLATION:
@@ -124,6 +124,7 @@ class Consumer:
         self.assignors = tuple(partition_assignment_strategy)
         self.client_id = client_id
         self.consumer_timeout_ms = consumer_timeout_ms
+        self.exclude_internal_topics = exclude_internal_topics
         self._logs: dict[TopicPartition, Log] = {}
         self._queried: dict[TopicPartition, Log] = {}
         self._positions: dict[TopicPartition, int | None] = {}
@@ -154,7 +155,9 @@ class Consumer:
 
     def subscribe(self, topics=(), pattern: str | None = None, listener: ConsumerRebalanceListener | None = None):
         """Subscribe to ``topics`` or the topics matching ``pattern`` (a regex), as a
-        member of ``group_id``; partitions are assigned in ``poll``."""
+        member of ``group_id``; partitions are assigned in ``poll``. A pattern leaves out
+        Kafka's internal topics (``__consumer_offsets``, ``__transaction_state``) unless the
+        consumer was made with ``exclude_internal_topics=False``; named topics are taken as named."""
         if self._manual:
             raise ClientStateError("subscribe() after assign(): call unsubscribe() first")
         if self.group_id is None:
@@ -183,7 +186,8 @@ class Consumer:
         if self._pattern is None:
             return sorted(self._subscription)
         from pylog.manager import LogManager
-        return [t for t in LogManager(self.root, read_only=True).topics() if self._pattern.fullmatch(t)]
+        return [t for t in LogManager(self.root, read_only=True).topics() if self._pattern.fullmatch(t)
+                and not (self.exclude_internal_topics and t in INTERNAL_TOPICS)]
 
     def assignment(self) -> set[TopicPartition]:
         return set(self._positions)

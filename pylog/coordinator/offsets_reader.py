@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from pylog.coordinator.offsets_records import GROUP_METADATA, GROUP_RECORDS, GroupMetadata, OffsetAndMetadata
 from pylog.coordinator.records import UnknownRecordTypeError
 from pylog.errors import InvalidRecordError, LogDirNotFoundError, MissingKeyError
+from pylog.layout import CONSUMER_OFFSETS_TOPIC
 from pylog.log import Log
 
-OFFSETS_TOPIC = "__consumer_offsets"
+OFFSETS_TOPIC = CONSUMER_OFFSETS_TOPIC
 _OFFSETS_PARTITION = re.compile(re.escape(OFFSETS_TOPIC) + r"-(\d+)")
 _OFFSET_COMMIT_TYPES = (0, 1)
 

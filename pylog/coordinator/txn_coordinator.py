@@ -32,10 +32,11 @@ from pylog.coordinator.partitioning import DEFAULT_PARTITIONS, partition_for_tra
 from pylog.coordinator.tail import TailReader
 from pylog.coordinator.txn_records import TRANSACTION_LOG, TRANSACTION_STATES, TXN_RECORDS
 from pylog.errors import InvalidTxnStateError, ProducerFencedError
+from pylog.layout import TRANSACTION_STATE_TOPIC
 from pylog.partition_dir import partition_dir_name
 from pylog.record.encode import now_ms as clock_ms
 
-TXN_TOPIC = "__transaction_state"
+TXN_TOPIC = TRANSACTION_STATE_TOPIC
 #: TransactionLogValue version written (classic transactions: markers at the producer's epoch)
 TXN_VALUE_VERSION = 0
 STATUS = {name: code for code, name in TRANSACTION_STATES.items()}

@@ -57,6 +57,9 @@ class ReadOptions:
     include_headers: bool = False
     max_offsets_per_trigger: int | None = None
     reader: str = "auto"
+    #: Kafka's consumer setting (option ``kafka.exclude.internal.topics``): the default (all
+    #: topics) and ``subscribePattern`` leave Kafka's internal topics out
+    exclude_internal_topics: bool = True
 
 
 def parse_read_options(options: dict, *, streaming: bool = False) -> ReadOptions:
@@ -121,6 +124,7 @@ def parse_read_options(options: dict, *, streaming: bool = False) -> ReadOptions
         include_headers=_bool_option(opts, "includeheaders", False),
         max_offsets_per_trigger=_int_option(opts, "maxoffsetspertrigger", minimum=1),
         reader=reader,
+        exclude_internal_topics=_bool_option(opts, "kafka.exclude.internal.topics", True),
     )
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from pylog.cli.common import is_partition_dir, open_manager
 from pylog.errors import InvalidConfigError, OffsetOutOfRangeError, PylogError, UnknownTopicError
+from pylog.layout import INTERNAL_TOPICS
 from pylog.partition_dir import nested_log_dirs, parse_partition_dir, partition_dir_name
 from pylog.spark.options import EARLIEST, LATEST, ReadOptions
 
@@ -69,11 +70,10 @@ def topic_partitions(manager, opts: ReadOptions) -> list[tuple[str, int]]:
         return sorted(out)
     if opts.subscribe is not None:
         chosen = [t for t in opts.subscribe if t in topics]
-    elif opts.pattern is not None:
-        rx = re.compile(opts.pattern)
-        chosen = [t for t in topics if rx.fullmatch(t)]
     else:
-        chosen = topics
+        rx = None if opts.pattern is None else re.compile(opts.pattern)
+        chosen = [t for t in topics if (rx is None or rx.fullmatch(t))
+                  and not (opts.exclude_internal_topics and t in INTERNAL_TOPICS)]
     return sorted((t, p) for t in chosen for p in manager.partitions(t))
 
 

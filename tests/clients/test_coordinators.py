@@ -4,6 +4,8 @@ deletion; and Kafka's assignors."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from pylog.clients import Consumer, ConsumerRebalanceListener, TopicPartition
@@ -118,6 +120,23 @@ def test_a_pattern_subscription_picks_up_a_new_topic(root):
             if got:
                 break
         assert got == [b"b"] and {tp.topic for tp in c.assignment()} == {"logs-a", "logs-b"}
+
+
+def test_a_pattern_subscription_leaves_out_internal_topics_as_kafkas_consumer_does(root):
+    """exclude.internal.topics: a pattern matching everything takes the user's topics, not the
+    group's own __consumer_offsets; asked for, or named, an internal topic is taken."""
+    make_topic(root, "a", 1, [(0, [b"x"])])
+    with Consumer(root, "g", auto_offset_reset="earliest") as c:
+        c.subscribe(pattern=r".*")
+        assert [r.value for rs in c.poll(1000).values() for r in rs] == [b"x"]
+        assert os.path.isdir(os.path.join(root, "__consumer_offsets-0"))
+        assert {tp.topic for tp in c.assignment()} == {"a"} and c.subscription() == {"a"}
+    with Consumer(root, "h", exclude_internal_topics=False) as c:
+        c.subscribe(pattern=r".*")
+        assert c.subscription() == {"a", "__consumer_offsets"}
+    with Consumer(root, "i") as c:
+        c.subscribe(["__consumer_offsets"])
+        assert c.subscription() == {"__consumer_offsets"}
 
 
 def test_kafka_pythons_decoders_read_the_members_subscription_and_assignment(root):

@@ -108,6 +108,43 @@ def test_the_log_dir_rule_holds_for_the_python_source_without_the_jar(tmp_path):
 
 
 @pytest.fixture(scope="module")
+def root_with_internal_topics(tmp_path_factory):
+    """A topic written in a transaction and read by a group that committed its offsets, so
+    the log dir also holds __transaction_state and __consumer_offsets records."""
+    from pylog.clients import Consumer, Producer, TopicPartition
+    path = tmp_path_factory.mktemp("internal")
+    with LogManager(path) as m:
+        m.create_topic("orders", 1)
+    with Producer(str(path), transactional_id="t") as producer:
+        producer.begin_transaction()
+        producer.send("orders", b"o1")
+        producer.commit_transaction()
+    with Consumer(str(path), "g", auto_offset_reset="earliest", enable_auto_commit=False) as consumer:
+        consumer.assign([TopicPartition("orders", 0)])
+        consumer.poll(1000)
+        consumer.commit()
+    return path
+
+
+def test_internal_topics_are_read_only_when_named_or_asked_for(spark, reader, root_with_internal_topics):
+    """Kafka's exclude.internal.topics: all topics, or a pattern, means the user's topics."""
+    root = str(root_with_internal_topics)
+
+    def topics(**options):
+        df = read_with(spark, reader)
+        for k, v in options.items():
+            df = df.option(k, v)
+        return {r.topic for r in df.load(root).select("topic").distinct().collect()}
+    assert topics() == {"orders"}
+    assert topics(subscribePattern=".*") == {"orders"}
+    assert topics(**{"kafka.exclude.internal.topics": "false"}) == {"orders", "__consumer_offsets",
+                                                                      "__transaction_state"}
+    assert topics(subscribe="__consumer_offsets") == {"__consumer_offsets"}
+    with pytest.raises(Exception, match="kafka.exclude.internal.topics must be true or false"):
+        read_with(spark, reader).option("kafka.exclude.internal.topics", "maybe").load(root).count()
+
+
+@pytest.fixture(scope="module")
 def samples_root(tmp_path_factory):
     """Every sample .log with an expected decoding, each as the only segment of its own
     topic ``s<n>`` in one root, so one query per reader reads them all."""
