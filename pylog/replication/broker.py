@@ -174,6 +174,11 @@ class Broker:
             return accepted
 
 
+#: How often the main thread wakes while it waits to stop. The kernel hands a process's SIGTERM
+#: to any thread; Python runs the handler in the main thread only, once it runs again.
+SIGNAL_CHECK_S = 0.2
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m pylog.replication.broker", description=__doc__.split("\n\n")[0])
     p.add_argument("path")
@@ -205,7 +210,8 @@ def main(argv=None) -> int:
             broker.take(LeaderAndIsrRequest(0, args.leader_id, args.leader_epoch, -1, (), (),
                                             (leader_host, int(leader_port))))
         print(f"ready {host}:{port}", flush=True)
-        stop.wait()
+        while not stop.wait(SIGNAL_CHECK_S):
+            pass  # the main thread runs now and then, so a SIGTERM another thread took is handled
     finally:
         broker.stop()
     return 0

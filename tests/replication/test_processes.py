@@ -216,3 +216,27 @@ def test_processes_changing_the_partition_state_at_once_lose_no_change(tmp_path)
     procs = [subprocess.Popen([sys.executable, "-c", CAS_LOOP, path, "0", "40"], env=env) for _ in range(4)]
     assert [p.wait() for p in procs] == [0] * 4
     assert read_state(path).partition_epoch == 160
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="tgkill, /proc/<pid>/task: Linux")
+def test_a_replica_process_stops_on_sigterm_whichever_of_its_threads_takes_it(tmp_path):
+    """The kernel hands a process's SIGTERM to any thread that does not block it; Python runs
+    the handler only in the main thread, so a main thread waiting without end never saw one
+    taken by another thread, and close() waited for ever. Sent to each thread in turn here."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    tgkill = 234  # SYS_tgkill on x86_64; aarch64 has 131
+    if os.uname().machine == "aarch64":
+        tgkill = 131
+    proc, _ = start_process(tmp_path / "broker-0" / "events-0", 0)
+    try:
+        threads = sorted(int(t) for t in os.listdir(f"/proc/{proc.pid}/task") if int(t) != proc.pid)
+        assert threads, "the replica process runs threads besides its main one"
+        assert libc.syscall(tgkill, proc.pid, threads[-1], signal.SIGTERM) == 0, ctypes.get_errno()
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        proc.stdin.close()
+        proc.stdout.close()
