@@ -9,8 +9,9 @@ import os
 import signal
 import subprocess
 import sys
+import warnings
 
-from pylog.errors import ReplicaTransportError
+from pylog.errors import PylogWarning, ReplicaTransportError
 from pylog.log.appends import AppendInfo
 from pylog.replication import wire
 from pylog.replication.client_requests import check_acks, error_from
@@ -40,13 +41,25 @@ def start_process(path, replica_id: int, *options: str) -> tuple[subprocess.Pope
     return proc, (host, int(port))
 
 
-def close_process(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> int:
+#: How long a replica process has to close after SIGTERM before it is killed.
+STOP_TIMEOUT_S = 60.0
+
+
+def close_process(proc: subprocess.Popen, sig: int = signal.SIGTERM, *, stop_timeout_s: float = STOP_TIMEOUT_S) -> int:
     """Send ``sig`` (SIGTERM: a clean close, a stalled process continued first; SIGKILL: a
-    crash), wait for the process to end, close its pipes; returns its exit status."""
+    crash), wait for the process to end, close its pipes; returns its exit status. A process
+    still running ``stop_timeout_s`` after SIGTERM is killed (its log recovers as after a
+    crash) with a :class:`PylogWarning`, rather than waited for without end."""
     if sig == signal.SIGTERM:
         proc.send_signal(signal.SIGCONT)  # a stopped process would hold SIGTERM pending
     proc.send_signal(sig)
-    status = proc.wait()
+    try:
+        status = proc.wait(timeout=stop_timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        status = proc.wait()
+        warnings.warn(f"replica process {proc.pid} did not stop within {stop_timeout_s} s of SIGTERM: killed; "
+                      f"its log recovers when it starts again", PylogWarning, stacklevel=2)
     proc.stdin.close()
     proc.stdout.close()
     return status

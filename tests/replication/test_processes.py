@@ -16,7 +16,7 @@ import pytest
 from pylog import Log
 from pylog.errors import (
     FencedLeaderEpochError, ReplicaTransportError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, NotLeaderOrFollowerError,
-    ReplicationTimeoutError,
+    PylogWarning, ReplicationTimeoutError,
 )
 from pylog.record.encode import encode_batch
 from pylog.replication import ProcessReplicaSet
@@ -240,3 +240,11 @@ def test_a_replica_process_stops_on_sigterm_whichever_of_its_threads_takes_it(tm
         proc.wait()
         proc.stdin.close()
         proc.stdout.close()
+
+
+def test_closing_a_process_that_ignores_sigterm_kills_it_after_the_timeout_with_a_warning():
+    code = "import signal, sys; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); sys.stdin.read()"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdout.readline() == b"ready\n"
+    with pytest.warns(PylogWarning, match=f"replica process {proc.pid} did not stop within 0.5 s of SIGTERM"):
+        assert close_process(proc, stop_timeout_s=0.5) == -signal.SIGKILL
