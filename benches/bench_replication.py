@@ -9,6 +9,7 @@ each reported on its own line."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import socket
 import statistics
@@ -32,6 +33,8 @@ APPENDS = 200
 #: Appends in flight in the pipelined runs: Kafka's producer default
 #: (max.in.flight.requests.per.connection), through ReplicaSet.append_async.
 IN_FLIGHT = 5
+#: Bytes a follower fetches at a time: Kafka's replica.fetch.max.bytes.
+CHUNK = 1 << 20
 
 
 def _values():
@@ -134,14 +137,10 @@ def _raw_sendfile(path: str, size: int, chunk: int) -> float:
     thread = threading.Thread(target=receive)
     thread.start()
     out = socket.create_connection(listener.getsockname())
-    fd = os.open(path, os.O_RDONLY)
     t = time.perf_counter()
-    pos = 0
-    while pos < size:
-        pos += os.sendfile(out.fileno(), fd, pos, min(chunk, size - pos))
+    _send_file(out, path, size, chunk)
     thread.join()
     elapsed = time.perf_counter() - t
-    os.close(fd)
     out.close()
     listener.close()
     return elapsed
@@ -157,15 +156,14 @@ def _fetch_offsets(rs, chunk: int) -> list[int]:
     return [0, *offsets[:-1]]
 
 
-def _fetch_path(rs, offsets: list[int], size: int, chunk: int) -> float:
-    """Seconds for a follower's fetch path (TcpEndpoint against the leader's ReplicaServer,
-    the follower's receive buffer, the cut to whole batches) to bring the ``size`` bytes
-    of the log from ``offsets``, ``chunk`` per fetch."""
-    endpoint = TcpEndpoint(rs.serve(), reuse_buffer=True)
+def _timed_fetches(endpoint, epoch: int, offsets: list[int], size: int, chunk: int) -> float:
+    """Seconds for a follower's fetch path (``endpoint`` against the leader's ReplicaServer,
+    the follower's receive buffer, the cut to whole batches) to bring the ``size`` bytes of
+    the log from ``offsets``, ``chunk`` per fetch; closes ``endpoint``."""
     got = 0
     t = time.perf_counter()
     for offset in offsets:
-        _, raw = endpoint.fetch(FetchRequest(1, rs.leader_epoch, offset, chunk, 0))
+        _, raw = endpoint.fetch(FetchRequest(1, epoch, offset, chunk, 0))
         got += len(complete_batches(raw))
     elapsed = time.perf_counter() - t
     endpoint.close()
@@ -173,22 +171,49 @@ def _fetch_path(rs, offsets: list[int], size: int, chunk: int) -> float:
     return elapsed
 
 
-def test_follower_fetch_path_vs_raw_sendfile(benchmark, tmp_path):
-    chunk = 1 << 20
+def _fetch_path(rs, offsets: list[int], size: int, chunk: int) -> float:
+    return _timed_fetches(TcpEndpoint(rs.serve(), reuse_buffer=True), rs.leader_epoch, offsets, size, chunk)
+
+
+def _send_file(sock, path: str, size: int, chunk: int) -> None:
+    """``size`` bytes of ``path`` to ``sock`` with ``os.sendfile``, ``chunk`` per call."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        pos = 0
+        while pos < size:
+            pos += os.sendfile(sock.fileno(), fd, pos, min(chunk, size - pos))
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _leader_log(tmp_path, chunk: int):
+    """A leader holding APPENDS batches in one segment, its follower remote: yields the set,
+    the segment's path and size, and the offsets a follower fetches from."""
     with ReplicaSet(tmp_path / "rs", "b-0", replicas=2, remote_replicas=(1,), segment_bytes=1 << 30) as rs:
         values = _values()
         for _ in range(APPENDS):
             rs.append(values, acks=1)
         seg = rs.log(0).active_segment
-        size = seg.size_bytes
-        offsets = _fetch_offsets(rs, chunk)
-        raw, fetched = [], []
+        yield rs, seg.log_path, seg.size_bytes, _fetch_offsets(rs, chunk)
 
-        def run():  # alternated, as the throughput runs are
-            raw.append(_raw_sendfile(seg.log_path, size, chunk))
-            fetched.append(_fetch_path(rs, offsets, size, chunk))
-        benchmark.pedantic(run, rounds=5, iterations=1)
-    _record_round_ratios("replication: follower fetch path vs raw sendfile", 0.8, raw, fetched, size)
+
+def _fetch_rounds(benchmark, name: str, raw_round, fetch_round, size: int) -> None:
+    """Five rounds of raw sendfile then the fetch path, back to back as the throughput runs
+    are, reported per round."""
+    raw, fetched = [], []
+
+    def run():
+        raw.append(raw_round())
+        fetched.append(fetch_round())
+    benchmark.pedantic(run, rounds=5, iterations=1)
+    _record_round_ratios(name, 0.8, raw, fetched, size)
+
+
+def test_follower_fetch_path_vs_raw_sendfile(benchmark, tmp_path):
+    with _leader_log(tmp_path, CHUNK) as (rs, path, size, offsets):
+        _fetch_rounds(benchmark, "replication: follower fetch path vs raw sendfile",
+                      lambda: _raw_sendfile(path, size, CHUNK), lambda: _fetch_path(rs, offsets, size, CHUNK), size)
 
 
 class _FollowerProcess:
@@ -220,11 +245,7 @@ class _FollowerProcess:
             conn, _ = listener.accept()
             with conn:
                 conn.recv(1)  # go
-                fd = os.open(path, os.O_RDONLY)
-                pos = 0
-                while pos < size:
-                    pos += os.sendfile(conn.fileno(), fd, pos, min(chunk, size - pos))
-                os.close(fd)
+                _send_file(conn, path, size, chunk)
                 return self.seconds()
 
     def fetch_path(self, rs, offsets: list[int], size: int, chunk: int) -> float:
@@ -246,40 +267,16 @@ def _receive(words: list[str]) -> float:
     port, epoch, size, chunk, *offsets = map(int, words[1:])
     endpoint = TcpEndpoint(("127.0.0.1", port), reuse_buffer=True)
     endpoint.offsets_for_leader_epoch(1, epoch, epoch)  # connected, as the raw round is, before the clock
-    got = 0
-    t = time.perf_counter()
-    for offset in offsets:
-        _, raw = endpoint.fetch(FetchRequest(1, epoch, offset, chunk, 0))
-        got += len(complete_batches(raw))
-    elapsed = time.perf_counter() - t
-    endpoint.close()
-    assert got == size
-    return elapsed
+    return _timed_fetches(endpoint, epoch, offsets, size, chunk)
 
 
 def test_follower_process_fetch_path_vs_raw_sendfile(benchmark, tmp_path):
     """The same comparison with the receiving side in its own process, as a follower process
     is deployed: both the raw receiver and the follower's fetches run there."""
-    chunk = 1 << 20
-    with ReplicaSet(tmp_path / "rs", "b-0", replicas=2, remote_replicas=(1,), segment_bytes=1 << 30) as rs:
-        values = _values()
-        for _ in range(APPENDS):
-            rs.append(values, acks=1)
-        seg = rs.log(0).active_segment
-        size = seg.size_bytes
-        offsets = _fetch_offsets(rs, chunk)
-        raw, fetched = [], []
-        follower = _FollowerProcess()
-
-        def run():
-            raw.append(follower.raw_sendfile(seg.log_path, size, chunk))
-            fetched.append(follower.fetch_path(rs, offsets, size, chunk))
-        try:
-            benchmark.pedantic(run, rounds=5, iterations=1)
-        finally:
-            follower.close()
-    _record_round_ratios("replication: follower process fetch path vs raw sendfile to a process", 0.8, raw,
-                         fetched, size)
+    with _leader_log(tmp_path, CHUNK) as (rs, path, size, offsets), contextlib.closing(_FollowerProcess()) as follower:
+        _fetch_rounds(benchmark, "replication: follower process fetch path vs raw sendfile to a process",
+                      lambda: follower.raw_sendfile(path, size, CHUNK),
+                      lambda: follower.fetch_path(rs, offsets, size, CHUNK), size)
 
 
 def test_append_latency_acks_1_and_all(benchmark, tmp_path):
