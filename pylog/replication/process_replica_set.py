@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import threading
+from dataclasses import replace
 
 from pylog.errors import (
     InvalidArgumentError, LeaderNotAvailableError, OffsetOutOfRangeError, ReplicationError,
@@ -146,8 +147,9 @@ class ProcessReplicaSet:
     # ==== facts =======================================================================================
     @property
     def state(self) -> PartitionState:
-        """The partition state as recorded now (the leader may have changed its ISR)."""
-        return read_state(self.state_path)
+        """The partition state as recorded now (the leader may have changed its ISR), with
+        the replicas assigned (the record itself holds no assignment, as Kafka's does not)."""
+        return replace(read_state(self.state_path), replicas=self.replica_ids)
 
     @property
     def leader(self) -> int:

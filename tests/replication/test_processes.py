@@ -61,6 +61,7 @@ def test_the_leader_process_is_sigkilled_after_acknowledging_acks_all_records_an
         rs.fail_replica(old)  # SIGKILL
         assert proc.returncode == -signal.SIGKILL
         assert rs.leader != old and rs.leader_epoch == epoch + 1 and old not in rs.isr
+        assert rs.state.replicas == (0, 1, 2)
         assert replica_values(rs, rs.leader) == sent
         wait_until(lambda: rs.high_watermark == len(sent), "the new leader's high watermark to reach the old one's")
         assert [r.value for r in rs.records()] == sent
