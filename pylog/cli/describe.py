@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import os
 from datetime import datetime, timezone
+from itertools import groupby
 
-from pylog.cli.common import is_partition_dir, no_partitions, open_manager, table
-from pylog.errors import LogDirNotFoundError
+from pylog.cli.common import add_exclude_internal_argument, is_partition_dir, no_partitions, open_manager, table, \
+    wanted_topics
+from pylog.errors import LogDirNotFoundError, UnknownTopicError
 from pylog.partition_dir import parse_partition_dir
 
 COLUMNS = ["topic", "partition", "log_start_offset", "log_end_offset", "high_watermark", "last_stable_offset",
@@ -30,14 +32,18 @@ def add_parser(sub) -> None:
                    help="one JSON list, an object per partition (offsets, bytes, epoch-ms timestamps, topic_config)")
     p.add_argument("--raw", action="store_true",
                    help="plain numbers: bytes instead of KiB/MiB, epoch milliseconds instead of UTC times")
+    p.add_argument("--topic", help="only the topics this regular expression matches (whole name)")
+    add_exclude_internal_argument(p)
     p.set_defaults(run=run)
 
 
-def describe(path: str) -> list[dict]:
+def describe(path: str, topic: str | None = None, *, exclude_internal: bool = False) -> list[dict]:
     """One row per partition of the log dir ``path``, or the one row of the partition
-    directory ``path``. Raises :class:`LogDirNotFoundError` for a missing path and
-    :class:`InvalidArgumentError` for a directory holding no partition. Reads each
-    partition's first batch and its segments' metadata."""
+    directory ``path``; only the topics ``topic`` (a regular expression) matches, and
+    without Kafka's internal topics when ``exclude_internal``. Raises
+    :class:`LogDirNotFoundError` for a missing path and :class:`InvalidArgumentError`
+    when no partition is left. Reads each partition's first batch and its segments'
+    metadata."""
     if not os.path.isdir(path):
         raise LogDirNotFoundError(f"no such directory {path}")
     if is_partition_dir(path):
@@ -46,8 +52,12 @@ def describe(path: str) -> list[dict]:
     else:
         root, wanted = path, None
     with open_manager(root, read_only=True) as m:
-        rows = [_row(m, topic, p) for topic in m.topics() for p in m.partitions(topic)
-                if wanted is None or (topic, p) in wanted]
+        topics = wanted_topics(m.topics(), topic, exclude_internal=exclude_internal)
+        all_there = len(topics) == len(m.topics())
+        rows = [_row(m, t, p) for t in topics for p in m.partitions(t) if wanted is None or (t, p) in wanted]
+    if not rows and not all_there:
+        raise UnknownTopicError(f"no topic of {path} matches --topic {topic!r}" if topic is not None
+                                else f"{path} holds only Kafka's internal topics")
     if not rows:
         raise no_partitions(path, "describe")
     return rows
@@ -95,19 +105,35 @@ def _human(row: dict) -> dict:
 
 
 def report_lines(rows: list[dict], *, raw: bool) -> list[str]:
-    """Per topic a ``Topic: ... Configs: ...`` line, then its partitions as a table."""
+    """Per topic a ``Topic: ... Configs: ...`` line, then its partitions as a table, where
+    consecutive partitions that read the same in every column share one row (``4-44``:
+    the 50 mostly empty partitions of ``__consumer_offsets`` take a few lines)."""
     lines = []
+    headers = [HEADERS.get(c, c) for c in COLUMNS if c != "topic"]
     for topic in dict.fromkeys(r["topic"] for r in rows):
         mine = [r if raw else _human(r) for r in rows if r["topic"] == topic]
         configs = ",".join(f"{k}={v}" for k, v in sorted(mine[0]["topic_config"].items()))
         lines.append(f"Topic: {topic}\tPartitionCount: {len(mine)}\tConfigs: {configs}")
-        shown = [{HEADERS.get(c, c): r[c] for c in COLUMNS if c != "topic"} for r in mine]
-        lines += ["  " + line for line in table(shown, [HEADERS.get(c, c) for c in COLUMNS if c != "topic"])
-                  .splitlines()]
+        shown = _runs([{HEADERS.get(c, c): r[c] for c in COLUMNS if c != "topic"} for r in mine])
+        lines += ["  " + line for line in table(shown, headers).splitlines()]
     return lines
 
 
+def _runs(rows: list[dict]) -> list[dict]:
+    """Rows of consecutive partitions equal in every other column, merged into one whose
+    partition is the range ``first-last``."""
+    def same_run(item):  # consecutive partitions keep partition - position constant
+        position, row = item
+        return row["partition"] - position, [(k, v) for k, v in row.items() if k != "partition"]
+    out = []
+    for _, run in groupby(enumerate(rows), key=same_run):
+        run = [row for _, row in run]
+        first, last = run[0]["partition"], run[-1]["partition"]
+        out.append({**run[0], "partition": str(first) if first == last else f"{first}-{last}"})
+    return out
+
+
 def run(args) -> int:
-    rows = describe(args.path)
+    rows = describe(args.path, args.topic, exclude_internal=args.exclude_internal_topics)
     print(json.dumps(rows, indent=1) if args.json else "\n".join(report_lines(rows, raw=args.raw)))
     return 0

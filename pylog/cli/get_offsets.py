@@ -10,9 +10,8 @@ A partition with no such offset is left out, as Kafka leaves it out.
 
 from __future__ import annotations
 
-import re
 
-from pylog.cli.common import internal_topic, open_manager
+from pylog.cli.common import add_exclude_internal_argument, open_manager, wanted_topics
 from pylog.errors import InvalidArgumentError, UnknownTopicError
 
 TIMES = {"latest": -1, "earliest": -2, "max-timestamp": -3}
@@ -26,19 +25,16 @@ def add_parser(sub) -> None:
     p.add_argument("--time", default="latest",
                    help="-1 or latest (default), -2 or earliest, -3 or max-timestamp, or a time in ms: the first "
                         "offset at or after it")
-    p.add_argument("--exclude-internal-topics", action="store_true",
-                   help="leave out __consumer_offsets and __transaction_state")
+    add_exclude_internal_argument(p)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
     timestamp = parse_time(args.time)
     wanted = _partition_ids(args.partitions)
-    pattern = _pattern(args.topic)
     with open_manager(args.root, read_only=True) as manager:
-        found = [(t, p) for t in manager.topics() if pattern.fullmatch(t)
-                 and not (args.exclude_internal_topics and internal_topic(t))
-                 for p in manager.partitions(t) if wanted is None or p in wanted]
+        topics = wanted_topics(manager.topics(), args.topic, exclude_internal=args.exclude_internal_topics)
+        found = [(t, p) for t in topics for p in manager.partitions(t) if wanted is None or p in wanted]
         if not found:
             raise UnknownTopicError(f"no topic-partition in {args.root} matches the given filters")
         for topic, partition in sorted(found, key=lambda tp: f"{tp[0]}-{tp[1]}"):
@@ -69,10 +65,3 @@ def _partition_ids(text: str | None) -> set[int] | None:
         return {int(p) for p in text.split(",")}
     except ValueError:
         raise InvalidArgumentError(f"--partitions {text!r} is not a comma-separated list of ids") from None
-
-
-def _pattern(topic: str | None):
-    try:
-        return re.compile(".*" if topic is None else topic)
-    except re.error as e:
-        raise InvalidArgumentError(f"--topic {topic!r} is not a regular expression: {e}") from None

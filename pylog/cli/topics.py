@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import base64
 import os
-import re
 import uuid
 
 from pylog.checkpoint import read_partition_metadata, write_partition_metadata
-from pylog.cli.common import internal_topic, open_manager
+from pylog.cli.common import add_exclude_internal_argument, open_manager, wanted_topics
 from pylog.config import LogConfig
 from pylog.errors import InvalidArgumentError, InvalidConfigError, PylogError, UnknownTopicError
 from pylog.layout import PARTITION_METADATA
@@ -52,8 +51,7 @@ def add_parser(sub) -> None:
     p.add_argument("--if-not-exists", action="store_true", help="with --create: no error if the topic exists")
     p.add_argument("--if-exists", action="store_true", help="with --alter, --describe, --delete: no error if "
                                                              "no topic matches")
-    p.add_argument("--exclude-internal-topics", action="store_true",
-                   help="leave out __consumer_offsets and __transaction_state")
+    add_exclude_internal_argument(p)
     p.set_defaults(run=run)
 
 
@@ -79,17 +77,10 @@ def run(args) -> int:
 
 
 def _matching(manager, args) -> list[str]:
-    names = [t for t in manager.topics() if not (args.exclude_internal_topics and internal_topic(t))]
-    if args.topic is None:
-        if args.action in ("alter", "delete"):
-            raise InvalidArgumentError(f"--{args.action} needs --topic")
-        return names
-    try:
-        pattern = re.compile(args.topic)
-    except re.error as e:
-        raise InvalidArgumentError(f"--topic {args.topic!r} is not a regular expression: {e}") from None
-    names = [t for t in names if pattern.fullmatch(t)]
-    if not names and not args.if_exists and args.action != "list":
+    if args.topic is None and args.action in ("alter", "delete"):
+        raise InvalidArgumentError(f"--{args.action} needs --topic")
+    names = wanted_topics(manager.topics(), args.topic, exclude_internal=args.exclude_internal_topics)
+    if args.topic is not None and not names and not args.if_exists and args.action != "list":
         raise UnknownTopicError(f"topic {args.topic!r} does not exist in {args.root}")
     return names
 

@@ -61,6 +61,36 @@ def test_the_lso_column_stops_at_an_open_transaction(tmp_path):
     assert (row["log_end_offset"], row["high_watermark"], row["last_stable_offset"]) == (4, 4, 2)
 
 
+def test_consecutive_partitions_that_read_alike_share_a_row_of_the_table_not_of_the_json(tmp_path):
+    with LogManager(tmp_path / "root") as m:
+        m.create_topic("events", 6)
+        m.log("events", 2).append([Record(b"e", timestamp=TS)])
+    out = pylog("describe", tmp_path / "root", "--raw").stdout.decode()
+    assert re.findall(r"^  (\S+) +0 +(\d) ", out, re.M) == [("0-1", "0"), ("2", "1"), ("3-5", "0")]
+    assert "PartitionCount: 6" in out
+    rows = json.loads(pylog("describe", tmp_path / "root", "--json").stdout)
+    assert [row["partition"] for row in rows] == [0, 1, 2, 3, 4, 5]
+
+
+def test_topic_and_exclude_internal_topics_choose_the_topics_shown(tmp_path):
+    root = _log_dir(tmp_path / "root")
+    with LogManager(root) as m:
+        m.create_topic("__consumer_offsets", 3, {"cleanup_policy": "compact"})
+
+    def topics(*options):
+        r = pylog("describe", root, "--json", *options)
+        assert r.returncode == 0, r.stderr
+        return sorted({row["topic"] for row in json.loads(r.stdout)})
+
+    assert topics() == ["__consumer_offsets", "events", "orders"]
+    assert topics("--exclude-internal-topics") == ["events", "orders"]
+    assert topics("--topic", "ord.*") == ["orders"]
+    r = pylog("describe", root, "--topic", "ord")  # the whole name, as kafka-topics.sh matches it
+    assert r.returncode == 1 and f"no topic of {root} matches --topic 'ord'" in r.stderr.decode()
+    r = pylog("describe", root, "--topic", "(")
+    assert r.returncode == 1 and "--topic '(' is not a regular expression" in r.stderr.decode()
+
+
 def test_a_directory_without_partitions_is_a_one_line_error(tmp_path):
     (tmp_path / "empty" / "not-a-partition").mkdir(parents=True)
     r = pylog("describe", tmp_path / "empty")
