@@ -1,6 +1,8 @@
 """A long-lived reader polling an idle log at its end: the cost of one poll must not grow
 with the number of segments (no directory listing per poll), so the per-poll time at
-10,000 segments is compared with the one at 10, in the same run."""
+10,000 segments is compared with the one at 10, in the same run. And what a roll of the
+writer costs such a reader, which then lists the directory again: its relist of 10,000
+segments against the ``listdir`` alone."""
 
 from __future__ import annotations
 
@@ -41,3 +43,17 @@ def _timed(fn) -> float:
     t = time.perf_counter()
     fn()
     return time.perf_counter() - t
+
+
+def test_reader_relist_after_a_roll_vs_listing(benchmark, tmp_path):
+    path = tmp_path / "relist-0"
+    _build(path, 10_000)
+    with Log.open(path, read_only=True) as reader:
+        benchmark.pedantic(lambda: reader.refresh(relist=True), rounds=5)
+        relist = best_of(lambda: reader.refresh(relist=True), repeat=5)
+        assert len(reader.segments) >= 10_000
+    listing = best_of(lambda: os.listdir(path), repeat=5)
+    record_figure("reader relist segments=10000", relist_ms=round(relist * 1000, 1),
+                  listdir_ms=round(listing * 1000, 2))
+    record_ratio("a reader's relist after a roll, 10,000 segments, vs listing the directory", relist / listing, 3.0,
+                 f"{relist * 1000:.0f} ms vs {listing * 1000:.0f} ms", higher_is_better=False)

@@ -395,7 +395,7 @@ class LocalLog:
         while True:
             self._dir_watch.mark()
             try:
-                return dict(live_segment_bases(self.path, read_only=True))
+                return dict(live_segment_bases(self.path))
             except OSError as e:
                 attempts += 1
                 if e.errno != errno.ENOENT or attempts == RELIST_ATTEMPTS:
