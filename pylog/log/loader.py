@@ -62,7 +62,7 @@ _KINDS = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, ".snaps
 
 def parse_segment_file(name: str) -> tuple[int, str, str] | None:
     """``00000000000000000042.log.swap`` -> ``(42, ".log", ".swap")``; None for other names."""
-    if len(name) < 24 or name[20] != "." or not name[:20].isdigit():
+    if len(name) < 24 or name[20] != "." or not (name[:20].isascii() and name[:20].isdigit()):
         return None
     rest = name[20:]
     for kind in _KINDS:

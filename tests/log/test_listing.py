@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from pylog import listing
 from pylog.listing import KINDS, Listing, _bases_python
+from pylog.log.loader import has_temp_files, live_segment_bases
 
 STRAY = ["leader-epoch-checkpoint", "partition.metadata", ".kafka_cleanshutdown", "x.log", "",
          "0000000000000000000a.log", "000000000000000000001.log", "0000000000000000001.log",
@@ -41,3 +42,21 @@ def test_the_c_extension_and_python_agree_on_a_large_kafka_listing():
     for suffix in KINDS:
         assert listing._speedups.segment_names(names, KINDS)[KINDS.index(suffix)] == _bases_python(names, suffix)
     assert Listing(names).offsets(".log")[-1] == 2_999_700
+
+
+leftover_listings = st.lists(st.builds(lambda b, k, extra: f"{b:020d}{k}{extra}", st.integers(0, 10**6),
+                                       st.sampled_from(KINDS), st.sampled_from(["", "", ".deleted", ".cleaned"]))
+                             | st.sampled_from(STRAY), unique=True, max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(leftover_listings)
+def test_a_read_only_open_sees_the_same_segments_whether_or_not_leftover_files_are_listed(names):
+    """Without leftover files the names are only grouped, with them each is parsed: the
+    segments found are the plain ``.log`` files either way (no ``.swap`` here, so the
+    directory itself is never read)."""
+    temp = (".deleted", ".cleaned", ".swap")
+    assert has_temp_files(names) == any(n.endswith(temp) for n in names)
+    plain = sorted(int(n[:20]) for n in names if n[20:] == ".log" and n[:20].isascii() and n[:20].isdigit())
+    assert live_segment_bases("/nonexistent", names) == [(b, "") for b in plain]
+    assert live_segment_bases("/nonexistent", [n for n in names if not n.endswith(temp)]) == [(b, "") for b in plain]
