@@ -158,3 +158,64 @@ def test_an_install_without_a_jdk_says_so_in_one_line_and_packages_no_jar(tmp_pa
     assert [line for line in done.stderr.splitlines() if line.startswith("pylog:")] == [
         "pylog: no JDK (javac) found, so no Spark jar in the package; it is built on first use (docs/spark.md)"]
     assert not list(tmp_path.iterdir())
+
+
+# ---- a compaction's swap, caught mid-way ---------------------------------------------------------
+# Kafka's cleaner (and pylog's) writes a cleaned segment as "<base>.log.cleaned", renames it
+# "<base>.log.swap", renames the segments it replaces "*.deleted", then drops the ".swap".
+# A reader that lists the directory in between must read the ".swap" in their place.
+
+SWAP_KINDS = (".log", ".index", ".timeindex", ".txnindex")
+
+
+def _four_segments(root: Path) -> tuple[Path, list[int]]:
+    """``s-0``: four segments; the second holds an aborted transaction. Returns the partition
+    directory and the segments' base offsets."""
+    part = root / "s-0"
+    with Log.open(part) as log:
+        log.append([b"a%d" % i for i in range(5)])
+        log.roll()
+        log.append([b"aborted-%d" % i for i in range(3)], producer_id=7, producer_epoch=0, base_sequence=0,
+                   is_transactional=True)
+        log.append([b"b%d" % i for i in range(4)])
+        log.append_txn_marker(7, 0, commit=False)
+        log.roll()
+        log.append([b"c%d" % i for i in range(6)])
+        log.roll()
+        log.append([b"d%d" % i for i in range(2)])
+        bases = [s.base_offset for s in log.segments]
+    return part, bases
+
+
+def _name(base: int, kind: str) -> str:
+    return f"{base:020d}{kind}"
+
+
+def _swap_in(part: Path, replaced: list[int], *, old_renamed: bool) -> None:
+    """The cleaned replacement of the segments ``replaced`` (their files put end to end: a
+    cleaning that kept every record; a merged one has no offset or time index, which a
+    reader must do without) as ``.swap`` files, the replaced ones still there or already
+    renamed ``.deleted``."""
+    for kind in SWAP_KINDS:
+        parts = [p for p in (part / _name(b, kind) for b in replaced) if p.exists()]
+        if parts and (kind in (".log", ".txnindex") or len(replaced) == 1):  # fixed-size entries join up
+            (part / (_name(replaced[0], kind) + ".swap")).write_bytes(b"".join(p.read_bytes() for p in parts))
+        if old_renamed:
+            for p in parts:
+                p.rename(str(p) + ".deleted")
+
+
+@pytest.mark.parametrize("replaced", [[1], [1, 2]], ids=["one-segment", "two-merged"])
+@pytest.mark.parametrize("old_renamed", [False, True], ids=["old-still-there", "old-renamed-deleted"])
+def test_a_log_caught_mid_swap_is_read_whole_once_by_both_readers(spark, reader, tmp_path, replaced, old_renamed):
+    part, bases = _four_segments(tmp_path)
+    with Log.open(part, read_only=True) as log:
+        everything = [(r.offset, r.value) for r in log.records()]
+    _swap_in(part, [bases[i] for i in replaced], old_renamed=old_renamed)
+    uncommitted = read_with(spark, reader).load(str(tmp_path)).select("offset", "value").collect()
+    assert sorted((r.offset, bytes(r.value)) for r in uncommitted) == everything
+    committed = (read_with(spark, reader).option("isolationLevel", "read_committed").load(str(tmp_path))
+                 .select("offset", "value").collect())
+    assert sorted((r.offset, bytes(r.value)) for r in committed) == [
+        (o, v) for o, v in everything if not v.startswith(b"aborted")]
+    assert read_with(spark, reader).load(str(tmp_path)).count() == len(everything)

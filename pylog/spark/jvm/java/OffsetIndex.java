@@ -12,11 +12,10 @@ final class OffsetIndex {
     /** The position to start reading {@code segment} for {@code target}: that of the last entry
      *  at or below it, or 0 without a usable index. Cost: one read of the .index file. */
     static int position(File segment, long target, int segmentBytes) throws IOException {
-        String name = segment.getName();
-        File index = new File(segment.getParentFile(), name.substring(0, name.length() - 4) + ".index");
+        File index = SegmentFiles.sibling(segment, ".index");
         if (!index.isFile()) return 0;
         ByteBuffer entries = ByteBuffer.wrap(Files.readAllBytes(index.toPath()));
-        long base = RangeReader.baseOffset(segment);
+        long base = SegmentFiles.baseOffset(segment);
         int n = entries.limit() / 8;
         while (n > 1 && entries.getLong((n - 1) * 8) == 0) n--; // preallocated, unwritten tail
         int lo = 0, hi = n - 1, found = -1;

@@ -1,13 +1,13 @@
 package pylog.spark;
 
 import java.io.File;
+import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.ByteOrder;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.zip.CRC32C;
 
@@ -47,13 +47,13 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
         this.part = part;
         this.sink = new RowSink(required, part.topic, part.partition);
         this.decoder = new RecordDecoder(sink, part.start, part.end);
-        File dir = new File(part.dir);
-        this.aborts = part.committed ? Transactions.load(dir, part.start, part.end) : null;
-        this.segments = segmentsFrom(dir, part.start);
+        List<File> live = SegmentFiles.live(new File(part.dir));
+        this.aborts = part.committed ? Transactions.load(live, part.start, part.end) : null;
+        this.segments = from(live, part.start);
         if (segments.isEmpty()) {
             done = true;
         } else {
-            long first = baseOffset(segments.get(0));
+            long first = SegmentFiles.baseOffset(segments.get(0));
             if (first > part.start && part.failOnDataLoss) {
                 throw new IOException(part.topic + "-" + part.partition + ": offset " + part.start
                     + " was removed (the log now starts at " + first + "); set failOnDataLoss=false to skip it");
@@ -61,20 +61,13 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
         }
     }
 
-    /** The .log files of {@code dir} from the one holding {@code start} on, by base offset. */
-    private static List<File> segmentsFrom(File dir, long start) throws IOException {
-        File[] logs = dir.listFiles((d, name) -> name.endsWith(".log") && name.length() == 24);
-        if (logs == null) throw new IOException("no partition dir at " + dir);
-        Arrays.sort(logs, (a, b) -> Long.compare(baseOffset(a), baseOffset(b)));
+    /** The segments from the one holding {@code start} on. */
+    private static List<File> from(List<File> segments, long start) {
         int first = 0;
-        for (int i = 0; i < logs.length; i++) {
-            if (baseOffset(logs[i]) <= start) first = i;
+        for (int i = 0; i < segments.size(); i++) {
+            if (SegmentFiles.baseOffset(segments.get(i)) <= start) first = i;
         }
-        return new ArrayList<>(Arrays.asList(logs).subList(first, logs.length));
-    }
-
-    static long baseOffset(File log) {
-        return Long.parseLong(log.getName().substring(0, 20));
+        return new ArrayList<>(segments.subList(first, segments.size()));
     }
 
     private boolean openNext() throws IOException {
@@ -86,10 +79,13 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
             if (length > Integer.MAX_VALUE) throw new IOException("segment " + file + " is over 2 GiB");
             size = (int) length;
             map = raf.getChannel().map(FileChannel.MapMode.READ_ONLY, 0, size);
+        } catch (FileNotFoundException e) {
+            throw new IOException("segment " + file + " was renamed or deleted while the query read its partition "
+                + "(a compaction or retention ran meanwhile): run the query again", e);
         }
         position = segment == 0 ? OffsetIndex.position(file, part.start, size) : 0;
-        previousLast = baseOffset(file) - 1;
-        segmentEnd = segment + 1 < segments.size() ? baseOffset(segments.get(segment + 1)) : Long.MAX_VALUE;
+        previousLast = SegmentFiles.baseOffset(file) - 1;
+        segmentEnd = segment + 1 < segments.size() ? SegmentFiles.baseOffset(segments.get(segment + 1)) : Long.MAX_VALUE;
         return true;
     }
 

@@ -25,17 +25,17 @@ final class Transactions {
         this.aborted = aborted;
     }
 
-    /** Aborted transactions overlapping offsets [start, end). Cost: one read of each .txnindex file. */
-    static Transactions load(File dir, long start, long end) throws IOException {
+    /** Aborted transactions overlapping offsets [start, end), from the .txnindex files of the
+     *  live {@code segments} (SegmentFiles.live). Cost: one read of each. */
+    static Transactions load(List<File> segments, long start, long end) throws IOException {
         List<long[]> out = new ArrayList<>();
-        File[] files = dir.listFiles((d, name) -> name.endsWith(".txnindex"));
-        if (files != null) {
-            for (File f : files) {
-                ByteBuffer b = ByteBuffer.wrap(Files.readAllBytes(f.toPath()));
-                for (int p = 0; p + ENTRY_BYTES <= b.limit(); p += ENTRY_BYTES) {
-                    long pid = b.getLong(p + 2), first = b.getLong(p + 10), last = b.getLong(p + 18);
-                    if (last >= start && first < end) out.add(new long[] {pid, first});
-                }
+        for (File segment : segments) {
+            File f = SegmentFiles.sibling(segment, ".txnindex");
+            if (!f.isFile()) continue;
+            ByteBuffer b = ByteBuffer.wrap(Files.readAllBytes(f.toPath()));
+            for (int p = 0; p + ENTRY_BYTES <= b.limit(); p += ENTRY_BYTES) {
+                long pid = b.getLong(p + 2), first = b.getLong(p + 10), last = b.getLong(p + 18);
+                if (last >= start && first < end) out.add(new long[] {pid, first});
             }
         }
         out.sort((a, b) -> Long.compare(a[1], b[1]));
