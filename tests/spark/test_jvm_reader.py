@@ -219,3 +219,17 @@ def test_a_log_caught_mid_swap_is_read_whole_once_by_both_readers(spark, reader,
     assert sorted((r.offset, bytes(r.value)) for r in committed) == [
         (o, v) for o, v in everything if not v.startswith(b"aborted")]
     assert read_with(spark, reader).load(str(tmp_path)).count() == len(everything)
+
+
+def test_a_swap_at_or_above_a_cleaned_file_is_an_interrupted_split_both_readers_ignore(spark, reader, tmp_path):
+    """A split stopped before its renames: its first part (here the segment's first batch) as
+    a ``.swap``, another still ``.cleaned``; the segment it splits is still whole."""
+    part, bases = _four_segments(tmp_path)
+    with Log.open(part, read_only=True) as log:
+        everything = [(r.offset, r.value) for r in log.records()]
+    data = (part / _name(bases[1], ".log")).read_bytes()
+    first_batch = data[:12 + int.from_bytes(data[8:12], "big")]
+    (part / (_name(bases[1], ".log") + ".swap")).write_bytes(first_batch)
+    (part / (_name(bases[1], ".log") + ".cleaned")).write_bytes(b"")
+    rows = read_with(spark, reader).load(str(tmp_path)).select("offset", "value").collect()
+    assert sorted((r.offset, bytes(r.value)) for r in rows) == everything
