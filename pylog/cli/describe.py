@@ -41,9 +41,9 @@ def describe(path: str, topic: str | None = None, *, exclude_internal: bool = Fa
     """One row per partition of the log dir ``path``, or the one row of the partition
     directory ``path``; only the topics ``topic`` (a regular expression) matches, and
     without Kafka's internal topics when ``exclude_internal``. Raises
-    :class:`LogDirNotFoundError` for a missing path and :class:`InvalidArgumentError`
-    when no partition is left. Reads each partition's first batch and its segments'
-    metadata."""
+    :class:`LogDirNotFoundError` for a missing path, :class:`UnknownTopicError` when
+    those leave no topic, and :class:`InvalidArgumentError` for a directory holding no
+    partition. Reads each partition's first batch and its segments' metadata."""
     if not os.path.isdir(path):
         raise LogDirNotFoundError(f"no such directory {path}")
     if is_partition_dir(path):
