@@ -134,23 +134,39 @@ class LogConfig:
     @classmethod
     def from_kafka(cls, props: dict) -> "LogConfig":
         """Build from Kafka property names and string values (``{"retention.ms": "1000"}``)."""
-        names = {f.name.replace("_", "."): f for f in fields(cls)}
-        names["compression.type"] = names.pop("compression")
-        kwargs = {}
+        return cls(**cls.kafka_overrides(props))
+
+    @classmethod
+    def kafka_overrides(cls, props: dict) -> dict:
+        """Kafka property names and string values as field names and typed values
+        (``{"retention.ms": "1000"}`` -> ``{"retention_ms": 1000}``), each parsed and
+        range-checked; :class:`InvalidConfigError` for an unknown name or a bad value."""
+        fields_by_name = {kafka_name(f.name): f for f in fields(cls)}
+        overrides = {}
         for key, raw in props.items():
-            f = names.get(key)
+            f = fields_by_name.get(key)
             if f is None:
                 raise InvalidConfigError(f"unknown topic setting {key!r}")
-            kwargs[f.name] = _parse(f, raw)
-        return cls(**kwargs)
+            overrides[f.name] = _parse(f, raw)
+            try:
+                cls(**{f.name: overrides[f.name]})  # this setting's own range check
+            except InvalidConfigError as e:
+                raise InvalidConfigError(f"{key}={raw}: {e}") from None
+        cls(**overrides)  # the checks between settings
+        return overrides
 
     def to_kafka(self) -> dict[str, str]:
         """The settings as Kafka property names and string values."""
         out = {}
         for f in fields(self):
-            name = "compression.type" if f.name == "compression" else f.name.replace("_", ".")
-            out[name] = str(getattr(self, f.name)).lower() if f.type == "bool" else str(getattr(self, f.name))
+            value = getattr(self, f.name)
+            out[kafka_name(f.name)] = str(value).lower() if f.type == "bool" else str(value)
         return out
+
+
+def kafka_name(field_name: str) -> str:
+    """A setting's Kafka property name: ``retention_ms`` -> ``retention.ms``."""
+    return "compression.type" if field_name == "compression" else field_name.replace("_", ".")
 
 
 def build_config(base: LogConfig | dict | None, overrides: dict) -> LogConfig:
@@ -202,5 +218,5 @@ def _parse(f, raw):
                 raise ValueError(raw)
             return raw.lower() == "true"
     except ValueError:
-        raise InvalidConfigError(f"{f.name.replace('_', '.')} = {raw!r} is not a valid {f.type}") from None
+        raise InvalidConfigError(f"{kafka_name(f.name)} = {raw!r} is not a valid {f.type}") from None
     return raw

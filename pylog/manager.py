@@ -104,6 +104,10 @@ class LogManager:
         """The manager's config with the topic's overrides applied."""
         return build_config(self.config, self._topic_overrides.get(topic, {}))
 
+    def topic_overrides(self, topic: str) -> dict:
+        """The topic's own settings (field names and values), as topic-configs.json holds them."""
+        return dict(self._topic_overrides.get(topic, {}))
+
     # -- topics --------------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int = 1, config: LogConfig | dict | None = None) -> "Topic":
         """Create ``partitions`` partition directories (idempotent for an existing topic of

@@ -1,5 +1,6 @@
-"""``pylog topics``, ``pylog get-offsets`` and ``pylog delete-records``: Kafka's options and
-output, through the real ``pylog`` console script; bad input changes nothing."""
+"""``pylog topics``, ``pylog configs``, ``pylog get-offsets`` and ``pylog delete-records``:
+Kafka's options and output, through the real ``pylog`` console script; bad input changes
+nothing."""
 
 from __future__ import annotations
 
@@ -86,6 +87,49 @@ def _offsets_topic(root):
         t = m.create_topic("t", 12)
         for p in (0, 1, 10):
             t.append([Record(b"v", timestamp=1000 * (i + 1)) for i in range(p + 2)], partition=p)
+
+
+def test_configs_describes_and_alters_a_topics_settings_as_kafka_configs(tmp_path):
+    root = tmp_path / "root"
+    ok("topics", root, "--create", "--topic", "events", "--config", "retention.ms=86400000")
+    assert ok("configs", root, "--describe", "--topic", "events") == (
+        "Dynamic configs for topic events are:\n"
+        "  retention.ms=86400000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=86400000}\n")
+    assert ok("configs", root, "--alter", "--entity-type", "topics", "--entity-name", "events", "--add-config",
+              "cleanup.policy=[compact,delete],segment.bytes=1048576", "--delete-config",
+              "retention.ms") == "Completed updating config for topic events.\n"
+    assert ok("configs", root, "--describe", "--topic", "events").splitlines()[1:] == [
+        "  cleanup.policy=compact,delete sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:cleanup.policy=compact,delete}",
+        "  segment.bytes=1048576 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:segment.bytes=1048576}"]
+    every = ok("configs", root, "--describe", "--topic", "events", "--all").splitlines()
+    assert every[0] == "All configs for topic events are:"
+    assert "  retention.ms=604800000 sensitive=false synonyms={DEFAULT_CONFIG:retention.ms=604800000}" in every
+    assert re.search(r"\tConfigs: cleanup.policy=compact,delete,segment.bytes=1048576$",
+                     ok("topics", root, "--describe"), re.M)
+    with LogManager(root) as m:  # a log opened from now on takes them
+        config = m.log("events", 0).config
+        assert (config.cleanup_policy, config.segment_bytes, config.retention_ms) == ("compact,delete", 1048576,
+                                                                                    604_800_000)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--topic", "nope", "--add-config", "retention.ms=1"], "topic 'nope' does not exist"),
+    (["--topic", "events", "--add-config", "retention.mss=1"], "unknown topic setting 'retention.mss'"),
+    (["--topic", "events", "--add-config", "retention.ms=5,segment.bytes=1"], "segment.bytes=1: "),
+    (["--topic", "events", "--add-config", "segment.bytes=big"], "segment.bytes = 'big' is not a valid int"),
+    (["--topic", "events", "--add-config", "retention.ms"], "'retention.ms' is not K=V"),
+    (["--topic", "events", "--delete-config", "retention.ms,bogus"], "unknown topic setting(s) bogus"),
+    (["--topic", "events", "--add-config", "retention.ms=5", "--delete-config", "retention.ms"],
+     "retention.ms both added and deleted"),
+    (["--topic", "events"], "--alter needs --add-config or --delete-config"),
+    (["--add-config", "retention.ms=5"], "--alter needs --topic"),
+])
+def test_a_bad_config_alteration_is_one_line_and_changes_nothing(tmp_path, args, message):
+    root = tmp_path / "root"
+    ok("topics", root, "--create", "--topic", "events", "--config", "retention.ms=86400000")
+    before = (root / "topic-configs.json").read_bytes()
+    assert message in one_line_error("configs", root, "--alter", *args)
+    assert (root / "topic-configs.json").read_bytes() == before
 
 
 def test_get_offsets_prints_kafkas_lines_in_kafkas_order(tmp_path):
