@@ -99,13 +99,17 @@ def _record_throughput(name: str, plain: list[float], times: list[float], goal: 
     _record_round_ratios(name, goal, plain, times, APPENDS * RECORDS_PER_APPEND * VALUE_BYTES)
 
 
-@pytest.mark.parametrize("in_flight", [1, IN_FLIGHT])
-def test_acks_all_with_two_in_process_followers(benchmark, tmp_path, in_flight):
+@pytest.mark.parametrize("in_flight, fetchers", [(1, True), (IN_FLIGHT, True), (IN_FLIGHT, False)])
+def test_acks_all_with_two_in_process_followers(benchmark, tmp_path, in_flight, fetchers):
+    """Followers as threads (``fetchers=True``, the default), or fetching in the thread that
+    waits for the acknowledgement (``fetchers=False``: no hand-over between threads)."""
     def replicated(root, values):
-        with ReplicaSet(root, "b-0", replicas=3, min_insync_replicas=2, segment_bytes=1 << 30) as rs:
+        with ReplicaSet(root, "b-0", replicas=3, min_insync_replicas=2, segment_bytes=1 << 30,
+                        fetchers=fetchers) as rs:
             return _replicated_appends(rs, values, in_flight=in_flight)
     plain, times = _versus_plain(benchmark, tmp_path, replicated)
-    _record_throughput(f"replication: acks=all, 2 in-process followers, {in_flight} in flight vs Log.append",
+    how = "" if fetchers else " fetching in the producer's thread"
+    _record_throughput(f"replication: acks=all, 2 in-process followers{how}, {in_flight} in flight vs Log.append",
                        plain, times, 0.5)
 
 
