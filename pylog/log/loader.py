@@ -18,6 +18,7 @@ damaged tails unread (readers never see past the last whole batch).
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import threading
@@ -166,17 +167,19 @@ def live_segment_bases(directory: str, names: list[str] | None = None) -> list[t
                    and (min_cleaned is None or b < min_cleaned))  # at or above: an interrupted split
     if not swaps:
         return [(b, "") for b in plain]
+    ends = {s: _swap_end(directory, s) for s in swaps}
     out = [(b, SWAP_SUFFIX) for b in swaps]
-    for b in plain:
-        if not any(s <= b < _swap_end(directory, s) for s in swaps):
-            out.append((b, ""))
+    out += [(b, "") for b in plain if not any(s <= b < end for s, end in ends.items())]
     return sorted(out)
 
 
 def _swap_end(directory: str, base: int) -> int:
+    """One past the last offset of the ``.swap`` segment at ``base`` (at least ``base + 1``).
+    ``FileNotFoundError`` when the writer renamed it since the listing: list again."""
     seg = Segment(directory, base, index_bytes=1 << 20, index_interval_bytes=4096, writable=False,
                   suffix=SWAP_SUFFIX)
     try:
+        os.stat(seg.log.path)  # a missing file would read as an empty segment
         return max(seg.next_offset, base + 1)
     finally:
         seg.close()
@@ -212,6 +215,12 @@ class LoadedLog:
     lock: object = None  # the threading.RLock that guards all of the above from now on (``open_partition``)
 
 
+#: How often a read-only log lists its directory again when a file it found is gone before
+#: it read it (the writer's compaction renamed it, its retention deleted it): at its open,
+#: a read, a relist.
+RELIST_ATTEMPTS = 100
+
+
 def open_partition(path, config: LogConfig, *, read_only: bool, io: FileIO, auto_high_watermark: bool,
                    clean_shutdown: bool | None, open_files: OpenFiles) -> LoadedLog:
     """Open (or, unless ``read_only``, create) the partition directory ``path``, lock it
@@ -223,8 +232,16 @@ def open_partition(path, config: LogConfig, *, read_only: bool, io: FileIO, auto
     try:
         if not read_only:
             pdir.lock()
-        loaded = LogLoader(pdir, config, read_only=read_only, io=io, files=open_files.for_owner(lock),
-                           auto_high_watermark=auto_high_watermark, clean_shutdown=clean_shutdown).load()
+        for attempt in range(1, RELIST_ATTEMPTS + 1):
+            loader = LogLoader(pdir, config, read_only=read_only, io=io, files=open_files.for_owner(lock),
+                               auto_high_watermark=auto_high_watermark, clean_shutdown=clean_shutdown)
+            try:
+                loaded = loader.load()
+                break
+            except OSError as e:  # read-only: a file vanished as the writer compacted or rolled: list again
+                loader.segments.close_all()
+                if not read_only or e.errno not in (errno.ENOENT, errno.ESTALE) or attempt == RELIST_ATTEMPTS:
+                    raise
     except BaseException as e:
         pdir.unlock()
         if isinstance(e, OSError) and not isinstance(e, PylogError):

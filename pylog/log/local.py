@@ -20,7 +20,7 @@ from pylog.errors import LogClosedError, OffsetOutOfRangeError, ReadOnlyError
 from pylog.io import FileIO
 from pylog.layout import LEADER_EPOCH_CHECKPOINT, LOG_SUFFIX, SWAP_SUFFIX
 from pylog.log.leader_epoch import LeaderEpochFileCache, read_writers_epochs
-from pylog.log.loader import LoadedLog, live_segment_bases, take_checkpointed_offsets
+from pylog.log.loader import RELIST_ATTEMPTS, LoadedLog, live_segment_bases, take_checkpointed_offsets
 from pylog.log.offsets import LogOffsets
 from pylog.log.segments import batches_from, delete_segment
 from pylog.segment.fetch import FetchData
@@ -31,8 +31,6 @@ from pylog.txn_check import TxnIndexChecker
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
-#: Listings a read-only log takes in a row while files vanish under it (a writer's renames).
-RELIST_ATTEMPTS = 100
 
 
 class LocalLog:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -233,3 +234,49 @@ def test_a_swap_at_or_above_a_cleaned_file_is_an_interrupted_split_both_readers_
     (part / (_name(bases[1], ".log") + ".cleaned")).write_bytes(b"")
     rows = read_with(spark, reader).load(str(tmp_path)).select("offset", "value").collect()
     assert sorted((r.offset, bytes(r.value)) for r in rows) == everything
+
+
+def test_reads_while_the_log_compacts_return_every_key_s_latest_record_once(spark, reader, tmp_path, soak):
+    """A writer appends keyed records and compacts (segments merged, renamed ``.swap``,
+    ``.deleted``) while queries read: each query, whatever renames it met, returns no offset
+    twice and every key's latest record of before it started that nothing superseded since
+    (compaction never removes a key's latest record)."""
+    root = tmp_path / "root"
+    config = dict(segment_bytes=4000, cleanup_policy="compact", min_cleanable_dirty_ratio=0.0,
+                  file_delete_delay_ms=0, min_compaction_lag_ms=0)
+    with LogManager(root) as m:
+        m.create_topic("k", 1, config)
+    latest, lock, stop, failures = {}, threading.Lock(), threading.Event(), []
+
+    def writer():
+        try:
+            with Log.open(root / "k-0", config) as log:
+                for n in range(10**9):
+                    if stop.is_set():
+                        return
+                    records = [Record(b"v%d" % i, key=b"key%d" % (i * 7 % 50)) for i in range(5 * n, 5 * n + 5)]
+                    info = log.append(records)
+                    with lock:
+                        latest.update((r.key, info.first_offset + i) for i, r in enumerate(records))
+                    if n % 40 == 39:
+                        log.compact()
+        except Exception as e:  # reported by the test, not lost in the thread
+            failures.append(e)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        for _ in range(1000 if soak else 40):
+            with lock:
+                before = dict(latest)
+            rows = read_with(spark, reader).load(str(root)).select("offset", "key").collect()
+            with lock:
+                after = dict(latest)
+            offsets = [r.offset for r in rows]
+            assert len(offsets) == len(set(offsets))
+            read = set(offsets)
+            assert [(k, o) for k, o in before.items() if after[k] == o and o not in read] == []
+    finally:
+        stop.set()
+        thread.join()
+    assert failures == []

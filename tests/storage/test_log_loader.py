@@ -91,6 +91,27 @@ def test_a_swap_file_replaces_the_segments_it_covers(part):
     assert not any(n.endswith(".swap") for n in os.listdir(part))
 
 
+def test_a_read_only_open_lists_again_when_the_writer_finishes_a_swap_under_it(part, monkeypatch):
+    """The writer renames the ``.swap`` over the segments it replaces between the reader's
+    listing and its first read of the ``.swap`` file: the open lists again (it used to fail
+    with "cannot open ...log.swap: No such file or directory")."""
+    import pylog.log.loader as loader
+    segments = bases(part)
+    merge_into_swap(part, segments[0], segments[1])
+    swap_end = loader._swap_end
+
+    def writer_finishes_the_swap_first(directory, base):
+        if (part / name(base, ".log.swap")).exists():
+            for old in segments[:2]:
+                (part / name(old, ".log")).rename(part / name(old, ".log.deleted"))
+            (part / name(base, ".log.swap")).rename(part / name(base, ".log"))
+        return swap_end(directory, base)
+    monkeypatch.setattr(loader, "_swap_end", writer_finishes_the_swap_first)
+    with Log.open(part, read_only=True) as log:
+        assert [s.base_offset for s in log.segments] == [segments[0], *segments[2:]]
+        assert values(log) == expected_values() and log.check() == []
+
+
 def test_a_swap_file_after_an_unclean_stop(part):
     segments = bases(part)
     merge_into_swap(part, segments[0], segments[1])

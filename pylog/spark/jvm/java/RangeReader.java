@@ -7,6 +7,7 @@ import java.io.RandomAccessFile;
 import java.nio.ByteOrder;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.NoSuchFileException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.zip.CRC32C;
@@ -28,11 +29,16 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
     private static final int TARGET_ROWS = 4096;
     private static final int V2_HEADER = 61;
 
+    /** Listings a task takes in a row while a writer's compaction or retention renames and
+     *  deletes files under it (the Python reader's RELIST_ATTEMPTS). */
+    private static final int RELIST_ATTEMPTS = 100;
+
     private final RangePartition part;
+    private final File dir;
     private final RowSink sink;
-    private final RecordDecoder decoder;
-    private final Transactions aborts;
-    private final List<File> segments;
+    private RecordDecoder decoder;
+    private Transactions aborts;
+    private List<File> segments;
     private final CRC32C crc = new CRC32C();
     private int segment = -1;
     private File file;
@@ -40,16 +46,19 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
     private int position, size;
     /** The last offset of the segment's previous batch, and the next segment's base offset. */
     private long previousLast, segmentEnd;
+    /** Rows start at {@code from}: the range's start, or after what was read before a relist. */
+    private long from, readThrough;
+    private int relists;
+    /** Where a batch last failed the offset checks: a second failure there, after a relist, is corruption. */
+    private String suspect;
     private byte[] buf = new byte[1 << 16];
     private boolean done;
 
     RangeReader(RangePartition part, StructType required) throws IOException {
         this.part = part;
+        this.dir = new File(part.dir);
         this.sink = new RowSink(required, part.topic, part.partition);
-        this.decoder = new RecordDecoder(sink, part.start, part.end);
-        List<File> live = SegmentFiles.live(new File(part.dir));
-        this.aborts = part.committed ? Transactions.load(live, part.start, part.end) : null;
-        this.segments = from(live, part.start);
+        resumeAt(part.start);
         if (segments.isEmpty()) {
             done = true;
         } else {
@@ -61,8 +70,37 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
         }
     }
 
+    /** List the segments (again) and read on from {@code offset}: at the start, and when a
+     *  file vanished or a batch left its segment's range because a compaction or retention
+     *  changed the directory since the last listing. The records kept keep their offsets,
+     *  so reading on from the next offset of a fresh listing returns each record once. */
+    private void resumeAt(long offset) throws IOException {
+        while (true) {
+            try {
+                List<File> live = SegmentFiles.live(dir);
+                if (aborts == null && part.committed) aborts = Transactions.load(live, part.start, part.end);
+                segments = fromFloorOf(live, offset);
+                break;
+            } catch (FileNotFoundException | NoSuchFileException e) {
+                countRelist(e);
+            }
+        }
+        from = offset;
+        readThrough = offset - 1;
+        decoder = new RecordDecoder(sink, from, part.end);
+        segment = -1;
+        map = null;
+    }
+
+    private void countRelist(IOException cause) throws IOException {
+        if (++relists > RELIST_ATTEMPTS) {
+            throw new IOException("the files of " + part.topic + "-" + part.partition + " in " + dir + " kept changing "
+                + "under the query (" + RELIST_ATTEMPTS + " listings): " + cause.getMessage(), cause);
+        }
+    }
+
     /** The segments from the one holding {@code start} on. */
-    private static List<File> from(List<File> segments, long start) {
+    private static List<File> fromFloorOf(List<File> segments, long start) {
         int first = 0;
         for (int i = 0; i < segments.size(); i++) {
             if (SegmentFiles.baseOffset(segments.get(i)) <= start) first = i;
@@ -79,11 +117,12 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
             if (length > Integer.MAX_VALUE) throw new IOException("segment " + file + " is over 2 GiB");
             size = (int) length;
             map = raf.getChannel().map(FileChannel.MapMode.READ_ONLY, 0, size);
-        } catch (FileNotFoundException e) {
-            throw new IOException("segment " + file + " was renamed or deleted while the query read its partition "
-                + "(a compaction or retention ran meanwhile): run the query again", e);
+            position = segment == 0 ? OffsetIndex.position(file, from, size) : 0;
+        } catch (FileNotFoundException | NoSuchFileException e) {  // renamed or deleted since the listing
+            countRelist(e);
+            resumeAt(readThrough + 1);
+            return true;
         }
-        position = segment == 0 ? OffsetIndex.position(file, part.start, size) : 0;
         previousLast = SegmentFiles.baseOffset(file) - 1;
         segmentEnd = segment + 1 < segments.size() ? SegmentFiles.baseOffset(segments.get(segment + 1)) : Long.MAX_VALUE;
         return true;
@@ -119,22 +158,34 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
         if (magic > 2) throw corrupt("unknown magic " + magic);
         if (magic == 2 && total < V2_HEADER) throw corrupt("v2 batch of " + total + " bytes is shorter than its header");
         // a legacy entry's offset is its last (a compressed wrapper's inner messages end there)
-        follows(base, magic == 2 ? base + map.getInt(position + 23) : base);
+        long last = magic == 2 ? base + map.getInt(position + 23) : base;
+        if (!follows(base, last)) return;
         if (magic == 2) {
             readV2(base, total);
         } else {
             readLegacy(base, total);
         }
         position += total;
+        readThrough = Math.max(readThrough, last);
     }
 
-    /** Fails unless a batch of offsets [first, last] follows the previous one inside the segment's range. */
-    private void follows(long first, long last) throws IOException {
+    /** Whether a batch of offsets [first, last] follows the previous one inside the segment's
+     *  range. When it does not, the listing may be stale (a compaction merged segments since):
+     *  the first time at a place, list again and read on (false); the second time, fail. */
+    private boolean follows(long first, long last) throws IOException {
         if (first <= previousLast || last < first || last >= segmentEnd) {
+            String here = file.getPath() + "@" + position;
+            if (!here.equals(suspect)) {
+                suspect = here;
+                countRelist(corrupt("batch holds offsets " + first + ".." + last));
+                resumeAt(readThrough + 1);
+                return false;
+            }
             String expected = "after " + previousLast + (segmentEnd == Long.MAX_VALUE ? "" : " and below " + segmentEnd);
             throw corrupt("batch holds offsets " + first + ".." + last + ", expected " + expected);
         }
         previousLast = last;
+        return true;
     }
 
     private void readV2(long base, int total) throws IOException {
@@ -150,7 +201,7 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
             throw corrupt(String.format("CRC mismatch (stored %08x, computed %08x)", stored, (int) crc.getValue()));
         }
         if (last >= part.end - 1) done = true;
-        if (last < part.start) return;
+        if (last < from) return;
         short attributes = map.getShort(position + 21);
         boolean control = (attributes & 0x20) != 0, transactional = (attributes & 0x10) != 0;
         long producerId = map.getLong(position + 43);
@@ -160,7 +211,7 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
             return;
         }
         if (aborts != null && aborts.skip(producerId, transactional, last)) return;
-        if (!sink.needsRecords && base >= part.start && last < part.end
+        if (!sink.needsRecords && base >= from && last < part.end
                 && (sink.offset == null || count == last - base + 1)) {
             if (sink.offset == null) {
                 sink.addRows(count);  // no column to fill: the rows are only counted
@@ -192,7 +243,7 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
     }
 
     private void readLegacy(long last, int total) throws IOException {
-        if (last < part.start) return;
+        if (last < from) return;
         byte[] entry = copy(total);
         try {
             decoder.legacy(entry, 0, total, null);
