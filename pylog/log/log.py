@@ -10,6 +10,7 @@ live in the log dir's checkpoint files; a clean close lets the next open skip re
 from __future__ import annotations
 
 import contextlib
+import errno
 
 from pylog import retention
 from pylog.arguments import check_choice, check_int, check_txn_marker
@@ -22,7 +23,7 @@ from pylog.log.appends import AppendInfo, AppendSummary, assign_offsets, check_f
 from pylog.log.appends import checked_records, client_batches, duplicate_info, encode_records, whole_batches
 from pylog.log.cleaner_view import LogCleanerView
 from pylog.log.committed import CommittedReadState
-from pylog.log.loader import LoadedLog, lso_after, open_partition
+from pylog.log.loader import RELIST_ATTEMPTS, LoadedLog, lso_after, open_partition
 from pylog.log.local import MAX_TIMESTAMP, LocalLog
 from pylog.log.validation import validate_timestamps
 from pylog.record import arrow
@@ -167,8 +168,10 @@ class Log(contextlib.AbstractContextManager):
         """min(first offset of an open transaction, high watermark); a read-only log first
         replays the producer batches it has not seen (``CommittedReadState``)."""
         if self.read_only:
-            with self._lock:
-                self._producers = self._committed.catch_up(self._local, self._offsets)
+            def catch_up():
+                with self._lock:
+                    self._producers = self._committed.catch_up(self._local, self._offsets)
+            self._following_the_writer(catch_up)
         high_watermark = self._offsets.high_watermark
         fuo = self._producers.first_unstable_offset(None if self.auto_high_watermark else high_watermark,
                                                     self.log_start_offset)
@@ -354,7 +357,19 @@ class Log(contextlib.AbstractContextManager):
         start, -1: the log end, -3: the largest timestamp's); None if none. O(segments + index_interval)."""
         self._local.check_open()
         check_int(timestamp, "timestamp", (MAX_TIMESTAMP, INT64_MAX))
-        return self._local.offset_for_timestamp(timestamp, self.log_start_offset)
+        return self._following_the_writer(lambda: self._local.offset_for_timestamp(timestamp, self.log_start_offset))
+
+    def _following_the_writer(self, read):
+        """``read()``; for a read-only log whose writer renamed or deleted a file under it
+        (compaction, retention: ENOENT, ESTALE), again after listing the directory again,
+        up to RELIST_ATTEMPTS times. A writable log runs it once."""
+        for attempt in range(1, RELIST_ATTEMPTS + 1):
+            try:
+                return read()
+            except OSError as e:
+                if not self.read_only or e.errno not in (errno.ENOENT, errno.ESTALE) or attempt == RELIST_ATTEMPTS:
+                    raise
+                self.refresh(relist=True)
 
     def truncate_to(self, offset: int) -> None:
         """Remove every offset >= ``offset`` (whole batches: the batch holding ``offset``

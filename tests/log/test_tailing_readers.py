@@ -391,6 +391,65 @@ def test_read_only_reader_sees_a_segment_it_measured_grow_after_a_roll(tmp_path)
         assert [x.offset for x in r.records(1)] == list(range(1, 31))
 
 
+@pytest.mark.parametrize("answer", ["last_stable_offset", "offset_for_timestamp"])
+def test_a_reader_caught_in_a_compaction_s_renames_lists_again(tmp_path, monkeypatch, answer):
+    """The reader listed segments 4 and 8, then the writer's compaction began replacing them
+    with one cleaned segment: its ``.swap`` written, segment 4's indexes already renamed
+    ``.deleted``, its ``.log`` not yet. The reader's last stable offset (a replay of the
+    producer batches) and timestamp lookup meet the missing index: they list again (by
+    then the writer finished) and answer as the writer does, where they used to fail with
+    FileNotFoundError."""
+    from pylog import Record
+    path = tmp_path / "t-0"
+    with Log.open(path, segment_bytes=300) as w:
+        for i in range(40):
+            w.append([Record(b"v%d" % i, timestamp=1000 + i)])
+        bases = [s.base_offset for s in w.segments]
+        expected = getattr(w, answer) if answer == "last_stable_offset" else w.offset_for_timestamp(1006)
+    assert bases[1:3] == [4, 8]
+    name = lambda base, suffix: path / f"{base:020d}{suffix}"  # noqa: E731
+    with Log.open(path, read_only=True) as r:
+        name(4, ".log.swap").write_bytes(name(4, ".log").read_bytes() + name(8, ".log").read_bytes())
+        for suffix in (".index", ".timeindex"):
+            name(4, suffix).rename(str(name(4, suffix)) + ".deleted")
+        refresh = r.refresh
+
+        def writer_finished_meanwhile(**kwargs):
+            if name(4, ".log.swap").exists():
+                for base, suffix in [(4, ".log"), (8, ".log"), (8, ".index"), (8, ".timeindex")]:
+                    name(base, suffix).rename(str(name(base, suffix)) + ".deleted")
+                name(4, ".log.swap").rename(name(4, ".log"))
+            return refresh(**kwargs)
+        monkeypatch.setattr(r, "refresh", writer_finished_meanwhile)
+        found = r.last_stable_offset if answer == "last_stable_offset" else r.offset_for_timestamp(1006)
+        assert found == expected
+        assert [x.value for x in r.records()] == [b"v%d" % i for i in range(40)]
+
+
+@pytest.mark.parametrize("answer", ["last_stable_offset", "offset_for_timestamp"])
+def test_a_file_gone_between_a_reader_s_look_and_its_read_is_listed_again(tmp_path, monkeypatch, answer):
+    """The race the test above cannot time: a file the reader found is gone when it reads
+    it (FileNotFoundError, as from a writer's rename in between). The reader lists again
+    and answers; it used to fail."""
+    import errno
+    path = tmp_path / "t-0"
+    with Log.open(path, segment_bytes=300) as w:
+        for i in range(40):
+            w.append([b"v%d" % i], timestamp=1000 + i)
+    with Log.open(path, read_only=True) as r:
+        gone = []
+        read_file = LocalLog.batches_between if answer == "last_stable_offset" else LocalLog.offset_for_timestamp
+
+        def vanishes_once(self, *args):
+            if not gone:
+                gone.append(True)
+                raise FileNotFoundError(errno.ENOENT, "No such file or directory", "00000000000000000004.timeindex")
+            return read_file(self, *args)
+        monkeypatch.setattr(LocalLog, read_file.__name__, vanishes_once)
+        found = r.last_stable_offset if answer == "last_stable_offset" else r.offset_for_timestamp(1006)
+        assert gone and found == (40 if answer == "last_stable_offset" else 6)
+
+
 def test_read_only_reader_notices_truncation_and_regrowth_between_two_polls(tmp_path):
     """Truncated and grown past the old size before the reader looked again: the
     directory did not change, only the active segment's bytes."""

@@ -39,7 +39,7 @@ def main() -> int:
     for line in sys.stdin:
         try:
             reply = plan_request(json.loads(line))
-        except PylogError as e:
+        except (PylogError, OSError) as e:  # answered, not a dead planner
             reply = {"error": f"{type(e).__name__}: {e}"}
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
