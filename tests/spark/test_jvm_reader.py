@@ -280,3 +280,20 @@ def test_reads_while_the_log_compacts_return_every_key_s_latest_record_once(spar
         stop.set()
         thread.join()
     assert failures == []
+
+
+def test_offsets_removed_by_retention_fail_the_query_unless_fail_on_data_loss_is_false(spark, reader, tmp_path):
+    import json
+    with LogManager(tmp_path, segment_bytes=300) as m:
+        log = m.create_topic("t", 1).log(0)
+        for i in range(40):
+            log.append([b"v%d" % i])
+        assert log.delete_records(20) == 20
+
+    def read(fail_on_data_loss):
+        return sorted(r.offset for r in read_with(spark, reader).option("failOnDataLoss", fail_on_data_loss)
+                      .option("startingOffsets", json.dumps({"t": {"0": 5}})).load(str(tmp_path))
+                      .select("offset").collect())
+    with pytest.raises(Exception, match="offset 5 is outside \\[20, 40\\].*failOnDataLoss=false"):
+        read("true")
+    assert read("false") == list(range(20, 40))

@@ -59,15 +59,6 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
         this.dir = new File(part.dir);
         this.sink = new RowSink(required, part.topic, part.partition);
         resumeAt(part.start);
-        if (segments.isEmpty()) {
-            done = true;
-        } else {
-            long first = SegmentFiles.baseOffset(segments.get(0));
-            if (first > part.start && part.failOnDataLoss) {
-                throw new IOException(part.topic + "-" + part.partition + ": offset " + part.start
-                    + " was removed (the log now starts at " + first + "); set failOnDataLoss=false to skip it");
-            }
-        }
     }
 
     /** List the segments (again) and read on from {@code offset}: at the start, and when a
@@ -90,6 +81,15 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
         decoder = new RecordDecoder(sink, from, part.end);
         segment = -1;
         map = null;
+        if (segments.isEmpty()) {
+            done = true;
+            return;
+        }
+        long first = SegmentFiles.baseOffset(segments.get(0));
+        if (first > offset && offset < part.end && part.failOnDataLoss) {  // retention ran since planning or the last listing
+            throw new IOException(part.topic + "-" + part.partition + ": offset " + offset
+                + " was removed (the log now starts at " + first + "); set failOnDataLoss=false to skip it");
+        }
     }
 
     private void countRelist(IOException cause) throws IOException {
