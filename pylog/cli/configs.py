@@ -4,9 +4,10 @@ them: ``--entity-type topics --entity-name T`` (or ``--topic T``) with ``--descr
 
 Settings live in the log dir's ``topic-configs.json`` (Kafka keeps them in its cluster
 metadata). An alteration is checked whole before the file is written, and is made under the
-lock the client processes take for that file. A log opened after it uses the new settings; a
-process holding the log open keeps the ones it opened it with until it opens it again
-(Kafka's brokers apply them at once).
+lock the client processes take for that file. Client processes holding the topic's logs
+(producers, consumers committing) take the new settings at once, as Kafka's brokers do
+(pylog/clients/writers.py); a program that opened a log itself keeps its settings until it
+opens it again or calls ``Log.update_config``.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def alter(root: str, topic: str, add: dict[str, str], delete: list[str]) -> None
     clients' lock of topic-configs.json. :class:`UnknownTopicError`,
     :class:`InvalidConfigError`."""
     from pylog.clients.locks import LockFile, Mutex, name_byte
-    from pylog.clients.writers import CLIENTS_LOCK_FILE
+    from pylog.clients.writers import CLIENTS_LOCK_FILE, ring
     from pylog.manager import TOPIC_CONFIGS_FILE, LogManager
     both = sorted(set(add) & set(delete))
     if both:
@@ -97,6 +98,7 @@ def alter(root: str, topic: str, add: dict[str, str], delete: list[str]) -> None
             _check_topic(manager, topic)
             overrides = {k: v for k, v in manager.topic_overrides(topic).items() if k not in deleted}
             manager.set_topic_config(topic, {**overrides, **added})
+    ring(root)  # client processes holding the topic's logs take the new settings now
 
 
 def parse_configs(text: str) -> dict[str, str]:

@@ -18,6 +18,10 @@ records for the others, one round trip on a socket (pylog/clients/append_service
 is what the coordinators write their records with, so the members of a group in several
 processes commit through the one that holds their offsets partition.
 
+The pool's hand-off thread also watches the log dir's ``topic-configs.json``: when it
+changes (``pylog configs --alter`` rings the bell), the held logs take their topic's new
+settings (``Log.update_config``), as a Kafka broker applies altered topic configs.
+
 While it holds logs, the pool's cleaner thread applies retention and compaction to them, each
 every ``retention_check_interval_ms`` of its config (the first time ``INITIAL_DELAY_MS`` after it
 first held it), holding it for the round
@@ -44,9 +48,10 @@ from pylog.clients.per_root import PerRoot
 from pylog.clients.wakeup import DirWatch
 from pylog.errors import LogLockedError
 from pylog.log import Log
-from pylog.manager import LogManager
+from pylog.manager import TOPIC_CONFIGS_FILE, LogManager
 from pylog.partition_dir import partition_dir_name
 from pylog.retention.cleaner import INITIAL_DELAY_MS, Cleaner
+from pylog.stat_watch import StatWatch
 
 CLIENTS_LOCK_FILE = ".pylog-clients.lock"
 BELL_FILE = ".pylog-clients.bell"
@@ -78,6 +83,8 @@ class WriterPool(PerRoot):
         self._handed_off: dict[str, float] = {}  # partition dir name -> when this process handed it over
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._configs = StatWatch([os.path.join(self.root, TOPIC_CONFIGS_FILE)])
+        self._configs.mark()  # logs opened from now on read the settings at their open
         self._server = AppendServer(self.root, self._append_held)
         self._client = AppendClient(self.root)
         #: Logs this process closed because another process waited for them.
@@ -209,16 +216,7 @@ class WriterPool(PerRoot):
         return self._locks.is_locked(byte)
 
     def _ring(self) -> None:
-        """Wake the holding process's hand-off thread (a write to the bell file)."""
-        try:
-            fd = os.open(os.path.join(self.root, BELL_FILE), os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
-                         0o644)
-            try:
-                os.pwrite(fd, b"\0", 0)
-            finally:
-                os.close(fd)
-        except OSError:
-            pass  # the holder's periodic look still finds the waiter
+        ring(self.root)
 
     def _start_thread(self) -> None:
         if self._cleaner is not None:
@@ -239,6 +237,8 @@ class WriterPool(PerRoot):
                 bell.wait(timeout_s)
                 if self._locks.is_locked(_WAITING):
                     self.hand_off()
+                if self._configs.changed():
+                    self.take_topic_configs()
         finally:
             bell.close()
 
@@ -261,6 +261,14 @@ class WriterPool(PerRoot):
                     held.busy.release()
         return closed
 
+    def take_topic_configs(self) -> None:
+        """The held logs take their topic's settings as ``topic-configs.json`` holds them
+        now (run by the hand-off thread when the file changed)."""
+        self._configs.mark()
+        manager = LogManager(self.root, read_only=True)
+        for log in self.held_logs():
+            log.update_config(manager.topic_config(log.topic))
+
     def held_logs(self):
         """Yield each held log under the lock its appends take (no append or hand-off until
         the caller asks for the next one)."""
@@ -280,3 +288,16 @@ class WriterPool(PerRoot):
             with held.busy:
                 self._server.unlisten((topic, partition))  # before the log is free for the next holder
                 held.log.close()
+
+
+def ring(root: str) -> None:
+    """Wake the hand-off threads of the processes holding logs of ``root`` (a write to its
+    bell file): a process waits for a log, or a topic's settings changed."""
+    try:
+        fd = os.open(os.path.join(root, BELL_FILE), os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            os.pwrite(fd, b"\0", 0)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # the holders' periodic look still finds it

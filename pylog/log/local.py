@@ -176,6 +176,11 @@ class LocalLog:
         self.closed = True
         self.segments.close_all()
 
+    def update_config(self, config) -> None:
+        """Settings from now on: for rolls, deletions and the segments made from here
+        (those made keep their index sizes and interval)."""
+        self.config = self._factory.config = config
+
     # ==== reads =====================================================================================
     def read(self, offset: int, limits, *, max_bytes: int, isolation: str, min_one_message: bool,
              refresh) -> FetchData:

@@ -298,6 +298,20 @@ class Log(contextlib.AbstractContextManager):
             self._producers.delete_snapshots_below(self._local.min_snapshot_offset_to_retain(self.recovery_point))
             return new
 
+    def update_config(self, config: LogConfig | dict) -> None:
+        """Take new settings now, as a Kafka broker takes a topic's altered configs
+        (``UnifiedLog.updateConfig``): appends, rolls, flushes, retention and compaction
+        use them from the next call; segments already made keep their index sizes and
+        interval. ``config``: a LogConfig, or a dict of changes to this log's settings,
+        checked whole before anything changes (:class:`InvalidConfigError`)."""
+        self._local.check_open()
+        config = build_config(self.config, config) if isinstance(config, dict) else build_config(config, {})
+        with self._lock:
+            self.config = config
+            self._local.update_config(config)
+            if self._producers is not None:
+                self._producers.producer_id_expiration_ms = config.producer_id_expiration_ms
+
     def flush(self) -> None:
         """fsync every segment above the recovery point (log and indexes), then move the
         recovery point to the log end and checkpoint it. On return every append made so far

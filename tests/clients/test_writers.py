@@ -58,3 +58,29 @@ def test_threads_of_one_process_opening_a_partition_at_once_share_one_log(root):
     pool.release()
     assert errors == []
     assert sorted(appended) == list(range(8))
+
+
+def test_held_logs_take_a_topic_s_altered_settings_at_once(root):
+    """``pylog configs --alter`` in another process while this one holds the topic's log:
+    the held log takes the new settings (its next appends roll at the new size), as a
+    Kafka broker applies altered topic configs, without a reopen."""
+    from tests.waiting import wait_until
+    make_topic(root, "t", 1)
+    pool = WriterPool.for_root(root)
+
+    def held(read):
+        with pool.writer("t", 0) as log:
+            return read(log)
+    try:
+        assert held(lambda log: log.append([b"a"]).first_offset) == 0
+        out = subprocess.run([sys.executable, "-m", "pylog.cli.main", "configs", root, "--alter", "--topic", "t",
+                              "--add-config", "segment.bytes=2000,retention.ms=5000"], capture_output=True,
+                             env=dict(os.environ, PYTHONPATH=_REPO), timeout=120)
+        assert out.returncode == 0, out.stderr
+        wait_until(lambda: held(lambda log: log.config.segment_bytes) == 2000, "the held log to take the settings")
+        assert held(lambda log: log.config.retention_ms) == 5000
+        for i in range(30):
+            held(lambda log: log.append([b"x" * 200]))
+        assert held(lambda log: len(log.segments)) > 2
+    finally:
+        pool.release()

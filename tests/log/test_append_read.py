@@ -232,3 +232,18 @@ def test_index_entries_point_at_batch_starts_holding_their_offsets(log):
             assert pos in starts and starts[pos].last_offset >= off
         ts = [t for t, _ in seg.time_index.entries()]
         assert ts == sorted(ts)
+
+
+def test_update_config_takes_new_settings_from_the_next_append_and_refuses_a_bad_one_whole(tmp_path):
+    from pylog import InvalidConfigError, Log
+    with Log.open(tmp_path / "t-0", segment_bytes=100_000) as log:
+        for _ in range(20):
+            log.append([b"x" * 200])
+        assert len(log.segments) == 1
+        log.update_config({"segment_bytes": 1000, "retention_ms": 5000})
+        for _ in range(20):
+            log.append([b"x" * 200])
+        assert len(log.segments) > 3 and log.config.retention_ms == 5000
+        with pytest.raises(InvalidConfigError, match="segment_bytes"):
+            log.update_config({"retention_ms": 7, "segment_bytes": 1})
+        assert (log.config.segment_bytes, log.config.retention_ms) == (1000, 5000)
