@@ -46,7 +46,7 @@ from pylog.clients.append_service import AppendClient, AppendServer
 from pylog.clients.locks import LockFile, name_byte
 from pylog.clients.per_root import PerRoot
 from pylog.clients.wakeup import DirWatch
-from pylog.errors import LogLockedError
+from pylog.errors import LogLockedError, PylogError
 from pylog.log import Log
 from pylog.manager import TOPIC_CONFIGS_FILE, LogManager
 from pylog.partition_dir import partition_dir_name
@@ -265,9 +265,12 @@ class WriterPool(PerRoot):
         """The held logs take their topic's settings as ``topic-configs.json`` holds them
         now (run by the hand-off thread when the file changed)."""
         self._configs.mark()
-        manager = LogManager(self.root, read_only=True)
-        for log in self.held_logs():
-            log.update_config(manager.topic_config(log.topic))
+        try:
+            manager = LogManager(self.root, read_only=True)
+            for log in self.held_logs():
+                log.update_config(manager.topic_config(log.topic))
+        except (PylogError, OSError):
+            pass  # a file edited by hand that does not parse: the logs keep their settings (the next open says why)
 
     def held_logs(self):
         """Yield each held log under the lock its appends take (no append or hand-off until

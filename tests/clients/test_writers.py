@@ -84,3 +84,22 @@ def test_held_logs_take_a_topic_s_altered_settings_at_once(root):
         assert held(lambda log: len(log.segments)) > 2
     finally:
         pool.release()
+
+
+def test_a_topic_configs_file_that_does_not_parse_leaves_the_held_logs_settings(root):
+    """A hand-edited ``topic-configs.json`` that does not parse: taking the topic configs,
+    which the hand-off thread runs, neither raises (that would end the thread, and with it
+    the hand-offs) nor changes the held log's settings."""
+    make_topic(root, "t", 1)
+    pool = WriterPool.for_root(root)
+    try:
+        with pool.writer("t", 0) as log:
+            log.append([b"a"])
+            size = log.config.segment_bytes
+        with open(os.path.join(root, "topic-configs.json"), "w") as f:
+            f.write("{not json")
+        pool.take_topic_configs()
+        with pool.writer("t", 0) as log:
+            assert log.config.segment_bytes == size
+    finally:
+        pool.release()
