@@ -221,6 +221,19 @@ class LoadedLog:
 RELIST_ATTEMPTS = 100
 
 
+def while_files_vanish(step, *, read_only: bool = True):
+    """``step(attempt)`` (attempt 1, 2, ...; from 2 on it lists the directory again), run
+    again while it fails on a file gone since it was listed (ENOENT, ESTALE), at most
+    RELIST_ATTEMPTS times. A writable log's files do not vanish under it: its step runs once."""
+    attempts = RELIST_ATTEMPTS if read_only else 1
+    for attempt in range(1, attempts + 1):
+        try:
+            return step(attempt)
+        except OSError as e:
+            if e.errno not in (errno.ENOENT, errno.ESTALE) or attempt == attempts:
+                raise
+
+
 def open_partition(path, config: LogConfig, *, read_only: bool, io: FileIO, auto_high_watermark: bool,
                    clean_shutdown: bool | None, open_files: OpenFiles) -> LoadedLog:
     """Open (or, unless ``read_only``, create) the partition directory ``path``, lock it
@@ -232,16 +245,15 @@ def open_partition(path, config: LogConfig, *, read_only: bool, io: FileIO, auto
     try:
         if not read_only:
             pdir.lock()
-        for attempt in range(1, RELIST_ATTEMPTS + 1):
+        def load(attempt: int) -> LoadedLog:  # each attempt lists the directory anew
             loader = LogLoader(pdir, config, read_only=read_only, io=io, files=open_files.for_owner(lock),
                                auto_high_watermark=auto_high_watermark, clean_shutdown=clean_shutdown)
             try:
-                loaded = loader.load()
-                break
-            except OSError as e:  # read-only: a file vanished as the writer compacted or rolled: list again
+                return loader.load()
+            except OSError:
                 loader.segments.close_all()
-                if not read_only or e.errno not in (errno.ENOENT, errno.ESTALE) or attempt == RELIST_ATTEMPTS:
-                    raise
+                raise
+        loaded = while_files_vanish(load, read_only=read_only)
     except BaseException as e:
         pdir.unlock()
         if isinstance(e, OSError) and not isinstance(e, PylogError):

@@ -11,7 +11,6 @@ itself only to look segments up, so that reading a file never blocks an append.
 
 from __future__ import annotations
 
-import errno
 import os
 
 from pylog import failpoints
@@ -20,7 +19,7 @@ from pylog.errors import LogClosedError, OffsetOutOfRangeError, ReadOnlyError
 from pylog.io import FileIO
 from pylog.layout import LEADER_EPOCH_CHECKPOINT, LOG_SUFFIX, SWAP_SUFFIX
 from pylog.log.leader_epoch import LeaderEpochFileCache, read_writers_epochs
-from pylog.log.loader import RELIST_ATTEMPTS, LoadedLog, live_segment_bases, take_checkpointed_offsets
+from pylog.log.loader import LoadedLog, live_segment_bases, take_checkpointed_offsets, while_files_vanish
 from pylog.log.offsets import LogOffsets
 from pylog.log.segments import batches_from, delete_segment
 from pylog.segment.fetch import FetchData
@@ -191,25 +190,22 @@ class LocalLog:
         runs first (a read-only log following its writer), and again, listing the
         directory, while files vanish under the read (up to RELIST_ATTEMPTS times).
         Cost: O(log segments + log index entries + index_interval_bytes); no record is read."""
-        for attempt in range(1, RELIST_ATTEMPTS + 1):
-            try:
-                refresh(relist=attempt > 1)  # again: a file was deleted or replaced since the listing
-                with self._lock:
-                    leo = self.log_end_offset
-                    start, bound = limits()
-                    candidates = self.segments.from_floor(offset)
-                if offset < start or offset > leo:
-                    raise OffsetOutOfRangeError(f"offset {offset} is outside the log [{start}, {leo}] of {self.path}")
-                fetch = None if offset >= bound else self._plan_read(
-                    offset, candidates, max_bytes=max_bytes, bound=bound, isolation=isolation,
-                    min_one_message=min_one_message, log_start_offset=start)
-                if fetch is None:  # nothing below the bound: an empty fetch
-                    fetch = FetchData(offset, isolation=isolation,
-                                      aborted_transactions=[] if isolation == "committed" else None)
-                return fetch
-            except OSError as e:
-                if not self.read_only or e.errno not in (errno.ENOENT, errno.ESTALE) or attempt == RELIST_ATTEMPTS:
-                    raise
+        def plan(attempt: int) -> FetchData:
+            refresh(relist=attempt > 1)  # again: a file was deleted or replaced since the listing
+            with self._lock:
+                leo = self.log_end_offset
+                start, bound = limits()
+                candidates = self.segments.from_floor(offset)
+            if offset < start or offset > leo:
+                raise OffsetOutOfRangeError(f"offset {offset} is outside the log [{start}, {leo}] of {self.path}")
+            fetch = None if offset >= bound else self._plan_read(
+                offset, candidates, max_bytes=max_bytes, bound=bound, isolation=isolation,
+                min_one_message=min_one_message, log_start_offset=start)
+            if fetch is None:  # nothing below the bound: an empty fetch
+                fetch = FetchData(offset, isolation=isolation,
+                                  aborted_transactions=[] if isolation == "committed" else None)
+            return fetch
+        return while_files_vanish(plan, read_only=self.read_only)
 
     def _plan_read(self, offset: int, candidates: list[Segment], *, max_bytes: int, bound: int, isolation: str,
                    min_one_message: bool, log_start_offset: int) -> FetchData | None:
@@ -394,12 +390,7 @@ class LocalLog:
         """Base offset -> suffix of the live segments. A file gone between the listing and
         its use (a compaction renaming its ``.swap`` files) means the writer moved on:
         list again, up to RELIST_ATTEMPTS times."""
-        attempts = 0
-        while True:
+        def listed(attempt: int) -> dict[int, str]:
             self._dir_watch.mark()
-            try:
-                return dict(live_segment_bases(self.path))
-            except OSError as e:
-                attempts += 1
-                if e.errno != errno.ENOENT or attempts == RELIST_ATTEMPTS:
-                    raise
+            return dict(live_segment_bases(self.path))
+        return while_files_vanish(listed)

@@ -10,7 +10,6 @@ live in the log dir's checkpoint files; a clean close lets the next open skip re
 from __future__ import annotations
 
 import contextlib
-import errno
 
 from pylog import retention
 from pylog.arguments import check_choice, check_int, check_txn_marker
@@ -23,7 +22,7 @@ from pylog.log.appends import AppendInfo, AppendSummary, assign_offsets, check_f
 from pylog.log.appends import checked_records, client_batches, duplicate_info, encode_records, whole_batches
 from pylog.log.cleaner_view import LogCleanerView
 from pylog.log.committed import CommittedReadState
-from pylog.log.loader import RELIST_ATTEMPTS, LoadedLog, lso_after, open_partition
+from pylog.log.loader import LoadedLog, lso_after, open_partition, while_files_vanish
 from pylog.log.local import MAX_TIMESTAMP, LocalLog
 from pylog.log.validation import validate_timestamps
 from pylog.record import arrow
@@ -377,13 +376,11 @@ class Log(contextlib.AbstractContextManager):
         """``read()``; for a read-only log whose writer renamed or deleted a file under it
         (compaction, retention: ENOENT, ESTALE), again after listing the directory again,
         up to RELIST_ATTEMPTS times. A writable log runs it once."""
-        for attempt in range(1, RELIST_ATTEMPTS + 1):
-            try:
-                return read()
-            except OSError as e:
-                if not self.read_only or e.errno not in (errno.ENOENT, errno.ESTALE) or attempt == RELIST_ATTEMPTS:
-                    raise
+        def step(attempt: int):
+            if attempt > 1:
                 self.refresh(relist=True)
+            return read()
+        return while_files_vanish(step, read_only=self.read_only)
 
     def truncate_to(self, offset: int) -> None:
         """Remove every offset >= ``offset`` (whole batches: the batch holding ``offset``
