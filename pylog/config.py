@@ -141,10 +141,9 @@ class LogConfig:
         """Kafka property names and string values as field names and typed values
         (``{"retention.ms": "1000"}`` -> ``{"retention_ms": 1000}``), each parsed and
         range-checked; :class:`InvalidConfigError` for an unknown name or a bad value."""
-        fields_by_name = {kafka_name(f.name): f for f in fields(cls)}
         overrides = {}
         for key, raw in props.items():
-            f = fields_by_name.get(key)
+            f = KAFKA_FIELDS.get(key)
             if f is None:
                 raise InvalidConfigError(f"unknown topic setting {key!r}")
             overrides[f.name] = _parse(f, raw)
@@ -167,6 +166,10 @@ class LogConfig:
 def kafka_name(field_name: str) -> str:
     """A setting's Kafka property name: ``retention_ms`` -> ``retention.ms``."""
     return "compression.type" if field_name == "compression" else field_name.replace("_", ".")
+
+
+#: Kafka property name -> the LogConfig field that holds it.
+KAFKA_FIELDS = {kafka_name(f.name): f for f in fields(LogConfig)}
 
 
 def build_config(base: LogConfig | dict | None, overrides: dict) -> LogConfig:

@@ -13,10 +13,9 @@ opens it again or calls ``Log.update_config``.
 from __future__ import annotations
 
 import os
-from dataclasses import fields
 
 from pylog.cli.common import open_manager
-from pylog.config import LogConfig, kafka_name
+from pylog.config import KAFKA_FIELDS, LogConfig, kafka_name
 from pylog.errors import InvalidArgumentError, InvalidConfigError, UnknownTopicError
 
 
@@ -87,11 +86,10 @@ def alter(root: str, topic: str, add: dict[str, str], delete: list[str]) -> None
     if both:
         raise InvalidArgumentError(f"{', '.join(both)} both added and deleted")
     added = LogConfig.kafka_overrides(add)
-    fields_by_name = {kafka_name(f.name): f.name for f in fields(LogConfig)}
-    unknown = sorted(set(delete) - set(fields_by_name))
+    unknown = sorted(set(delete) - set(KAFKA_FIELDS))
     if unknown:
         raise InvalidConfigError(f"unknown topic setting(s) {', '.join(unknown)}")
-    deleted = {fields_by_name[k] for k in delete}
+    deleted = {KAFKA_FIELDS[k].name for k in delete}
     with LockFile(os.path.join(root, CLIENTS_LOCK_FILE)) as lock_file, \
             Mutex(lock_file, name_byte(TOPIC_CONFIGS_FILE)):
         with LogManager(root) as manager:  # reads topic-configs.json under the lock
