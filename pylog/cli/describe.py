@@ -65,7 +65,7 @@ def describe(path: str, topic: str | None = None, *, exclude_internal: bool = Fa
 
 def _row(manager, topic: str, partition: int) -> dict:
     log = manager.log(topic, partition)
-    stamps = [s.max_timestamp for s in log.segments if s.max_timestamp >= 0]
+    stamps = [t for t in (s.max_timestamp for s in log.segments) if t >= 0]
     oldest = next((r.timestamp for r in log.records(max_bytes=64 << 10)), None)
     return {"topic": topic, "partition": partition, "log_start_offset": log.log_start_offset,
             "log_end_offset": log.log_end_offset, "high_watermark": log.high_watermark,

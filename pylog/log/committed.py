@@ -7,6 +7,11 @@ batches appended since (O(new bytes)); from the log start again after a truncati
 compaction, or once retention passed the replayed part. Aborts found are indexed in
 memory beside the ``.txnindex`` files' entries, and a whole replay checks every segment's
 ``.txnindex`` against them (one that disagrees is rebuilt in memory, docs/format/txnindex.md).
+
+The last stable offset alone needs only the open transactions at the log end: before any
+committed read, it loads the newest producer snapshot at or below the log end and replays
+the batches after it (O(bytes after the snapshot), as a writable open does), so
+``pylog describe`` or a query's planning does not read a whole large log.
 """
 
 from __future__ import annotations
@@ -25,30 +30,46 @@ class CommittedReadState:
     def __init__(self):
         self.producers: ProducerStateManager | None = None
         self._replayed_to = 0
+        self._knows_aborts = False  # replayed from the log start, aborts indexed
 
     def forget(self) -> None:
-        """The segments were truncated or rewritten: the next catch-up replays from the log start."""
+        """The segments were truncated or rewritten: the next catch-up starts over."""
         self.producers = None
 
-    def catch_up(self, local, offsets) -> ProducerStateManager:
+    def catch_up(self, local, offsets, *, aborts: bool = True) -> ProducerStateManager:
         """Replay what is new in ``local`` (a ``LocalLog``) up to its log end, within
-        ``offsets`` (its ``LogOffsets``); returns the producer state. A replay that fails
-        resumes after the last batch it applied."""
+        ``offsets`` (its ``LogOffsets``); returns the producer state. ``aborts``: also index
+        every aborted transaction (committed reads need them), replaying the whole log the
+        first time; else a first call starts from the newest producer snapshot. A replay
+        that fails resumes after the last batch it applied."""
         log_start_offset, log_end_offset = offsets.log_start_offset, local.log_end_offset
         high_watermark = offsets.high_watermark
-        whole = self.producers is None or self._replayed_to < log_start_offset
+        stale = self.producers is None or self._replayed_to < log_start_offset
+        if stale and not aborts:
+            return self._load_from_snapshot(local, log_start_offset, log_end_offset)
+        whole = stale or (aborts and not self._knows_aborts)
         if whole:
+            self._knows_aborts = True
             self.producers = ProducerStateManager(local.path, producer_id_expiration_ms=_NEVER_MS, read_only=True)
             self._replayed_to = log_start_offset
         found: dict[int, list] = {}
         producers = self.producers
+
+        def index_aborted(txn):
+            local.index_aborted_in_memory(txn._replace(
+                last_stable_offset=lso_after(producers, high_watermark, txn.last_offset)), found)
         if self._replayed_to < log_end_offset:
             producers.replay(self._noted(local.batches_between(self._replayed_to, log_end_offset)),
-                             lambda txn: local.index_aborted_in_memory(txn._replace(
-                                 last_stable_offset=lso_after(producers, high_watermark, txn.last_offset)), found))
+                             index_aborted if self._knows_aborts else None)
             self._replayed_to = log_end_offset
         if whole:
             local.check_txn_indexes(found, log_end_offset)
+        return producers
+
+    def _load_from_snapshot(self, local, log_start_offset: int, log_end_offset: int) -> ProducerStateManager:
+        producers = ProducerStateManager(local.path, producer_id_expiration_ms=_NEVER_MS, read_only=True)
+        producers.load(log_start_offset, log_end_offset, local.batches_between, now_ms=0)
+        self.producers, self._replayed_to, self._knows_aborts = producers, log_end_offset, False
         return producers
 
     def _noted(self, batches):

@@ -165,11 +165,16 @@ class Log(contextlib.AbstractContextManager):
     @property
     def last_stable_offset(self) -> int:
         """min(first offset of an open transaction, high watermark); a read-only log first
-        replays the producer batches it has not seen (``CommittedReadState``)."""
+        replays the producer batches it has not seen, after its newest producer snapshot
+        the first time (``CommittedReadState``)."""
+        return self._last_stable_offset(aborts=False)
+
+    def _last_stable_offset(self, *, aborts: bool) -> int:
+        """``aborts``: a read-only log also learns every aborted transaction (committed reads)."""
         if self.read_only:
             def catch_up():
                 with self._lock:
-                    self._producers = self._committed.catch_up(self._local, self._offsets)
+                    self._producers = self._committed.catch_up(self._local, self._offsets, aborts=aborts)
             self._following_the_writer(catch_up)
         high_watermark = self._offsets.high_watermark
         fuo = self._producers.first_unstable_offset(None if self.auto_high_watermark else high_watermark,
@@ -338,7 +343,7 @@ class Log(contextlib.AbstractContextManager):
 
         def limits() -> tuple[int, int]:  # under the lock: the log start, and where this read stops
             bound = {"uncommitted": self.log_end_offset, "high_watermark": self.high_watermark}.get(isolation)
-            bound = self.last_stable_offset if bound is None else bound
+            bound = self._last_stable_offset(aborts=True) if bound is None else bound
             if max_offset is not None:
                 check_offset(max_offset, "max_offset")
                 bound = min(bound, max_offset)

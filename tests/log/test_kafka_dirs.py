@@ -68,3 +68,13 @@ def test_kafka_partition_copy_opens_writable_rebuilds_indexes_and_appends(part_d
             assert os.path.exists(path / name.replace(".log", ".index"))
     with Log.open(path) as log:
         assert [r.value for r in log.records(end)] == [b"after kafka"]
+
+
+@needs_samples
+@pytest.mark.parametrize("part_dir", PARTITIONS, ids=lambda p: p.name)
+def test_kafka_partition_last_stable_offset_from_its_snapshot_agrees_with_a_whole_replay(part_dir):
+    """The reader's last stable offset starts from Kafka's newest producer snapshot; a
+    committed read replays the whole log. Both give the same answer."""
+    with Log.open(part_dir, read_only=True) as fresh, Log.open(part_dir, read_only=True) as whole:
+        list(whole.records(isolation="committed"))
+        assert fresh.last_stable_offset == whole.last_stable_offset
