@@ -293,12 +293,25 @@ class Consumer:
     def paused(self) -> set:
         return set(self._paused)
 
-    def _initial_position(self, tp: TopicPartition) -> int:
+    def _initial_position(self, tp: TopicPartition, committed: dict | None = None) -> int:
+        """The group's committed offset for ``tp`` (from ``committed``, the group's
+        commits, when at hand), else where ``auto_offset_reset`` says."""
         if self.group_id is not None:
-            committed = self._group_coordinator().committed(self.group_id).get(tuple(tp))
-            if committed is not None:
-                return committed.offset
+            if committed is None:
+                committed = self._group_coordinator().committed(self.group_id)
+            if tuple(tp) in committed:
+                return committed[tuple(tp)].offset
         return self._reset_position(tp, None)
+
+    def _update_fetch_positions(self) -> None:
+        """Kafka's updateFetchPositions, before each fetch: every assigned partition
+        without a position takes one, so the next commit covers all of them, not only those
+        a poll reached before it had ``max_records``. One lookup of the group's commits."""
+        missing = [tp for tp, position in self._positions.items() if position is None]
+        if missing:
+            committed = self._group_coordinator().committed(self.group_id) if self.group_id is not None else {}
+            for tp in missing:
+                self._positions[tp] = self._initial_position(tp, committed)
 
     def _reset_position(self, tp: TopicPartition, out_of_range: int | None) -> int:
         log = self._log(tp)
@@ -335,6 +348,7 @@ class Consumer:
             self._watch.drain()
             if self._member is not None:
                 self._member.poll()
+            self._update_fetch_positions()
             self._maybe_auto_commit()
             out = self._fetch_columns(max_records) if columnar else self._fetch(max_records)
             if out:

@@ -167,3 +167,28 @@ def test_polled_records_know_their_partition_and_survive_pickling(root):
     copy = pickle.loads(pickle.dumps(record))
     for r in (record, copy):
         assert (r.topic, r.partition, r.offset, r.key, r.value) == ("t", 1, 0, b"k", b"v")
+
+
+def test_a_group_commit_covers_every_assigned_partition_after_the_first_poll(root):
+    """Kafka gives every assigned partition a position before it fetches, so a consumer
+    that closes after one small poll commits all of them. pylog positioned only those a
+    poll reached before ``max_records``: the others had no commit, and the group's next
+    consumer, starting at the latest offset, skipped what they held."""
+    make_topic(root, "t", 6, [(p, [b"old-%d" % p]) for p in range(6)])
+    with Consumer(root, "g", auto_offset_reset="earliest") as first:
+        first.subscribe(["t"])
+        [[seen]] = first.poll(1000, max_records=1).values()
+    with Consumer(root, "g") as look:
+        committed = {p: look.committed(TopicPartition("t", p)) for p in range(6)}
+    assert committed == {p: int(p == seen.partition) for p in range(6)}
+    with LogManager(root) as m:
+        for p in range(6):
+            m.topic("t").append([b"new-%d" % p], partition=p)
+    with Consumer(root, "g", auto_offset_reset="latest") as second:
+        second.subscribe(["t"])
+        got = []
+        deadline = time.monotonic() + 10
+        while len(got) < 11 and time.monotonic() < deadline:
+            got += [r.value for records in second.poll(100).values() for r in records]
+    assert sorted(got) == sorted([b"new-%d" % p for p in range(6)] +
+                                 [b"old-%d" % p for p in range(6) if p != seen.partition])
