@@ -237,6 +237,11 @@ class GroupNotEmptyError(GroupCoordinatorError):
     """Raised when a group with live members is deleted or has its offsets reset."""
 
 
+class GroupSubscribedToTopicError(GroupCoordinatorError):
+    """Kafka's GROUP_SUBSCRIBED_TO_TOPIC: the offsets of a topic that a live member of the
+    group subscribes to cannot be deleted. Nothing is written for it."""
+
+
 class ClientStateError(PylogError):
     """Raised when a producer or consumer is used in a state that forbids the call: after
     ``close()``, ``assign()`` after ``subscribe()`` or the other way round, a transaction

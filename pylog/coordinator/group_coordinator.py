@@ -34,7 +34,7 @@ from pylog.coordinator.partitioning import DEFAULT_PARTITIONS, partition_for_gro
 from pylog.coordinator.schema import encode
 from pylog.coordinator.tail import TailReader
 from pylog.coordinator.txn_coordinator import ensure_internal_topic
-from pylog.errors import GroupNotEmptyError, InvalidArgumentError
+from pylog.errors import GroupNotEmptyError, GroupSubscribedToTopicError, InvalidArgumentError
 from pylog.partition_dir import partition_dir_name
 from pylog.record.encode import now_ms
 
@@ -189,6 +189,32 @@ class GroupCoordinator(PerRoot):
             if records:
                 self.pool.append(*self.offsets_partition(group_id), records)
             return len(records)
+
+    def delete_offsets(self, group_id: str, partitions) -> dict:
+        """Kafka's OffsetDelete: tombstones for the group's committed offsets of
+        ``partitions`` (``[(topic, partition)]``), except those of a topic the group's live
+        members subscribe to. Returns ``{(topic, partition): None | error}``, the error a
+        :class:`GroupSubscribedToTopicError` (nothing written for that partition); a
+        partition without an offset is deleted already. One append."""
+        membership = self.membership(group_id)
+        with membership.mutex:
+            state = read_group_file(self.root, group_id)
+            live = membership.live_members(state) if state is not None else []
+            subscribed = {t for m in live for t in state["members"][m]["topics"]}
+            offsets = self.committed(group_id)
+            results, records = {}, []
+            for t, p in partitions:
+                if t in subscribed:
+                    results[(t, p)] = GroupSubscribedToTopicError(
+                        f"group {group_id!r} has live members subscribed to {t!r}")
+                    continue
+                results[(t, p)] = None
+                if (t, p) in offsets:
+                    records.append((GROUP_RECORDS.encode_key(
+                        OFFSET_COMMIT, {"group": group_id, "topic": t, "partition": p}), None))
+            if records:
+                self.pool.append(*self.offsets_partition(group_id), records)
+            return results
 
 
 def _string(text: str) -> bytes:
