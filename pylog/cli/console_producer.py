@@ -63,6 +63,9 @@ def _add(p) -> None:
     p.add_argument("--linger-ms", type=int, default=5, metavar="MS",
                    help="append a batch at the latest this long after its first line came (default 5)")
     p.add_argument("--sync", action="store_true", help="append each line on its own (as --batch-size 1)")
+    p.add_argument("--request-required-acks", choices=["0", "1", "-1", "all"], default="all", metavar="ACKS",
+                   help="accepted for Kafka's command lines (0, 1, -1 or all): pylog is one node, so an append "
+                        "is acknowledged once written whatever the value")
     p.add_argument("--verbose", action="store_true",
                    help="print topic-partition@offset of every record appended, on stdout")
     add_timeout_argument(p)

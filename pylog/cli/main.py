@@ -69,8 +69,18 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+#: Kafka's options that name a cluster: pylog's commands take a log dir in their place
+CLUSTER_OPTIONS = ("--bootstrap-server", "--broker-list", "--zookeeper", "--bootstrap-controller")
+
+
 def main(argv=None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    given = next((a for a in argv if a.split("=", 1)[0] in CLUSTER_OPTIONS), None)
+    if given is not None:
+        parser.error(f"{given.split('=', 1)[0]}: pylog reads and writes a log dir, not a cluster; give the "
+                     f"directory (a broker's log.dirs, or any directory for a new one) where Kafka's tools take "
+                     f"{given.split('=', 1)[0]} HOST:PORT")
     args = parser.parse_args(argv)
     try:
         return int(args.run(args) or 0)

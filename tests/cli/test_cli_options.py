@@ -6,10 +6,13 @@ from __future__ import annotations
 import argparse
 import re
 
+import pytest
+
 import pylog as pylog_package
 from pylog import Log, Record
 from pylog.cli.main import build_parser
 from tests.cli.test_cli import pylog
+
 
 def test_version_names_pylog_the_speedups_python_and_the_spark_reader():
     r = pylog("--version")
@@ -28,6 +31,21 @@ def test_every_option_of_every_command_has_help_text():
     for name, sub in commands.items():
         missing += [(name, a.option_strings or a.dest) for a in sub._actions if not a.help]
     assert missing == []
+
+
+@pytest.mark.parametrize("option", ["--bootstrap-server", "--broker-list", "--bootstrap-server=localhost:9092"])
+def test_a_kafka_cluster_option_is_answered_with_what_to_give_instead(tmp_path, option):
+    argv = [option] if "=" in option else [option, "localhost:9092"]
+    r = pylog("topics", *argv, "--list")
+    err = r.stderr.decode()
+    assert r.returncode == 2 and "log dir, not a cluster" in err and option.split("=")[0] in err, err
+
+
+def test_console_producer_takes_kafka_s_acks_option(tmp_path):
+    r = pylog("console-producer", str(tmp_path), "--topic", "t", "--request-required-acks", "all", stdin=b"a\n")
+    assert r.returncode == 0, r.stderr
+    with Log.open(tmp_path / "t-0", read_only=True) as log:
+        assert [x.value for x in log.records()] == [b"a"]
 
 
 def _segment(tmp_path):
