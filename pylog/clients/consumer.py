@@ -512,30 +512,43 @@ class Consumer:
             raise ClientStateError("consumer is closed")
 
     def close(self, autocommit: bool = True) -> None:
-        """Commit positions (with ``enable_auto_commit``), leave the group, release files."""
+        """Commit positions (with ``enable_auto_commit``), leave the group, release files.
+        Every step runs even when one fails (a full disk refusing the commit or the group
+        file); then the first failure is raised. Idempotent: the consumer is closed either way."""
         if self._closed:
             return
+        self._closed = True
+        errors = []
+
+        def step(action) -> None:
+            try:
+                action()
+            except Exception as e:  # noqa: BLE001 - raised after the other steps ran
+                errors.append(e)
+        if autocommit and self._member is not None and self._member.is_stable():
+            step(self._final_commit)
+        if self._member is not None:
+            step(self._member.leave)
+            self._member = None
+        step(lambda: self._set_assignment(set()))
+        for log in self._queried.values():
+            step(log.close)
+        if self._coordinator is not None:
+            step(self._coordinator.release)
+            self._coordinator = None
+        if self._txn_coordinator is not None:
+            step(self._txn_coordinator.close)
+            step(self._txn_coordinator.pool.release)
+            self._txn_coordinator = None
+        step(self._watch.close)
+        if errors:
+            raise errors[0]
+
+    def _final_commit(self) -> None:
         try:
-            if autocommit and self._member is not None and self._member.is_stable():
-                self._maybe_auto_commit(force=True)
+            self._maybe_auto_commit(force=True)
         except GroupCoordinatorError:
-            pass
-        finally:
-            if self._member is not None:
-                self._member.leave()
-                self._member = None
-            self._set_assignment(set())
-            for log in self._queried.values():
-                log.close()
-            if self._coordinator is not None:
-                self._coordinator.release()
-                self._coordinator = None
-            if self._txn_coordinator is not None:
-                self._txn_coordinator.close()
-                self._txn_coordinator.pool.release()
-                self._txn_coordinator = None
-            self._watch.close()
-            self._closed = True
+            pass  # the group moved on: the next owner starts from the last accepted commit
 
     def __enter__(self) -> "Consumer":
         return self

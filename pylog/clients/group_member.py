@@ -172,9 +172,11 @@ class GroupMember:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        if self.member_id is not None:
-            self.membership.leave(self.member_id)
-        self.membership.close()
+        try:
+            if self.member_id is not None:
+                self.membership.leave(self.member_id)
+        finally:
+            self.membership.close()
 
 
 def c_tp(tp):

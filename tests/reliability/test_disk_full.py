@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -225,3 +226,37 @@ def test_roll_flush_compaction_close_and_reopen_on_a_full_disk_raise_storage_err
     with mounted_tmpfs(tmp_path / "fs", FS_BYTES) as mnt:
         out = _run(MAINTENANCE_ON_FULL_DISK, mnt)
         assert out.returncode == 0, _how_it_ended(out)
+
+
+def test_a_group_consumer_closing_on_a_full_disk_raises_once_and_lets_the_group_go_on(tmp_path):
+    """Its last commit and its leaving both need a write. close() raises the StorageError,
+    yet releases everything: a second close (``with``) does nothing, and another member
+    takes the partitions at once instead of after the session timeout. Before, close
+    stopped at the failed leave: the member's files stayed held, and every close raised."""
+    from pylog import LogManager
+    from pylog.clients import Consumer, Producer
+    from tests.reliability.full_disk import Filler
+    with mounted_tmpfs(tmp_path / "fs", FS_BYTES) as mnt:
+        root = os.path.join(mnt, "d")
+        os.makedirs(root)
+        with LogManager(root) as m:
+            m.create_topic("t", 2)
+        with Producer(root) as p:
+            for i in range(10):
+                p.send("t", b"%d" % i, partition=i % 2)
+        filler = Filler(os.path.join(mnt, "filler"))
+        first = Consumer(root, "g", auto_offset_reset="earliest", session_timeout_ms=60_000)
+        first.subscribe(["t"])
+        while len(first.assignment()) < 2:
+            first.poll(100)
+        filler.fill()
+        with pytest.raises(StorageError):
+            with first:
+                first.close()
+        filler.free_all()
+        with Consumer(root, "g", auto_offset_reset="earliest", session_timeout_ms=60_000) as second:
+            second.subscribe(["t"])
+            deadline = time.monotonic() + 20
+            while len(second.assignment()) < 2 and time.monotonic() < deadline:
+                second.poll(100)
+            assert len(second.assignment()) == 2
