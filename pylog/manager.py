@@ -227,14 +227,22 @@ class LogManager:
 
     def close(self) -> None:
         """Close every log: each flushes, and the last to close writes the log dir's
-        clean-shutdown marker when every partition is known clean (pylog/log_dir.py)."""
+        clean-shutdown marker when every partition is known clean (pylog/log_dir.py).
+        A log whose close fails (a full disk) is released all the same, the others are
+        closed, then the first failure is raised."""
         with self._lock:
             if self._cleaner is not None:
                 self._cleaner.stop()
                 self._cleaner = None
+            first_error = None
             for log in self._logs.values():
-                log.close()
+                try:
+                    log.close()
+                except Exception as e:  # noqa: BLE001 - raised once every log is closed
+                    first_error = first_error or e
             self._logs.clear()
+            if first_error is not None:
+                raise first_error
 
     def __enter__(self) -> "LogManager":
         return self

@@ -22,7 +22,7 @@ import pytest
 from pylog import Log
 from pylog.errors import StorageError
 from tests.reliability.faulty_io import FaultyIO
-from tests.reliability.full_disk import mounted_tmpfs, value
+from tests.reliability.full_disk import Filler, mounted_tmpfs, value
 
 ROOT = Path(__file__).resolve().parents[2]
 FS_BYTES = 1 << 20
@@ -235,7 +235,6 @@ def test_a_group_consumer_closing_on_a_full_disk_raises_once_and_lets_the_group_
     stopped at the failed leave: the member's files stayed held, and every close raised."""
     from pylog import LogManager
     from pylog.clients import Consumer, Producer
-    from tests.reliability.full_disk import Filler
     with mounted_tmpfs(tmp_path / "fs", FS_BYTES) as mnt:
         root = os.path.join(mnt, "d")
         os.makedirs(root)
@@ -260,3 +259,22 @@ def test_a_group_consumer_closing_on_a_full_disk_raises_once_and_lets_the_group_
             while len(second.assignment()) < 2 and time.monotonic() < deadline:
                 second.poll(100)
             assert len(second.assignment()) == 2
+
+
+def test_a_log_manager_closing_on_a_full_disk_closes_every_log_and_raises_once(tmp_path):
+    """Each log's close needs a write (its producer snapshot). The first failure used to end
+    ``LogManager.close``: the other logs stayed open, their directories locked."""
+    from pylog import LogManager
+    with mounted_tmpfs(tmp_path / "fs", FS_BYTES) as mnt:
+        root = os.path.join(mnt, "d")
+        manager = LogManager(root)
+        for topic in ("a", "b", "c"):
+            manager.create_topic(topic, 1).append([b"x"], partition=0)
+        filler = Filler(os.path.join(mnt, "filler"))
+        filler.fill()
+        with pytest.raises(StorageError):
+            manager.close()
+        filler.free_all()
+        for topic in ("a", "b", "c"):
+            with Log.open(os.path.join(root, f"{topic}-0")) as log:
+                assert [r.value for r in log.records()] == [b"x"]
