@@ -20,6 +20,7 @@ import threading
 import uuid
 
 from pylog.arguments import check_append_options, check_int, check_records_iterable
+from pylog.closing import close_all
 from pylog.config import LogConfig, build_config
 from pylog.errors import InvalidConfigError, InvalidRecordError, InvalidTopicError, ReadOnlyError, UnknownTopicError
 from pylog.io import DEFAULT_IO, FileIO
@@ -234,15 +235,8 @@ class LogManager:
             if self._cleaner is not None:
                 self._cleaner.stop()
                 self._cleaner = None
-            first_error = None
-            for log in self._logs.values():
-                try:
-                    log.close()
-                except Exception as e:  # noqa: BLE001 - raised once every log is closed
-                    first_error = first_error or e
-            self._logs.clear()
-            if first_error is not None:
-                raise first_error
+            logs, self._logs = list(self._logs.values()), {}
+            close_all(log.close for log in logs)
 
     def __enter__(self) -> "LogManager":
         return self

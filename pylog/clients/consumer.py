@@ -26,6 +26,7 @@ import time
 from typing import NamedTuple
 
 from pylog.clients.wakeup import DirWatch
+from pylog.closing import close_all
 from pylog.errors import (
     ClientStateError, GroupCoordinatorError, IllegalGenerationError, InvalidArgumentError, LogDirNotFoundError,
     OffsetOutOfRangeError, RebalanceInProgressError, UnknownMemberIdError, UnknownTopicError,
@@ -518,31 +519,26 @@ class Consumer:
         if self._closed:
             return
         self._closed = True
-        errors = []
-
-        def step(action) -> None:
-            try:
-                action()
-            except Exception as e:  # noqa: BLE001 - raised after the other steps ran
-                errors.append(e)
+        steps = []
         if autocommit and self._member is not None and self._member.is_stable():
-            step(self._final_commit)
-        if self._member is not None:
-            step(self._member.leave)
-            self._member = None
-        step(lambda: self._set_assignment(set()))
-        for log in self._queried.values():
-            step(log.close)
-        if self._coordinator is not None:
-            step(self._coordinator.release)
-            self._coordinator = None
-        if self._txn_coordinator is not None:
-            step(self._txn_coordinator.close)
-            step(self._txn_coordinator.pool.release)
-            self._txn_coordinator = None
-        step(self._watch.close)
-        if errors:
-            raise errors[0]
+            steps.append(self._final_commit)
+        steps += [self._leave_group, lambda: self._set_assignment(set())]
+        steps += [log.close for log in self._queried.values()]
+        steps += [self._release_coordinators, self._watch.close]
+        close_all(steps)
+
+    def _leave_group(self) -> None:
+        member, self._member = self._member, None
+        if member is not None:
+            member.leave()
+
+    def _release_coordinators(self) -> None:
+        coordinator, self._coordinator = self._coordinator, None
+        txn_coordinator, self._txn_coordinator = self._txn_coordinator, None
+        steps = [] if coordinator is None else [coordinator.release]
+        if txn_coordinator is not None:
+            steps += [txn_coordinator.close, txn_coordinator.pool.release]
+        close_all(steps)
 
     def _final_commit(self) -> None:
         try:

@@ -17,6 +17,7 @@ import threading
 from dataclasses import replace
 from typing import Callable
 
+from pylog.closing import close_all
 from pylog.errors import InvalidArgumentError, LeaderNotAvailableError, LogClosedError, ReplicationError
 from pylog.partition_dir import parse_partition_dir
 from pylog.record.encode import now_ms
@@ -109,20 +110,18 @@ class ReplicaSet:
             self.check_isr()
 
     def close(self) -> None:
-        """Stop the fetchers and close every replica's log cleanly (high watermarks checkpointed)."""
+        """Stop the fetchers and close every replica's log cleanly (high watermarks
+        checkpointed); a failing step (a full disk) does not keep the others from running
+        (``close_all``)."""
         if self._closed.is_set():
             return
         self._closed.set()
         if self._maintenance is not None:
             self._maintenance.join()
-        for f in self._fetchers.values():
-            f.stop()
-        for r in list(self._processes):
-            self.stop_follower_process(r)
-        if self._server is not None:
-            self._server.close()
-        for rep in self._replicas.values():
-            rep.stop()
+        steps = [f.stop for f in self._fetchers.values()]
+        steps += [lambda r=r: self.stop_follower_process(r) for r in list(self._processes)]
+        steps += [] if self._server is None else [self._server.close]
+        close_all(steps + [rep.stop for rep in self._replicas.values()])
 
     def __enter__(self) -> "ReplicaSet":
         return self

@@ -278,3 +278,19 @@ def test_a_log_manager_closing_on_a_full_disk_closes_every_log_and_raises_once(t
         for topic in ("a", "b", "c"):
             with Log.open(os.path.join(root, f"{topic}-0")) as log:
                 assert [r.value for r in log.records()] == [b"x"]
+
+
+def test_a_replica_set_closing_on_a_full_disk_closes_every_replica_and_raises_once(tmp_path):
+    from pylog.replication import ReplicaSet
+    with mounted_tmpfs(tmp_path / "fs", FS_BYTES) as mnt:
+        rs = ReplicaSet(os.path.join(mnt, "rs"), "b-0", replicas=3, min_insync_replicas=2, fetchers=False)
+        rs.append([b"x"], acks="all", timeout_ms=10_000)
+        paths = [rs.log(r).path for r in rs.replica_ids]
+        filler = Filler(os.path.join(mnt, "filler"))
+        filler.fill()
+        with pytest.raises(StorageError):
+            rs.close()
+        filler.free_all()
+        for path in paths:
+            with Log.open(path) as log:
+                assert [r.value for r in log.records()] == [b"x"]
