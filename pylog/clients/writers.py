@@ -46,6 +46,7 @@ from pylog.clients.append_service import AppendClient, AppendServer
 from pylog.clients.locks import LockFile, name_byte
 from pylog.clients.per_root import PerRoot
 from pylog.clients.wakeup import DirWatch
+from pylog.closing import close_all
 from pylog.errors import LogLockedError, PylogError
 from pylog.log import Log
 from pylog.manager import TOPIC_CONFIGS_FILE, LogManager
@@ -96,7 +97,8 @@ class WriterPool(PerRoot):
         return self._server.served
 
     def _close(self) -> None:
-        """Close every log held (each flushes): the last user's release."""
+        """Close every log held (each flushes): the last user's release. A log whose close
+        fails (a full disk) does not keep the others or the locks held (``close_all``)."""
         self._server.close()
         self._client.close()
         if self._cleaner is not None:
@@ -106,10 +108,8 @@ class WriterPool(PerRoot):
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
         with self._lock:
-            for held in self._held.values():
-                held.log.close()
-            self._held.clear()
-        self._locks.close()
+            held, self._held = list(self._held.values()), {}
+        close_all([h.log.close for h in held] + [self._locks.close])
 
     @contextmanager
     def writer(self, topic: str, partition: int, *, max_block_ms: int = 60_000):

@@ -19,8 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from pylog import Log
+from pylog import Log, LogManager
+from pylog.clients import Consumer, Producer
 from pylog.errors import StorageError
+from pylog.replication import ReplicaSet
 from tests.reliability.faulty_io import FaultyIO
 from tests.reliability.full_disk import Filler, mounted_tmpfs, value
 
@@ -233,8 +235,6 @@ def test_a_group_consumer_closing_on_a_full_disk_raises_once_and_lets_the_group_
     yet releases everything: a second close (``with``) does nothing, and another member
     takes the partitions at once instead of after the session timeout. Before, close
     stopped at the failed leave: the member's files stayed held, and every close raised."""
-    from pylog import LogManager
-    from pylog.clients import Consumer, Producer
     with mounted_tmpfs(tmp_path / "fs", FS_BYTES) as mnt:
         root = os.path.join(mnt, "d")
         os.makedirs(root)
@@ -264,7 +264,6 @@ def test_a_group_consumer_closing_on_a_full_disk_raises_once_and_lets_the_group_
 def test_a_log_manager_closing_on_a_full_disk_closes_every_log_and_raises_once(tmp_path):
     """Each log's close needs a write (its producer snapshot). The first failure used to end
     ``LogManager.close``: the other logs stayed open, their directories locked."""
-    from pylog import LogManager
     with mounted_tmpfs(tmp_path / "fs", FS_BYTES) as mnt:
         root = os.path.join(mnt, "d")
         manager = LogManager(root)
@@ -281,7 +280,6 @@ def test_a_log_manager_closing_on_a_full_disk_closes_every_log_and_raises_once(t
 
 
 def test_a_replica_set_closing_on_a_full_disk_closes_every_replica_and_raises_once(tmp_path):
-    from pylog.replication import ReplicaSet
     with mounted_tmpfs(tmp_path / "fs", FS_BYTES) as mnt:
         rs = ReplicaSet(os.path.join(mnt, "rs"), "b-0", replicas=3, min_insync_replicas=2, fetchers=False)
         rs.append([b"x"], acks="all", timeout_ms=10_000)
@@ -293,4 +291,26 @@ def test_a_replica_set_closing_on_a_full_disk_closes_every_replica_and_raises_on
         filler.free_all()
         for path in paths:
             with Log.open(path) as log:
+                assert [r.value for r in log.records()] == [b"x"]
+
+
+def test_a_producer_closing_on_a_full_disk_lets_go_of_every_log(tmp_path):
+    """The producer's writer pool closes each log it holds (a producer snapshot each). The
+    first that failed used to keep the others open and locked in this process."""
+    with mounted_tmpfs(tmp_path / "fs", FS_BYTES) as mnt:
+        root = os.path.join(mnt, "d")
+        os.makedirs(root)
+        with LogManager(root) as m:
+            for topic in ("a", "b", "c"):
+                m.create_topic(topic, 1)
+        producer = Producer(root)
+        for topic in ("a", "b", "c"):
+            producer.send(topic, b"x").get(10)
+        filler = Filler(os.path.join(mnt, "filler"))
+        filler.fill()
+        with pytest.raises(StorageError):
+            producer.close()
+        filler.free_all()
+        for topic in ("a", "b", "c"):
+            with Log.open(os.path.join(root, f"{topic}-0")) as log:
                 assert [r.value for r in log.records()] == [b"x"]
