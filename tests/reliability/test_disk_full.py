@@ -1,7 +1,9 @@
 """Disk full and failed writes: a failed append takes itself back whole (``.log`` cut back,
 no index entry, offsets unchanged) and raises StorageError; rolls, flushes, compaction,
 close and reopen raise StorageError too; the process never dies of SIGBUS; once space is
-freed the log holds every acknowledged record, once each, also after a crash.
+freed the log holds every acknowledged record, once each, also after a crash. A close of
+many things (a LogManager, a producer, a group consumer, a ReplicaSet) that fails still
+releases every one of them, and raises once.
 
 The fault-injecting seam fails writes to one kind of file; the real full disk is a
 size-limited tmpfs (root only), filled to the page, with the writer in a subprocess so
