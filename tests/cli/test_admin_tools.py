@@ -145,6 +145,19 @@ def test_get_offsets_prints_kafkas_lines_in_kafkas_order(tmp_path):
     assert "--time" in one_line_error("get-offsets", root, "--time", "yesterday")
 
 
+def test_get_offsets_takes_kafkas_topic_partition_patterns_and_tiered_times(tmp_path):
+    root = tmp_path / "root"
+    _offsets_topic(root)
+    ok("topics", root, "--create", "--topic", "u", "--partitions", "3")
+    assert ok("get-offsets", root, "--topic-partitions", "t:1-3,u:2") == "t:1:3\nt:2:0\nu:2:0\n"
+    assert ok("get-offsets", root, "--topic-partitions", "t:10-,:-1") == "t:0:2\nt:10:12\nt:11:0\nu:0:0\n"
+    assert ok("get-offsets", root, "--topic-partitions", "t:10", "--time", "earliest-local") == "t:10:0\n"
+    assert ok("get-offsets", root, "--topic-partitions", "t:10", "--time", "-5") == ""  # nothing is tiered
+    assert "cannot be used with --topic" in one_line_error("get-offsets", root, "--topic-partitions", "t",
+                                                           "--topic", "t")
+    assert "'t:x' is not" in one_line_error("get-offsets", root, "--topic-partitions", "t:x")
+
+
 def test_delete_records_prints_the_new_low_watermarks(tmp_path):
     root = tmp_path / "root"
     _offsets_topic(root)
