@@ -143,17 +143,18 @@ def add_exclude_internal_argument(p) -> None:
                    help="leave out __consumer_offsets and __transaction_state")
 
 
-def topic_pattern(topic: str | None) -> re.Pattern:
-    """``--topic`` as the tools read it: a regular expression matched against the whole
-    name (every topic when None); :class:`InvalidArgumentError` when it does not compile."""
+def topic_pattern(topic: str | None, option: str = "--topic") -> re.Pattern:
+    """``--topic`` (or ``option``) as the tools read it: a regular expression matched
+    against the whole name (every topic when None); :class:`InvalidArgumentError` when it
+    does not compile."""
     try:
         return re.compile(".*" if topic is None else topic)
     except re.error as e:
-        raise InvalidArgumentError(f"--topic {topic!r} is not a regular expression: {e}") from None
+        raise InvalidArgumentError(f"{option} {topic!r} is not a regular expression: {e}") from None
 
 
-def wanted_topics(names, topic: str | None, *, exclude_internal: bool) -> list[str]:
-    """The ``names`` that ``--topic`` matches, without the internal topics when
-    ``exclude_internal``."""
-    pattern = topic_pattern(topic)
+def wanted_topics(names, topic: str | None, *, exclude_internal: bool, option: str = "--topic") -> list[str]:
+    """The ``names`` that ``--topic`` (or ``option``) matches, without the internal topics
+    when ``exclude_internal``."""
+    pattern = topic_pattern(topic, option)
     return [t for t in names if pattern.fullmatch(t) and not (exclude_internal and internal_topic(t))]

@@ -1,7 +1,8 @@
 """``pylog console-consumer ROOT --topic T``: Kafka's ``kafka-console-consumer.sh`` on a log
 dir. ``pylog consume`` is the same command with other defaults (see below).
 
-It reads every partition of the topic (or ``--partition P``), in rounds: one fetch per
+It reads every partition of the topic (or ``--partition P``; or of every topic ``--include
+REGEX`` matches), in rounds: one fetch per
 partition, its records printed (pylog/cli/formatter.py), the output flushed. Without a start
 option it begins at the end of each partition, as Kafka's does (``--from-beginning``: at the
 start; ``--offset`` with ``--partition``; ``--timestamp``: the first record at or after a
@@ -31,10 +32,10 @@ from __future__ import annotations
 import sys
 import time
 
-from pylog.cli.common import open_manager, parse_properties, properties_help
+from pylog.cli.common import open_manager, parse_properties, properties_help, topic_pattern, wanted_topics
 from pylog.clients.consumer import Consumer as GroupConsumer
 from pylog.cli.formatter import FORMATTERS, PROPERTIES
-from pylog.errors import InvalidArgumentError, OffsetOutOfRangeError
+from pylog.errors import InvalidArgumentError, OffsetOutOfRangeError, UnknownTopicError
 
 #: How long a consumer at the end of every partition waits before it polls again.
 POLL_INTERVAL_S = 0.05
@@ -57,7 +58,11 @@ def add_consume_parser(sub) -> None:
 
 def _add(p, *, follow: bool) -> None:
     p.add_argument("root", help="the log dir holding <topic>-<partition> directories")
-    p.add_argument("--topic", required=True, help="the topic to read")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--topic", help="the topic to read")
+    which.add_argument("--include", "--whitelist", dest="include", metavar="REGEX",
+                       help="read every topic this regular expression matches (whole name), Kafka's internal "
+                            "topics left out; without --group, those there when it starts")
     p.add_argument("--partition", type=int, help="read this partition only (default: every partition of the topic)")
     start = p.add_mutually_exclusive_group()
     start.add_argument("--from-beginning", action="store_true", default=None,
@@ -113,6 +118,8 @@ def run(args) -> int:
 def assign(manager, args) -> dict:
     """``{log: start offset}`` of the partitions to read, from the options. A consumer
     group would instead take its assignment and committed offsets here."""
+    if args.include is not None:
+        return {log: _start(log, args) for log in _included_logs(manager, args)}
     partitions = manager.partitions(args.topic)
     if args.partition is not None:
         if args.partition not in partitions:
@@ -123,6 +130,16 @@ def assign(manager, args) -> dict:
         raise InvalidArgumentError(f"--offset needs --partition: topic {args.topic!r} has {len(partitions)} partitions")
     logs = [manager.log(args.topic, p) for p in partitions]
     return {log: _start(log, args) for log in logs}
+
+
+def _included_logs(manager, args) -> list:
+    """The logs of every topic ``--include`` matches, internal topics left out."""
+    if args.partition is not None or args.offset is not None:
+        raise InvalidArgumentError("--partition and --offset go with --topic, not --include")
+    topics = wanted_topics(manager.topics(), args.include, exclude_internal=True, option="--include")
+    if not topics:
+        raise UnknownTopicError(f"no topic of {manager.root} matches --include {args.include!r}")
+    return [manager.log(t, p) for t in topics for p in manager.partitions(t)]
 
 
 def _start(log, args) -> int:
@@ -234,7 +251,10 @@ class GroupMember:
         isolation = "read_" + ISOLATION_LEVELS[args.isolation]
         self._consumer = GroupConsumer(args.root, group_id=args.group, isolation_level=isolation,
                                        auto_offset_reset="earliest" if earliest else "latest")
-        self._consumer.subscribe([args.topic])
+        if args.include is not None:
+            self._consumer.subscribe(pattern=topic_pattern(args.include, "--include").pattern)
+        else:
+            self._consumer.subscribe([args.topic])
         self.printed = 0
 
     def close(self) -> None:

@@ -79,7 +79,7 @@ def _rule(spec: str) -> tuple[re.Pattern, int, int]:
     if match is None or (match.group(3) == "" and match.group(4) == ""):
         raise InvalidArgumentError(f"--topic-partitions: {spec!r} is not TOPIC_REGEX[:N | :N-M | :N- | :-M]")
     topic, single, low, high = match.groups()
-    pattern = topic_pattern(topic or None)
+    pattern = topic_pattern(topic or None, "--topic-partitions")
     if single is not None:
         return pattern, int(single), int(single) + 1
     return pattern, int(low or 0), int(high) if high else 2**31

@@ -218,6 +218,9 @@ def test_read_committed_leaves_out_aborted_and_open_transactions(tmp_path):
     ["console-consumer", "{root}", "--topic", "t", "--property", "print.everything=true"],
     ["console-producer", "{root}", "--topic", "t", "--property", "parse.key"],
     ["console-producer", "{root}", "--topic", "bad/name"],
+    ["consume", "{root}", "--include", "nothing-matches"],
+    ["consume", "{root}", "--include", "t("],
+    ["consume", "{root}", "--include", "t", "--partition", "0"],
 ])
 def test_mistakes_are_one_line_errors(topic, args):
     one_line_error(*[a.replace("{root}", str(topic)) for a in args], stdin=b"x\n")
@@ -246,6 +249,21 @@ def test_a_group_consumer_starts_at_its_committed_offsets_and_shows_in_consumer_
     described = ok("consumer-groups", root, "--describe", "--group", "g")
     lags = [line.split()[5] for line in described.splitlines() if line.startswith("g ")]
     assert lags == ["0", "0"], described
+
+
+def test_include_reads_every_matching_topic_but_the_internal_ones_alone_or_in_a_group(tmp_path):
+    root = tmp_path / "root"
+    for name, lines in (("orders", b"o1\no2\n"), ("orders-eu", b"e1\n"), ("audit", b"a1\n")):
+        ok("produce", root, "--topic", name, stdin=lines)
+    ok("console-consumer", root, "--topic", "orders", "--group", "g", "--from-beginning", "--no-follow")
+    assert "__consumer_offsets-0" in {p.name for p in root.iterdir()}
+    assert sorted(ok("consume", root, "--include", "orders.*|__.*").split()) == ["e1", "o1", "o2"]
+    grouped = ok("console-consumer", root, "--include", "orders.*", "--group", "h", "--from-beginning",
+                 "--no-follow")
+    assert sorted(grouped.split()) == ["e1", "o1", "o2"]
+    described = ok("consumer-groups", root, "--describe", "--group", "h")
+    assert sorted(line.split()[1] for line in described.splitlines() if line.startswith("h ")) == \
+        ["orders", "orders-eu"]
 
 
 def test_group_does_not_go_with_a_partition_or_an_offset(topic):
