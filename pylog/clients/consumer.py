@@ -193,6 +193,23 @@ class Consumer:
     def assignment(self) -> set[TopicPartition]:
         return set(self._positions)
 
+    def topics(self) -> set[str]:
+        """The topics of the log dir, Kafka's internal ones left out unless
+        ``exclude_internal_topics=False`` (kafka-python's ``topics()``, Java's
+        ``listTopics()``). O(directory entries)."""
+        from pylog.manager import LogManager
+        return {t for t in LogManager(self.root, read_only=True).topics()
+                if not (self.exclude_internal_topics and t in INTERNAL_TOPICS)}
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        """The partition numbers of ``topic``; None when the log dir has no such topic
+        (kafka-python's ``partitions_for_topic``). O(directory entries)."""
+        from pylog.manager import LogManager
+        try:
+            return set(LogManager(self.root, read_only=True).partitions(topic))
+        except UnknownTopicError:
+            return None
+
     def _set_assignment(self, partitions: set) -> None:
         for tp in list(self._positions):
             if tp not in partitions:

@@ -192,3 +192,15 @@ def test_a_group_commit_covers_every_assigned_partition_after_the_first_poll(roo
             got += [r.value for records in second.poll(100).values() for r in records]
     assert sorted(got) == sorted([b"new-%d" % p for p in range(6)] +
                                  [b"old-%d" % p for p in range(6) if p != seen.partition])
+
+
+def test_topics_and_partitions_for_topic_as_kafka_python_names_them(root):
+    make_topic(root, "t", 3)
+    with Consumer(root) as c:
+        assert c.topics() == {"t"} and c.partitions_for_topic("t") == {0, 1, 2}
+        assert c.partitions_for_topic("nope") is None
+    make_topic(root, "__consumer_offsets", 1)
+    with Consumer(root, exclude_internal_topics=False) as c:
+        assert c.topics() == {"t", "__consumer_offsets"}
+    with Consumer(root) as c:
+        assert c.topics() == {"t"}
