@@ -263,37 +263,35 @@ def test_a_group_consumer_closing_on_a_full_disk_raises_once_and_lets_the_group_
             assert len(second.assignment()) == 2
 
 
+def _closing_on_a_full_disk_raises_once_and_releases(mnt, close, paths) -> None:
+    """``close()`` on a full disk raises StorageError; once space is back, each log of
+    ``paths`` opens for writing here (nothing kept it) and holds its one record ``x``."""
+    filler = Filler(os.path.join(mnt, "filler"))
+    filler.fill()
+    with pytest.raises(StorageError):
+        close()
+    filler.free_all()
+    for path in paths:
+        with Log.open(path) as log:
+            assert [r.value for r in log.records()] == [b"x"]
+
+
 def test_a_log_manager_closing_on_a_full_disk_closes_every_log_and_raises_once(tmp_path):
     """Each log's close needs a write (its producer snapshot). The first failure used to end
     ``LogManager.close``: the other logs stayed open, their directories locked."""
     with mounted_tmpfs(tmp_path / "fs", FS_BYTES) as mnt:
-        root = os.path.join(mnt, "d")
-        manager = LogManager(root)
-        for topic in ("a", "b", "c"):
-            manager.create_topic(topic, 1).append([b"x"], partition=0)
-        filler = Filler(os.path.join(mnt, "filler"))
-        filler.fill()
-        with pytest.raises(StorageError):
-            manager.close()
-        filler.free_all()
-        for topic in ("a", "b", "c"):
-            with Log.open(os.path.join(root, f"{topic}-0")) as log:
-                assert [r.value for r in log.records()] == [b"x"]
+        manager = LogManager(os.path.join(mnt, "d"))
+        logs = [manager.create_topic(topic, 1).log(0) for topic in ("a", "b", "c")]
+        for log in logs:
+            log.append([b"x"])
+        _closing_on_a_full_disk_raises_once_and_releases(mnt, manager.close, [log.path for log in logs])
 
 
 def test_a_replica_set_closing_on_a_full_disk_closes_every_replica_and_raises_once(tmp_path):
     with mounted_tmpfs(tmp_path / "fs", FS_BYTES) as mnt:
         rs = ReplicaSet(os.path.join(mnt, "rs"), "b-0", replicas=3, min_insync_replicas=2, fetchers=False)
         rs.append([b"x"], acks="all", timeout_ms=10_000)
-        paths = [rs.log(r).path for r in rs.replica_ids]
-        filler = Filler(os.path.join(mnt, "filler"))
-        filler.fill()
-        with pytest.raises(StorageError):
-            rs.close()
-        filler.free_all()
-        for path in paths:
-            with Log.open(path) as log:
-                assert [r.value for r in log.records()] == [b"x"]
+        _closing_on_a_full_disk_raises_once_and_releases(mnt, rs.close, [rs.log(r).path for r in rs.replica_ids])
 
 
 def test_a_producer_closing_on_a_full_disk_lets_go_of_every_log(tmp_path):
@@ -301,18 +299,9 @@ def test_a_producer_closing_on_a_full_disk_lets_go_of_every_log(tmp_path):
     first that failed used to keep the others open and locked in this process."""
     with mounted_tmpfs(tmp_path / "fs", FS_BYTES) as mnt:
         root = os.path.join(mnt, "d")
-        os.makedirs(root)
         with LogManager(root) as m:
-            for topic in ("a", "b", "c"):
-                m.create_topic(topic, 1)
+            paths = [m.create_topic(topic, 1).log(0).path for topic in ("a", "b", "c")]
         producer = Producer(root)
         for topic in ("a", "b", "c"):
             producer.send(topic, b"x").get(10)
-        filler = Filler(os.path.join(mnt, "filler"))
-        filler.fill()
-        with pytest.raises(StorageError):
-            producer.close()
-        filler.free_all()
-        for topic in ("a", "b", "c"):
-            with Log.open(os.path.join(root, f"{topic}-0")) as log:
-                assert [r.value for r in log.records()] == [b"x"]
+        _closing_on_a_full_disk_raises_once_and_releases(mnt, producer.close, paths)
