@@ -21,7 +21,7 @@ from pylog.layout import LEADER_EPOCH_CHECKPOINT, LOG_SUFFIX, SWAP_SUFFIX
 from pylog.log.leader_epoch import LeaderEpochFileCache, read_writers_epochs
 from pylog.log.loader import LoadedLog, live_segment_bases, take_checkpointed_offsets, while_files_vanish
 from pylog.log.offsets import LogOffsets
-from pylog.log.segments import batches_from, delete_segment
+from pylog.log.segments import DelayedDeletes, batches_from, delete_segment
 from pylog.segment.fetch import FetchData
 from pylog.segment.segment import Segment, segment_paths
 from pylog.stat_watch import StatWatch
@@ -54,6 +54,7 @@ class LocalLog:
         self._dir_watch = loaded.dir_watch
         self._checkpoint_watch = loaded.checkpoint_watch
         self._epoch_watch = StatWatch([os.path.join(self.path, LEADER_EPOCH_CHECKPOINT)]) if read_only else None
+        self._deletes = DelayedDeletes()
 
     def check_open(self) -> None:
         """:class:`LogClosedError` once closed."""
@@ -140,7 +141,7 @@ class LocalLog:
         for seg in segments:
             if seg is active or not self.segments.holds(seg):
                 continue
-            delete_segment(self.segments.remove(seg.base_offset), delay_ms=self.config.file_delete_delay_ms)
+            self._deletes.delete(self.segments.remove(seg.base_offset), delay_ms=self.config.file_delete_delay_ms)
             removed.append(seg.base_offset)
         return removed
 
@@ -163,7 +164,7 @@ class LocalLog:
         for seg in old_segments:
             if self.segments.holds(seg):
                 self.segments.remove(seg.base_offset)
-            delete_segment(seg, delay_ms=self.config.file_delete_delay_ms)
+            self._deletes.delete(seg, delay_ms=self.config.file_delete_delay_ms)
         failpoints.hit("swap.old-deleted")
         for seg in new_segments:
             seg.change_suffix("")
@@ -171,9 +172,14 @@ class LocalLog:
         self.io.fsync_dir(self.path)
 
     def close(self) -> None:
-        """Release every segment's files; the log refuses use from now on."""
+        """Release every segment's files and remove those of deleted segments still
+        waiting for ``file_delete_delay_ms`` (``DelayedDeletes``); the log refuses use from
+        now on."""
         self.closed = True
-        self.segments.close_all()
+        try:
+            self._deletes.finish()
+        finally:
+            self.segments.close_all()
 
     def update_config(self, config) -> None:
         """Settings from now on: for rolls, deletions and the segments made from here

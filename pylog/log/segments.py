@@ -187,13 +187,39 @@ def batches_from(segments: list, start: int, end: int):
             yield b
 
 
-def delete_segment(segment: Segment, *, delay_ms: int) -> None:
+def delete_segment(segment: Segment, *, delay_ms: int) -> threading.Timer | None:
     """Rename ``segment``'s files ``.deleted`` now and remove them after ``delay_ms`` (at
-    once when 0): a fetch that holds the file meanwhile still reads it."""
+    once when 0): a fetch that holds the file meanwhile still reads it. Returns the timer
+    of a delayed removal (:class:`DelayedDeletes` keeps them)."""
     segment.change_suffix(DELETED_SUFFIX)
     if delay_ms <= 0:
         segment.delete_files()
-    else:
-        timer = threading.Timer(delay_ms / 1000.0, segment.delete_files)
-        timer.daemon = True
-        timer.start()
+        return None
+    timer = threading.Timer(delay_ms / 1000.0, segment.delete_files)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+class DelayedDeletes:
+    """The segments of one log renamed ``.deleted`` whose files go after
+    ``file_delete_delay_ms`` (Kafka's asynchronous delete). :meth:`finish` removes those
+    still waiting at once: the log closes, and a process that then exits (``pylog
+    retention``, a script) would leave them on disk until the log's next open. Fetches
+    already planned keep reading: they hold the files open."""
+
+    def __init__(self):
+        self._waiting: list[tuple[threading.Timer, Segment]] = []
+
+    def delete(self, segment: Segment, *, delay_ms: int) -> None:
+        timer = delete_segment(segment, delay_ms=delay_ms)
+        if timer is not None:
+            self._waiting = [(t, s) for t, s in self._waiting if t.is_alive()] + [(timer, segment)]
+
+    def finish(self) -> None:
+        """Remove every waiting segment's files now. O(segments waiting)."""
+        waiting, self._waiting = self._waiting, []
+        for timer, segment in waiting:
+            timer.cancel()
+            timer.join()  # a removal under way ends first; removing again is harmless
+            segment.delete_files()

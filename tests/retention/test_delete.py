@@ -88,6 +88,22 @@ def test_deleted_segments_are_renamed_then_removed_after_the_delay(tmp_path):
         assert time.monotonic() - started >= 0.3  # never removed before the delay
 
 
+def test_closing_removes_the_deleted_segments_still_waiting_for_their_delay(tmp_path):
+    """``pylog retention`` (or any process) exits right after closing: the files of the
+    segments it deleted, waiting out ``file_delete_delay_ms``, used to stay on disk until
+    the log's next open. A fetch planned before still reads them: it holds them open."""
+    now = int(time.time() * 1000)
+    log = Log.open(tmp_path / "t-0", segment_bytes=2000, retention_ms=1000)  # the default delay: 60 s
+    fill(log, 40, now - 100_000)
+    log.append([b"fresh"])
+    fetch = log.read(0)
+    assert log.enforce_retention(now)
+    assert any(p.name.endswith(".deleted") for p in (tmp_path / "t-0").iterdir())
+    log.close()
+    assert not [p.name for p in (tmp_path / "t-0").iterdir() if p.name.endswith(".deleted")]
+    assert [r.offset for r in fetch.records()][0] == 0
+
+
 def test_background_cleaner_applies_retention_to_every_log(tmp_path):
     now = int(time.time() * 1000)
     with LogManager(tmp_path, retention_ms=1000, segment_bytes=2000, file_delete_delay_ms=0) as m:
