@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from datetime import datetime, timezone
 from itertools import groupby
 
 from pylog.cli.common import add_exclude_internal_argument, is_partition_dir, no_partitions, open_manager, table, \
     wanted_topics
-from pylog.errors import LogDirNotFoundError, UnknownTopicError
+from pylog.errors import CorruptRecordError, LogDirNotFoundError, UnknownTopicError
 from pylog.partition_dir import parse_partition_dir
 
 COLUMNS = ["topic", "partition", "log_start_offset", "log_end_offset", "high_watermark", "last_stable_offset",
@@ -64,14 +65,28 @@ def describe(path: str, topic: str | None = None, *, exclude_internal: bool = Fa
 
 
 def _row(manager, topic: str, partition: int) -> dict:
+    """The partition's row. A corrupt batch where the oldest timestamp or the last stable
+    offset is read leaves that column empty (None) and is told on stderr: ``pylog verify``
+    finds every one."""
     log = manager.log(topic, partition)
     stamps = [t for t in (s.max_timestamp for s in log.segments) if t >= 0]
-    oldest = next((r.timestamp for r in log.records(max_bytes=64 << 10)), None)
+    first = _unless_corrupt(log, lambda: log.read(log.log_start_offset, 1).records())  # the first batch only
     return {"topic": topic, "partition": partition, "log_start_offset": log.log_start_offset,
             "log_end_offset": log.log_end_offset, "high_watermark": log.high_watermark,
-            "last_stable_offset": log.last_stable_offset, "segments": len(log.segments), "bytes": log.size_bytes,
-            "oldest_timestamp": oldest, "newest_timestamp": max(stamps) if stamps else None,
-            "topic_config": _config_overrides(manager, topic)}
+            "last_stable_offset": _unless_corrupt(log, lambda: log.last_stable_offset),
+            "segments": len(log.segments), "bytes": log.size_bytes,
+            "oldest_timestamp": first[0].timestamp if first else None,
+            "newest_timestamp": max(stamps) if stamps else None, "topic_config": _config_overrides(manager, topic)}
+
+
+def _unless_corrupt(log, answer):
+    """``answer()``, or None (said on stderr) when it meets a corrupt batch."""
+    try:
+        return answer()
+    except CorruptRecordError as e:
+        print(f"pylog describe: {log.topic}-{log.partition}: {e} (pylog verify checks the whole log)",
+              file=sys.stderr)
+        return None
 
 
 def _config_overrides(manager, topic: str) -> dict[str, str]:

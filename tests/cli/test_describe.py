@@ -91,6 +91,24 @@ def test_topic_and_exclude_internal_topics_choose_the_topics_shown(tmp_path):
     assert r.returncode == 1 and "--topic '(' is not a regular expression" in r.stderr.decode()
 
 
+def test_a_corrupt_batch_empties_the_columns_it_stands_in_and_is_told_on_stderr(tmp_path):
+    """A damaged first batch: the oldest timestamp needs it, nothing else does. describe
+    used to fail whole; it now shows the partition, leaves that column empty and says
+    where the damage is. Batches past the first are not read at all."""
+    root = _log_dir(tmp_path / "root")
+    segment = root / "orders-0" / "00000000000000000000.log"
+    data = bytearray(segment.read_bytes())
+    data[70] ^= 0xFF  # inside the first batch's records
+    segment.write_bytes(bytes(data))
+    r = pylog("describe", root, "--json")
+    assert r.returncode == 0, r.stderr
+    rows = {(row["topic"], row["partition"]): row for row in json.loads(r.stdout)}
+    assert rows[("orders", 0)]["oldest_timestamp"] is None and rows[("orders", 0)]["log_end_offset"] == 3
+    assert rows[("orders", 1)]["oldest_timestamp"] == TS + 1
+    err = r.stderr.decode()
+    assert err.count("\n") == 1 and "orders-0: record batch is corrupt" in err and "position 0" in err
+
+
 def test_a_directory_without_partitions_is_a_one_line_error(tmp_path):
     (tmp_path / "empty" / "not-a-partition").mkdir(parents=True)
     r = pylog("describe", tmp_path / "empty")
