@@ -242,6 +242,24 @@ class GroupSubscribedToTopicError(GroupCoordinatorError):
     group subscribes to cannot be deleted. Nothing is written for it."""
 
 
+class SerializationError(PylogError):
+    """Raised when a producer's ``key_serializer``/``value_serializer`` raises (Kafka's
+    SerializationException), naming the topic and which of key or value; the function's
+    own error is chained. Nothing of that ``send`` is sent."""
+
+
+class RecordDeserializationError(SerializationError):
+    """Raised by ``Consumer.poll`` when its ``key_deserializer``/``value_deserializer``
+    raises on the record at ``topic``-``partition`` ``offset`` (Kafka's
+    RecordDeserializationException). The records before it were returned by the poll
+    before; the position stays at it, so each poll raises again until
+    ``seek(tp, offset + 1)`` passes it."""
+
+    def __init__(self, message: str, *, topic: str, partition: int, offset: int):
+        super().__init__(message)
+        self.topic, self.partition, self.offset = topic, partition, offset
+
+
 class ClientStateError(PylogError):
     """Raised when a producer or consumer is used in a state that forbids the call: after
     ``close()``, ``assign()`` after ``subscribe()`` or the other way round, a transaction

@@ -29,7 +29,8 @@ from pylog.clients.wakeup import DirWatch
 from pylog.closing import close_all
 from pylog.errors import (
     ClientStateError, GroupCoordinatorError, IllegalGenerationError, InvalidArgumentError, LogDirNotFoundError,
-    OffsetOutOfRangeError, RebalanceInProgressError, UnknownMemberIdError, UnknownTopicError,
+    OffsetOutOfRangeError, RebalanceInProgressError, RecordDeserializationError, UnknownMemberIdError,
+    UnknownTopicError,
 )
 from pylog.layout import INT32_MAX, INTERNAL_TOPICS
 from pylog.log import Log
@@ -84,6 +85,12 @@ TXN_CHECK_INTERVAL_MS = 1000
 class Consumer:
     """Reads records of the topics of the log dir ``root``.
 
+    ``key_deserializer``/``value_deserializer``: functions that turn a record's key or
+    value bytes into what ``poll`` returns (``json.loads``), as kafka-python's and Kafka's
+    deserializers; a None key or value stays None. One that raises stops the partition
+    there (:class:`~pylog.errors.RecordDeserializationError`). ``poll_columns`` returns the
+    bytes as they are.
+
     >>> import tempfile
     >>> from pylog import LogManager
     >>> root = tempfile.mkdtemp()
@@ -100,7 +107,8 @@ class Consumer:
                  heartbeat_interval_ms: int = 3000, max_poll_interval_ms: int = 300_000,
                  max_poll_records: int = 500, fetch_max_bytes: int = 1 << 20,
                  partition_assignment_strategy=("range", "cooperative-sticky"), client_id: str = "pylog",
-                 consumer_timeout_ms: float = float("inf"), exclude_internal_topics: bool = True):
+                 consumer_timeout_ms: float = float("inf"), exclude_internal_topics: bool = True,
+                 key_deserializer=None, value_deserializer=None):
         if auto_offset_reset not in _RESETS:
             raise InvalidArgumentError(f"auto_offset_reset must be one of {_RESETS}, not {auto_offset_reset!r}")
         if isolation_level not in _ISOLATION:
@@ -126,6 +134,8 @@ class Consumer:
         self.client_id = client_id
         self.consumer_timeout_ms = consumer_timeout_ms
         self.exclude_internal_topics = exclude_internal_topics
+        self.key_deserializer, self.value_deserializer = key_deserializer, value_deserializer
+        self._deserialization_error: RecordDeserializationError | None = None  # raised by the next poll
         self._logs: dict[TopicPartition, Log] = {}
         self._queried: dict[TopicPartition, Log] = {}
         self._positions: dict[TopicPartition, int | None] = {}
@@ -255,6 +265,9 @@ class Consumer:
             raise InvalidArgumentError(f"offset must be an int >= 0, not {offset!r}")
         self._positions[tp] = offset
         self._buffered.pop(tp, None)
+        error = self._deserialization_error
+        if error is not None and (error.topic, error.partition) == tuple(tp):
+            self._deserialization_error = None  # moved: the record that failed is read again, or passed
 
     def seek_to_beginning(self, *partitions) -> None:
         for tp in partitions or list(self._positions):
@@ -420,6 +433,9 @@ class Consumer:
             return log.read(position, self.fetch_max_bytes, isolation=self.isolation)
 
     def _fetch(self, max_records: int) -> dict:
+        if self._deserialization_error is not None:
+            error, self._deserialization_error = self._deserialization_error, None
+            raise error
         out = {}
         left = max_records
         for tp in self._fetchable():
@@ -438,12 +454,39 @@ class Consumer:
             if len(records) > left:
                 self._buffered[tp] = records[left:]
                 records = records[:left]
-            out[tp] = records
-            self._positions[tp] = records[-1].offset + 1
-            left -= len(records)
-            if left <= 0:
+            if self.key_deserializer is not None or self.value_deserializer is not None:
+                records = self._deserialized(tp, records)
+            if records:
+                out[tp] = records
+                self._positions[tp] = records[-1].offset + 1
+                left -= len(records)
+            if left <= 0 or self._deserialization_error is not None:
                 break
+        if not out and self._deserialization_error is not None:
+            error, self._deserialization_error = self._deserialization_error, None
+            raise error
         return out
+
+    def _deserialized(self, tp: TopicPartition, records: list) -> list:
+        """``records`` with keys and values through the deserializers (None stays None),
+        up to the first that fails: its position is set there, what follows dropped (read
+        again later), and the error kept for this or the next poll to raise."""
+        for i, record in enumerate(records):
+            try:
+                if record.key is not None and self.key_deserializer is not None:
+                    record.key = self.key_deserializer(record.key)
+                if record.value is not None and self.value_deserializer is not None:
+                    record.value = self.value_deserializer(record.value)
+            except Exception as e:
+                self._buffered.pop(tp, None)
+                self._positions[tp] = record.offset
+                self._deserialization_error = RecordDeserializationError(
+                    f"deserializing the record at {tp.topic}-{tp.partition} offset {record.offset} failed: "
+                    f"{type(e).__name__}: {e}; seek past it to go on", topic=tp.topic, partition=tp.partition,
+                    offset=record.offset)
+                self._deserialization_error.__cause__ = e
+                return records[:i]
+        return records
 
     def _fetch_columns(self, max_records: int) -> dict:
         from pylog.record.columnar import decode_columns

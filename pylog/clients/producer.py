@@ -36,7 +36,7 @@ from pylog.clients.producer_ids import allocate_producer_id
 from pylog.clients.writers import WriterPool
 from pylog.errors import (
     ClientStateError, ClientTimeoutError, InvalidArgumentError, LogDirNotFoundError, ProducerFencedError,
-    UnknownTopicError,
+    SerializationError, UnknownTopicError,
 )
 from pylog.layout import INT32_MAX
 from pylog.partitioner import partition_for_key, partitions_for_keys
@@ -160,6 +160,10 @@ class _Sealed:
 class Producer:
     """Appends records to the topics of the log dir ``root``.
 
+    ``key_serializer``/``value_serializer``: functions that turn a key or value given to
+    ``send``/``send_batch`` into bytes (``json.dumps(v).encode()``), as kafka-python's and
+    Kafka's serializers; a None key or value stays None.
+
     >>> import tempfile
     >>> from pylog import LogManager
     >>> root = tempfile.mkdtemp()
@@ -173,7 +177,7 @@ class Producer:
     def __init__(self, root, *, transactional_id: str | None = None, enable_idempotence: bool = True,
                  linger_ms: int = 0, batch_size: int = 16384, compression_type: str | None = None,
                  max_block_ms: int = 60_000, transaction_timeout_ms: int = 60_000, client_id: str = "pylog",
-                 transaction_state_partitions: int | None = None):
+                 transaction_state_partitions: int | None = None, key_serializer=None, value_serializer=None):
         check_int(linger_ms, "linger_ms", (0, INT32_MAX))
         check_int(batch_size, "batch_size", (0, INT32_MAX))
         if transactional_id is not None and not enable_idempotence:
@@ -185,6 +189,7 @@ class Producer:
         self.linger_ms, self.batch_size, self.max_block_ms = linger_ms, batch_size, max_block_ms
         self.compression_type = compression_type
         self.transactional_id = transactional_id
+        self.key_serializer, self.value_serializer = key_serializer, value_serializer
         self._pool = WriterPool.for_root(self.root)
         self._lock = threading.Lock()  # the open batches
         self._wake = threading.Event()  # set when the linger thread has a new deadline to wait for
@@ -223,6 +228,9 @@ class Producer:
         before anything is appended."""
         if self._closed or self._fenced is not None:
             self._check_usable()
+        if self.key_serializer is not None or self.value_serializer is not None:
+            key, value = self._serialized(topic, key, self.key_serializer, "key"), \
+                self._serialized(topic, value, self.value_serializer, "value")
         plain = type(value) is bytes and not headers and timestamp_ms is None  # the common call, checked here
         if plain and key is None:
             item, size = value, RECORD_OVERHEAD_BYTES + len(value)
@@ -265,6 +273,10 @@ class Producer:
         headers or timestamps, a few tens of nanoseconds a record besides ``Log.append``;
         a key costs a murmur2 in Python when the partitioner picks the partition."""
         self._check_usable()
+        if self.value_serializer is not None:
+            values = [self._serialized(topic, v, self.value_serializer, "value") for v in values]
+        if self.key_serializer is not None and keys is not None:
+            keys = [self._serialized(topic, k, self.key_serializer, "key") for k in keys]
         items, keys, sizes = bulk_items(values, keys, headers, timestamps_ms)
         count = self._partition_counts.get(topic) or self._partition_count(topic)
         if partition is not None:
@@ -285,6 +297,17 @@ class Producer:
         for tp in touched & self._sealed.keys():
             self._drain(tp)
         return FutureBatchMetadata(parts, len(items))
+
+    @staticmethod
+    def _serialized(topic: str, data, serializer, what: str):
+        """``serializer(data)``; None stays None (a null key, a tombstone)."""
+        if serializer is None or data is None:
+            return data
+        try:
+            return serializer(data)
+        except Exception as e:
+            raise SerializationError(f"the {what}_serializer failed on a {what} for topic {topic!r}: "
+                                     f"{type(e).__name__}: {e}") from e
 
     def _add_runs(self, topic: str, runs: list) -> tuple[list, set]:
         """Add each run to its partition's batches (a sticky run to one partition a batch);

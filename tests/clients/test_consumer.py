@@ -204,3 +204,48 @@ def test_topics_and_partitions_for_topic_as_kafka_python_names_them(root):
         assert c.topics() == {"t", "__consumer_offsets"}
     with Consumer(root) as c:
         assert c.topics() == {"t"}
+
+
+def test_serializers_and_deserializers_turn_objects_into_bytes_and_back(root):
+    import json
+    make_topic(root, "t", 1)
+    with Producer(root, key_serializer=str.encode, value_serializer=lambda v: json.dumps(v).encode()) as p:
+        p.send("t", {"n": 1}, key="a")
+        p.send("t", None, key="a")  # a tombstone stays None
+        p.send_batch("t", [{"n": 2}, [3]], keys=["b", None])
+    with Log.open(os.path.join(root, "t-0"), read_only=True) as log:
+        assert [(r.key, r.value) for r in log.records()] == [
+            (b"a", b'{"n": 1}'), (b"a", None), (b"b", b'{"n": 2}'), (None, b"[3]")]
+    with Consumer(root, auto_offset_reset="earliest", key_deserializer=bytes.decode,
+                  value_deserializer=json.loads) as c:
+        c.assign([TP])
+        assert [(r.key, r.value) for r in c.poll(1000)[TP]] == [("a", {"n": 1}), ("a", None), ("b", {"n": 2}),
+                                                                (None, [3])]
+
+
+def test_a_value_the_deserializer_refuses_stops_its_partition_until_seek_passes_it(root):
+    from pylog.errors import RecordDeserializationError
+    make_topic(root, "t", 1, [(0, [b"1", b"2", b"oops", b"4"])])
+    with Consumer(root, auto_offset_reset="earliest", value_deserializer=int) as c:
+        c.assign([TP])
+        assert values(c.poll(1000)) == [1, 2]  # the records before it first
+        for _ in range(2):  # then the same error at every poll, the position kept at it
+            with pytest.raises(RecordDeserializationError) as raised:
+                c.poll(1000)
+            assert (raised.value.partition, raised.value.offset) == (0, 2) and c.position(TP) == 2
+            assert isinstance(raised.value.__cause__, ValueError)
+        c.seek(TP, raised.value.offset + 1)
+        assert values(c.poll(1000)) == [4]
+
+
+def test_a_serializer_that_fails_sends_nothing_of_that_call(root):
+    from pylog.errors import SerializationError
+    make_topic(root, "t", 1)
+    with Producer(root, value_serializer=lambda v: v.encode()) as p:
+        with pytest.raises(SerializationError, match="value_serializer"):
+            p.send("t", 5)
+        with pytest.raises(SerializationError):
+            p.send_batch("t", ["a", 5])
+        p.send("t", "ok")
+    with Log.open(os.path.join(root, "t-0"), read_only=True) as log:
+        assert [r.value for r in log.records()] == [b"ok"]
