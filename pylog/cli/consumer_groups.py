@@ -86,32 +86,41 @@ def run(args) -> int:
     if not targets:
         raise InvalidArgumentError("give --group G (or --all-groups)")
     if args.describe:
-        show = describe_members if args.members else describe_state if args.state else describe
         for g in targets:
-            show(args.root, g, state, **({"verbose": args.verbose} if args.members else {}))
+            if args.members:
+                describe_members(args.root, g, state, verbose=args.verbose)
+            elif args.state:
+                describe_state(args.root, g, state)
+            else:
+                describe(args.root, g, state)
         return 0
     if args.delete_offsets:
         return delete_offsets(args, targets)
     if args.delete:
-        from pylog.coordinator.group_coordinator import GroupCoordinator
-        coordinator = GroupCoordinator.for_root(args.root)
-        missing = [g for g in targets if g not in groups and not _live_members(args.root, g)]
-        try:
-            for g in targets:
-                if g not in missing:
-                    coordinator.delete_group(g)
-                    print(f"Deletion of requested consumer groups ('{g}') was successful.")
-        finally:
-            coordinator.release()
-        for g in missing:
-            print(f"Error: Deletion of some consumer groups failed:\n* Group '{g}' could not be deleted due to: "
-                  f"the group id does not exist.")
-        return 1 if missing else 0
+        return delete_groups(args.root, targets, groups)
     from_file = _read_offsets_file(args.from_file, targets) if args.from_file else None
     plans = {g: reset_offsets(args, g, state, None if from_file is None else from_file.get(g, {})) for g in targets}
     if args.export:
         print(export_csv(plans), end="")
     return 0
+
+
+def delete_groups(root: str, targets: list[str], groups: list[str]) -> int:
+    """Kafka's ``--delete``: tombstones for each inactive group; 1 if one does not exist."""
+    from pylog.coordinator.group_coordinator import GroupCoordinator
+    missing = [g for g in targets if g not in groups and not _live_members(root, g)]
+    coordinator = GroupCoordinator.for_root(root)
+    try:
+        for g in targets:
+            if g not in missing:
+                coordinator.delete_group(g)
+                print(f"Deletion of requested consumer groups ('{g}') was successful.")
+    finally:
+        coordinator.release()
+    for g in missing:
+        print(f"Error: Deletion of some consumer groups failed:\n* Group '{g}' could not be deleted due to: "
+              f"the group id does not exist.")
+    return 1 if missing else 0
 
 
 def _group_file(root: str, group: str) -> tuple[dict | None, list[str]]:
