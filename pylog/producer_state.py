@@ -73,6 +73,17 @@ class BatchMetadata(NamedTuple):
     timestamp: int
 
 
+class ProducerState(NamedTuple):
+    """One producer as Kafka's DescribeProducers answers it (``Log.active_producers``):
+    ``current_txn_start_offset`` is the first offset of its open transaction, or None."""
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    current_txn_start_offset: int | None
+
+
 @dataclass
 class ProducerEntry:
     """One producer's state."""
@@ -307,6 +318,11 @@ class ProducerStateManager:
         return None
 
     # -- queries ---------------------------------------------------------------------------------
+    def active_producers(self) -> list[ProducerState]:
+        """Every producer known, by producer id (Kafka's ``activeProducers``). O(producers)."""
+        return [ProducerState(e.producer_id, e.epoch, e.last_sequence, e.last_timestamp, e.coordinator_epoch,
+                              e.current_txn_first_offset) for _, e in sorted(self.producers.items())]
+
     def ongoing_transactions(self) -> dict[int, int]:
         return {pid: e.current_txn_first_offset for pid, e in self.producers.items()
                 if e.current_txn_first_offset is not None}

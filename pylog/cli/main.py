@@ -26,6 +26,7 @@ COMMANDS = {
     "get-offsets": "get_offsets",
     "delete-records": "delete_records",
     "consumer-groups": "consumer_groups",
+    "transactions": "transactions",
     "configs": "configs",
     "describe": "describe",
     "dump": "dump",

@@ -25,6 +25,7 @@ from pylog.log.committed import CommittedReadState
 from pylog.log.loader import LoadedLog, lso_after, open_partition, while_files_vanish
 from pylog.log.local import MAX_TIMESTAMP, LocalLog
 from pylog.log.validation import validate_timestamps
+from pylog.producer_state import ProducerState
 from pylog.record import arrow
 from pylog.record.batch import decode_batches
 from pylog.record.encode import encode_control_batch, now_ms
@@ -169,17 +170,31 @@ class Log(contextlib.AbstractContextManager):
         the first time (``CommittedReadState``)."""
         return self._last_stable_offset(aborts=False)
 
+    def active_producers(self) -> list[ProducerState]:
+        """Kafka's DescribeProducers of this partition: each producer the log knows (by
+        producer id) with its epoch, last sequence, last timestamp, coordinator epoch and
+        the first offset of its open transaction (None without one). A read-only log
+        first catches up as :attr:`last_stable_offset` does. O(producers)."""
+        self._local.check_open()
+        self._producers_caught_up(aborts=False)
+        with self._lock:
+            return self._producers.active_producers()
+
     def _last_stable_offset(self, *, aborts: bool) -> int:
         """``aborts``: a read-only log also learns every aborted transaction (committed reads)."""
+        self._producers_caught_up(aborts=aborts)
+        high_watermark = self._offsets.high_watermark
+        fuo = self._producers.first_unstable_offset(None if self.auto_high_watermark else high_watermark,
+                                                    self.log_start_offset)
+        return high_watermark if fuo is None else min(fuo, high_watermark)
+
+    def _producers_caught_up(self, *, aborts: bool) -> None:
+        """A read-only log replays the producer batches it has not seen (``CommittedReadState``)."""
         if self.read_only:
             def catch_up():
                 with self._lock:
                     self._producers = self._committed.catch_up(self._local, self._offsets, aborts=aborts)
             self._following_the_writer(catch_up)
-        high_watermark = self._offsets.high_watermark
-        fuo = self._producers.first_unstable_offset(None if self.auto_high_watermark else high_watermark,
-                                                    self.log_start_offset)
-        return high_watermark if fuo is None else min(fuo, high_watermark)
 
     def __repr__(self) -> str:
         return (f"Log({self.path!r}, log_start_offset={self.log_start_offset}, "
