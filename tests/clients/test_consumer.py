@@ -177,7 +177,10 @@ def test_a_group_commit_covers_every_assigned_partition_after_the_first_poll(roo
     make_topic(root, "t", 6, [(p, [b"old-%d" % p]) for p in range(6)])
     with Consumer(root, "g", auto_offset_reset="earliest") as first:
         first.subscribe(["t"])
-        [[seen]] = first.poll(1000, max_records=1).values()
+        polled, deadline = {}, time.monotonic() + 30
+        while not polled and time.monotonic() < deadline:  # the first polls may only join the group
+            polled = first.poll(100, max_records=1)
+        [[seen]] = polled.values()
     with Consumer(root, "g") as look:
         committed = {p: look.committed(TopicPartition("t", p)) for p in range(6)}
     assert committed == {p: int(p == seen.partition) for p in range(6)}

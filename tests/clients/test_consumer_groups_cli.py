@@ -10,6 +10,7 @@ from pylog.cli.main import main
 from pylog.clients import Consumer, Producer
 from tests.clients.conftest import make_topic
 from tests.conftest import SAMPLES, needs_samples
+from tests.waiting import poll_until
 
 
 def run(capsys, *argv) -> str:
@@ -24,8 +25,8 @@ def test_describe_and_reset_offsets(root, capsys):
             p.send("events", b"%d" % i, partition=i % 2)
     with Consumer(root, "g1", auto_offset_reset="earliest", enable_auto_commit=False) as c:
         c.subscribe(["events"])
-        while sum(c.position(tp) for tp in c.assignment()) < 20 or not c.assignment():
-            c.poll(1000)
+        poll_until(c, lambda: c.assignment() and sum(c.position(tp) for tp in c.assignment()) == 20,
+                   "all 20 records read")
         c.commit()
     assert run(capsys, "consumer-groups", root, "--list").split() == ["g1"]
     lines = run(capsys, "consumer-groups", root, "--describe", "--group", "g1").splitlines()
@@ -76,8 +77,8 @@ def _committed_group(root, group="g", partitions=3, records=5):
     make_topic(root, "t", partitions, [(p, [b"%d" % i for i in range(records)]) for p in range(partitions)])
     with Consumer(root, group, auto_offset_reset="earliest", enable_auto_commit=False) as c:
         c.subscribe(["t"])
-        while not c.assignment() or sum(c.position(tp) for tp in c.assignment()) < partitions * records:
-            c.poll(1000)
+        poll_until(c, lambda: c.assignment() and sum(c.position(tp) for tp in c.assignment()) == partitions * records,
+                   "every record read")
         c.commit()
 
 
@@ -89,8 +90,7 @@ def test_describe_members_and_state_of_a_live_group_and_of_an_empty_one(root, ca
     make_topic(root, "t", 3)
     with Consumer(root, "g", client_id="worker-1") as c:
         c.subscribe(["t"])
-        while not c.assignment():
-            c.poll(100)
+        poll_until(c, c.assignment, "an assignment")
         members = _table(run(capsys, "consumer-groups", root, "--describe", "--group", "g", "--members", "--verbose"))
         assert members[0] == ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"]
         assert members[1][0] == "g" and members[1][3:] == ["worker-1", "3", "t(0,1,2)"]
@@ -106,8 +106,7 @@ def test_delete_offsets_refuses_a_topic_live_members_read_then_deletes_after_the
     _committed_group(root)
     with Consumer(root, "g") as c:
         c.subscribe(["t"])
-        while not c.assignment():
-            c.poll(100)
+        poll_until(c, c.assignment, "an assignment")
         out = fails(capsys, "consumer-groups", root, "--delete-offsets", "--group", "g", "--topic", "t:0")
         assert "subscribed to 't'" in out
         assert c.committed(("t", 0)) == 5

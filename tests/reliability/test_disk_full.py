@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -27,6 +26,7 @@ from pylog.errors import StorageError
 from pylog.replication import ReplicaSet
 from tests.reliability.faulty_io import FaultyIO
 from tests.reliability.full_disk import Filler, mounted_tmpfs, value
+from tests.waiting import poll_until
 
 ROOT = Path(__file__).resolve().parents[2]
 FS_BYTES = 1 << 20
@@ -248,8 +248,7 @@ def test_a_group_consumer_closing_on_a_full_disk_raises_once_and_lets_the_group_
         filler = Filler(os.path.join(mnt, "filler"))
         first = Consumer(root, "g", auto_offset_reset="earliest", session_timeout_ms=60_000)
         first.subscribe(["t"])
-        while len(first.assignment()) < 2:
-            first.poll(100)
+        poll_until(first, lambda: len(first.assignment()) == 2, "both partitions")
         filler.fill()
         with pytest.raises(StorageError):
             with first:
@@ -257,10 +256,8 @@ def test_a_group_consumer_closing_on_a_full_disk_raises_once_and_lets_the_group_
         filler.free_all()
         with Consumer(root, "g", auto_offset_reset="earliest", session_timeout_ms=60_000) as second:
             second.subscribe(["t"])
-            deadline = time.monotonic() + 20
-            while len(second.assignment()) < 2 and time.monotonic() < deadline:
-                second.poll(100)
-            assert len(second.assignment()) == 2
+            poll_until(second, lambda: len(second.assignment()) == 2, "both partitions, well before the "
+                       "60 s session timeout of the first member", timeout_s=20)
 
 
 def _closing_on_a_full_disk_raises_once_and_releases(mnt, close, paths) -> None:
