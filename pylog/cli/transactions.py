@@ -11,7 +11,7 @@
   ever: ``read_committed`` readers stop there and compaction does not pass it (Kafka's
   "hanging transaction"). One is hanging when it has been open longer than the timeout
   (Kafka's default 15 minutes, from the producer's last write) and ``__transaction_state``
-  has no ongoing transaction of that producer and epoch including the partition.
+  has no transaction of that producer that is ongoing or preparing with the partition.
 - ``abort --topic T --partition P (--start-offset N | --producer-id ID --producer-epoch E
   [--coordinator-epoch C])``: write the ABORT marker that ends it, through the clients'
   hand-off when a process writes the log. Ending a transaction a live producer is still
@@ -24,6 +24,8 @@ from pylog.cli.common import add_timeout_argument, open_manager, table, taken_lo
 from pylog.errors import InvalidArgumentError, UnknownTopicError
 from pylog.record.encode import now_ms
 
+#: a transaction's states in which its coordinator still writes markers to its partitions
+_MARKERS_DUE = ("Ongoing", "PrepareCommit", "PrepareAbort")
 #: ``--max-transaction-timeout`` default, minutes: Kafka's (its brokers' transaction.max.timeout.ms)
 MAX_TRANSACTION_TIMEOUT_MIN = 15
 
@@ -116,8 +118,9 @@ def _log(manager, topic: str, partition: int):
 def hanging_transactions(root: str, topic: str | None = None, partition: int | None = None, *,
                          max_timeout_ms: int, now: int | None = None) -> list[dict]:
     """The open transactions of ``root`` (or of one topic, or partition) no coordinator
-    will end: open for ``max_timeout_ms`` since the producer's last write, and not an
-    ongoing transaction of ``__transaction_state`` for that producer, epoch and partition.
+    will end, as Kafka's tool finds them: open more than ``max_timeout_ms`` since the
+    producer's last write, and no transaction of that producer in ``__transaction_state``
+    whose coordinator still writes markers to the partition (ongoing, or preparing).
     Read-only. Cost: each partition's producer state (from its newest snapshot on)."""
     now = now_ms() if now is None else now
     by_producer = {meta.producer_id: meta for _, meta in _transaction_states(root).values()}
@@ -127,12 +130,11 @@ def hanging_transactions(root: str, topic: str | None = None, partition: int | N
         for t in topics:
             for p in [partition] if partition is not None else manager.partitions(t):
                 for ps in _log(manager, t, p).active_producers():
-                    if ps.current_txn_start_offset is None or now - ps.last_timestamp < max_timeout_ms:
+                    if ps.current_txn_start_offset is None or now - ps.last_timestamp <= max_timeout_ms:
                         continue
                     meta = by_producer.get(ps.producer_id)
-                    if (meta is not None and meta.state == "Ongoing" and meta.producer_epoch == ps.producer_epoch
-                            and (t, p) in meta.partitions):
-                        continue  # its coordinator ends it (at the latest when the timeout passes)
+                    if meta is not None and meta.state in _MARKERS_DUE and (t, p) in meta.partitions:
+                        continue  # its coordinator writes the marker (at the latest when the timeout passes)
                     found.append({"Topic": t, "Partition": p, "ProducerId": ps.producer_id,
                                   "ProducerEpoch": ps.producer_epoch, "CoordinatorEpoch": ps.coordinator_epoch,
                                   "StartOffset": ps.current_txn_start_offset, "LastTimestamp": ps.last_timestamp,
