@@ -74,6 +74,26 @@ def test_a_transaction_pylogs_coordinator_tracks_is_listed_and_not_hanging(tmp_p
     assert [(row[0], row[3]) for row in _rows(ok("transactions", root, "list"))] == [("orders-tx", "CompleteCommit")]
 
 
+def test_a_partition_outside_its_producer_s_ongoing_transaction_is_hanging_there_only(tmp_path):
+    """Kafka's rule: the coordinator writes markers to the partitions its transaction
+    names. The producer's batch in a partition it never added is left open for ever."""
+    root = tmp_path / "root"
+    with LogManager(root) as m:
+        m.create_topic("t", 2)
+    producer = Producer(root, transactional_id="tx")
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send("t", b"tracked", partition=0).get(10)
+    with Log.open(root / "t-1") as stray:  # written around the coordinator
+        stray.append([Record(b"stray", timestamp=int(time.time() * 1000) - HOUR_MS)],
+                     producer_id=producer.producer_id, producer_epoch=producer.producer_epoch, base_sequence=0,
+                     is_transactional=True)
+    hanging = _rows(ok("transactions", root, "find-hanging", "--max-transaction-timeout", "0"))
+    assert [row[:3] for row in hanging] == [["t", "1", str(producer.producer_id)]]
+    producer.commit_transaction()
+    producer.close()
+
+
 @pytest.mark.parametrize("args, says", [
     (["abort", "--topic", "t", "--partition", "0"], "--start-offset, or --producer-id with --producer-epoch"),
     (["abort", "--topic", "t", "--partition", "0", "--producer-id", "7"], "--producer-epoch"),
