@@ -34,6 +34,7 @@ from pylog.arguments import check_int
 from pylog.clients.bulk import RECORD_OVERHEAD_BYTES, bulk_items, item_bytes, record_item
 from pylog.clients.producer_ids import allocate_producer_id
 from pylog.clients.writers import WriterPool
+from pylog.closing import close_all
 from pylog.errors import (
     ClientStateError, ClientTimeoutError, InvalidArgumentError, LogDirNotFoundError, ProducerFencedError,
     SerializationError, UnknownTopicError,
@@ -558,13 +559,10 @@ class Producer:
         finally:
             self._closed = True
             self._wake.set()
-            if self._sender is not None:
-                self._sender.join()
-            if self._txn is not None:
-                self._txn.close()
-            if self._groups is not None:
-                self._groups.release()
-            self._pool.release()
+            steps = [] if self._sender is None else [self._sender.join]
+            steps += [] if self._txn is None else [self._txn.close]
+            steps += [] if self._groups is None else [self._groups.release]
+            close_all(steps + [self._pool.release])
 
     def __enter__(self) -> "Producer":
         return self
