@@ -24,6 +24,7 @@ import threading
 
 from pylog.clients.per_root import PerRoot
 from pylog.clients.writers import WriterPool
+from pylog.closing import close_all
 from pylog.coordinator.group_membership import GroupMembership, read_group_file
 from pylog.coordinator.offsets_reader import OFFSETS_TOPIC, GroupState
 from pylog.coordinator.offsets_records import (
@@ -63,11 +64,8 @@ class GroupCoordinator(PerRoot):
 
     def _close(self) -> None:
         """Close the readers and give back the logs written (the last user's release)."""
-        for reader in self._readers.values():
-            reader.close()
-        for membership in self._memberships.values():
-            membership.close()
-        self.pool.release()
+        close_all([r.close for r in self._readers.values()] + [m.close for m in self._memberships.values()]
+                  + [self.pool.release])
 
     def offsets_partition(self, group_id: str) -> tuple[str, int]:
         return OFFSETS_TOPIC, partition_for_group(group_id, self.partitions)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pylog.clients.locks import LockFile, Mutex, name_byte
 from pylog.clients.producer_ids import allocate_producer_id
 from pylog.clients.writers import CLIENTS_LOCK_FILE, WriterPool
+from pylog.closing import close_all
 from pylog.coordinator.partitioning import DEFAULT_PARTITIONS, partition_for_transactional_id
 from pylog.coordinator.tail import TailReader
 from pylog.coordinator.txn_records import TRANSACTION_LOG, TRANSACTION_STATES, TXN_RECORDS
@@ -98,9 +99,8 @@ class TransactionCoordinator:
         ensure_internal_topic(root, TXN_TOPIC, partitions)
 
     def close(self) -> None:
-        for r in self._readers.values():
-            r.close()
-        self._locks.close()
+        """Close the ``__transaction_state`` readers and the lock file (``close_all``)."""
+        close_all([r.close for r in self._readers.values()] + [self._locks.close])
 
     # -- state --------------------------------------------------------------------------------
     def _partition(self, transactional_id: str) -> int:
