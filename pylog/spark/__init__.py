@@ -32,9 +32,18 @@ def register(spark) -> None:
 
 def session(builder=None):
     """``builder.getOrCreate()`` with pylog's jar added to ``spark.jars`` (when it can be
-    built) and the format registered. A session that already runs keeps its classpath."""
+    built) and the format registered. ``builder`` is a ``SparkSession.Builder``, a master
+    URL (``"local[2]"``: ``SparkSession.builder.master("local[2]")``) or None (Spark's
+    default builder). A session that already runs keeps its classpath."""
     from pyspark.sql import SparkSession
-    builder = builder or SparkSession.builder
+    if isinstance(builder, str):
+        builder = SparkSession.builder.master(builder)
+    elif builder is None:
+        builder = SparkSession.builder
+    elif not isinstance(builder, SparkSession.Builder):
+        from pylog.errors import InvalidArgumentError
+        raise InvalidArgumentError(f"session() takes a SparkSession.Builder or a master URL such as 'local[2]', "
+                                   f"not {type(builder).__name__}")
     jar = jar_path()
     if jar is not None:
         jars = [j for j in builder._options.get("spark.jars", "").split(",") if j]

@@ -353,3 +353,16 @@ def test_read_committed_leaves_out_aborted_transactions(spark, reader, tmp_path)
     assert sorted(r.value for r in df.collect()) == [b"kept", b"plain"]
     df = read_with(spark, reader).load(str(root))
     assert len(df.collect()) == 5
+
+
+def test_session_takes_a_builder_a_master_url_or_nothing_and_registers_the_format(spark, root):
+    """``pylog.spark.session("local[2]")`` is what a user types first; it used to fail
+    with AttributeError. With a session running, each form returns it, format registered."""
+    import pylog.spark
+    from pyspark.sql import SparkSession
+    from pylog.errors import InvalidArgumentError
+    for builder in ("local[2]", None, SparkSession.builder):
+        assert pylog.spark.session(builder) is spark
+    assert spark.read.format("pylog").load(str(root)).count() > 0
+    with pytest.raises(InvalidArgumentError, match="master URL"):
+        pylog.spark.session(2)
