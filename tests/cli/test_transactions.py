@@ -56,14 +56,21 @@ def test_a_transaction_younger_than_the_timeout_is_not_hanging_yet(tmp_path):
                         "--max-transaction-timeout", "0"))) == 1
 
 
-def test_a_transaction_pylogs_coordinator_tracks_is_listed_and_not_hanging(tmp_path):
-    root = tmp_path / "root"
+def _in_a_transaction(root, transactional_id: str, partitions: int) -> Producer:
+    """A transactional producer of topic ``t`` (``partitions`` partitions) with an ongoing
+    transaction holding one record in t-0."""
     with LogManager(root) as m:
-        m.create_topic("t", 1)
-    producer = Producer(root, transactional_id="orders-tx")
+        m.create_topic("t", partitions)
+    producer = Producer(root, transactional_id=transactional_id)
     producer.init_transactions()
     producer.begin_transaction()
     producer.send("t", b"pending", partition=0).get(10)
+    return producer
+
+
+def test_a_transaction_pylogs_coordinator_tracks_is_listed_and_not_hanging(tmp_path):
+    root = tmp_path / "root"
+    producer = _in_a_transaction(root, "orders-tx", 1)
     listed = _rows(ok("transactions", root, "list"))
     assert [(row[0], row[3]) for row in listed] == [("orders-tx", "Ongoing")]
     described = ok("transactions", root, "describe", "--transactional-id", "orders-tx").splitlines()
@@ -78,12 +85,7 @@ def test_a_partition_outside_its_producer_s_ongoing_transaction_is_hanging_there
     """Kafka's rule: the coordinator writes markers to the partitions its transaction
     names. The producer's batch in a partition it never added is left open for ever."""
     root = tmp_path / "root"
-    with LogManager(root) as m:
-        m.create_topic("t", 2)
-    producer = Producer(root, transactional_id="tx")
-    producer.init_transactions()
-    producer.begin_transaction()
-    producer.send("t", b"tracked", partition=0).get(10)
+    producer = _in_a_transaction(root, "tx", 2)
     with Log.open(root / "t-1") as stray:  # written around the coordinator
         stray.append([Record(b"stray", timestamp=int(time.time() * 1000) - HOUR_MS)],
                      producer_id=producer.producer_id, producer_epoch=producer.producer_epoch, base_sequence=0,
