@@ -106,9 +106,14 @@ def _resolve(log, topic, partition, value, by_timestamp, timestamp, *, starting:
 
 
 def plan_ranges(opts: ReadOptions) -> list[OffsetRange]:
-    """Offset ranges for a batch read, split per minPartitions / maxRecordsPerPartition."""
+    """Offset ranges for a batch read, split per minPartitions / maxRecordsPerPartition. A
+    subscribed topic the log dir lacks is an :class:`UnknownTopicError` (a typo would read
+    nothing), as Spark's Kafka source fails on a topic the cluster lacks."""
     ranges = []
     with open_manager(opts.root, read_only=True) as manager:
+        unknown = [t for t in opts.subscribe or () if t not in manager.topics()]
+        if unknown:  # a stream waits for a topic to appear; a batch query would read nothing
+            raise UnknownTopicError(f"option subscribe names topics {unknown} that {opts.root} does not have")
         for topic, p in topic_partitions(manager, opts):
             log = manager.log(topic, p)
             start = _resolve(log, topic, p, opts.starting, opts.starting_by_timestamp, opts.starting_timestamp,

@@ -74,6 +74,8 @@ def test_bad_options_name_the_option(spark, reader, root):
         read_with(spark, reader).option("endingOffsets", "earliest").load(str(root)).count()
     with pytest.raises(Exception, match="no log dir"):
         read_with(spark, reader).load(str(root / "missing"))
+    with pytest.raises(Exception, match=r"option subscribe names topics \['typo'\]"):  # not zero rows
+        read_with(spark, reader).option("subscribe", "typo").load(str(root)).count()
 
 
 def test_a_partition_directory_or_a_replica_set_root_fails_at_load_saying_what_to_load(spark, reader, tmp_path):
