@@ -16,6 +16,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -261,6 +262,54 @@ static PyObject *parse_headers(const unsigned char *buf, Py_ssize_t p, Py_ssize_
     return tup;
 }
 
+/* A record class whose fields are its own __slots__ (pylog.record.Record, not a subclass):
+ * the byte offsets of its eight slots, found once, so a record is built without running
+ * its __init__ (which only assigns them). Such a record holds bytes, ints, None and a tuple
+ * of (str, bytes) pairs, so it cannot be part of a reference cycle: like CPython's tuples
+ * of atomic values it is left untracked by the cycle collector, whose passes over millions
+ * of young records otherwise cost as much as decoding them. */
+#define RECORD_SLOTS 8
+static const char *record_slot_names[RECORD_SLOTS] = {
+    "value", "key", "timestamp", "headers", "offset", "topic", "partition", "timestamp_type"};
+static PyTypeObject *slots_type = NULL;
+static Py_ssize_t slot_offsets[RECORD_SLOTS];
+
+/* 1 when ``type``'s slots are known (found now or before), 0 when it has not all of them. */
+static int record_slots(PyObject *type) {
+    if ((PyTypeObject *)type == slots_type) return 1;
+    if (!PyType_Check(type)) return 0;
+    Py_ssize_t found[RECORD_SLOTS];
+    for (int k = 0; k < RECORD_SLOTS; k++) {
+        PyObject *d = PyObject_GetAttrString(type, record_slot_names[k]);
+        if (!d) { PyErr_Clear(); return 0; }
+        int ok = Py_IS_TYPE(d, &PyMemberDescr_Type) &&  /* its own slots: a subclass may do more in __init__ */
+                 ((PyMemberDescrObject *)d)->d_common.d_type == (PyTypeObject *)type &&
+                 ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
+        if (ok) found[k] = ((PyMemberDescrObject *)d)->d_member->offset;
+        Py_DECREF(d);
+        if (!ok) return 0;
+    }
+    Py_XDECREF(slots_type);
+    Py_INCREF(type);
+    slots_type = (PyTypeObject *)type;
+    memcpy(slot_offsets, found, sizeof found);
+    return 1;
+}
+
+/* A new instance of slots_type holding argv[0..4] (value, key, timestamp, headers, offset:
+ * references stolen) and None for topic, partition and timestamp_type. */
+static PyObject *new_slots_record(PyObject **argv) {
+    PyObject *rec = slots_type->tp_alloc(slots_type, 0);
+    if (!rec) { for (int k = 0; k < 5; k++) Py_DECREF(argv[k]); return NULL; }
+    for (int k = 0; k < RECORD_SLOTS; k++) {
+        PyObject *v = k < 5 ? argv[k] : Py_None;
+        if (k >= 5) Py_INCREF(v);
+        *(PyObject **)((char *)rec + slot_offsets[k]) = v;
+    }
+    PyObject_GC_UnTrack(rec);
+    return rec;
+}
+
 static PyObject *decode_records(PyObject *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t count;
@@ -284,6 +333,7 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
     PyObject *out = PyList_New(count);
     if (!out) { PyBuffer_Release(&view); return NULL; }
     PyObject *empty = PyTuple_New(0);
+    int by_slots = record_slots(record_type);
     Py_ssize_t pos = 0;
     rec_t r;
     for (Py_ssize_t i = 0; i < count; i++) {
@@ -296,9 +346,16 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
         else { argv[3] = empty; Py_INCREF(empty); }
         argv[4] = PyLong_FromLongLong(base_offset + r.off_delta);
         PyObject *rec = NULL;
-        if (argv[0] && argv[1] && argv[2] && argv[3] && argv[4])
+        if (!(argv[0] && argv[1] && argv[2] && argv[3] && argv[4])) {
+            for (int k = 0; k < 5; k++) Py_XDECREF(argv[k]);
+            goto fail;
+        }
+        if (by_slots) {
+            rec = new_slots_record(argv);
+        } else {
             rec = PyObject_Vectorcall(record_type, argv, 5, NULL);
-        for (int k = 0; k < 5; k++) Py_XDECREF(argv[k]);
+            for (int k = 0; k < 5; k++) Py_DECREF(argv[k]);
+        }
         if (!rec) goto fail;
         PyList_SET_ITEM(out, i, rec);
     }

@@ -471,12 +471,14 @@ class Consumer:
         """``records`` with keys and values through the deserializers (None stays None),
         up to the first that fails: its position is set there, what follows dropped (read
         again later), and the error kept for this or the next poll to raise."""
-        for i, record in enumerate(records):
+        out = []
+        for record in records:
             try:
-                if record.key is not None and self.key_deserializer is not None:
-                    record.key = self.key_deserializer(record.key)
-                if record.value is not None and self.value_deserializer is not None:
-                    record.value = self.value_deserializer(record.value)
+                key, value = record.key, record.value
+                if key is not None and self.key_deserializer is not None:
+                    key = self.key_deserializer(key)
+                if value is not None and self.value_deserializer is not None:
+                    value = self.value_deserializer(value)
             except Exception as e:
                 self._buffered.pop(tp, None)
                 self._positions[tp] = record.offset
@@ -485,8 +487,12 @@ class Consumer:
                     f"{type(e).__name__}: {e}; seek past it to go on", topic=tp.topic, partition=tp.partition,
                     offset=record.offset)
                 self._deserialization_error.__cause__ = e
-                return records[:i]
-        return records
+                return out
+            # a new record: the decoded one is not tracked by the cycle collector (Record's doc),
+            # and what a deserializer returns may hold anything
+            out.append(Record(value, key, record.timestamp, record.headers, record.offset))
+            out[-1].topic, out[-1].partition, out[-1].timestamp_type = tp.topic, tp.partition, record.timestamp_type
+        return out
 
     def _fetch_columns(self, max_records: int) -> dict:
         from pylog.record.columnar import decode_columns

@@ -17,6 +17,8 @@ class Record:
     (``read(...).records()``, ``records()``) have all four; a record decoded straight from
     a batch has its ``offset`` only; the place of a record not read is None.
     The place is not part of equality: a record read back equals the one appended.
+    Records the C speedups decode are not tracked by the cycle collector (they hold no
+    container that could lead back to them): do not store a record inside its own fields.
 
     >>> r = Record(b"v", key=b"k", timestamp=5)
     >>> (r.key, r.value, r.timestamp, r.offset, r.topic, r.partition, r.timestamp_type)
@@ -28,6 +30,8 @@ class Record:
     is_control = False
 
     def __init__(self, value, key=None, timestamp=None, headers=(), offset=None):
+        # the C decoder builds records read from a log without calling this (speedups.c,
+        # new_slots_record): it must stay a plain assignment of the slots
         self.value = value
         self.key = key
         self.timestamp = timestamp

@@ -453,3 +453,29 @@ def test_complete_batch_bytes_cuts_where_decoding_would(sizes, cut, flip):
         data[flip[0]] = flip[1]
     assert _prefix(bytes(data)) == _decoded_prefix(bytes(data))
     assert _prefix(memoryview(data)) == _decoded_prefix(bytes(data))
+
+
+def test_records_decoded_in_c_are_whole_and_left_to_reference_counting(tmp_path):
+    """The C decoder builds each Record without running its __init__ and leaves it
+    untracked by the cycle collector (it holds bytes, ints, None and header tuples only,
+    like a tuple of atomic values): every field as the Python decoder gives it, control
+    records still built through their own class, and reads not slowed by collector passes
+    over millions of young records (benches/bench_read.py)."""
+    import gc
+
+    from pylog import Log, Record
+    from tests.record.conftest import implementation
+    with Log.open(tmp_path / "t-0") as log:
+        log.append([Record(b"v", key=b"k", timestamp=7, headers=[("h", b"x"), ("n", None)]), b"w"])
+        log.append([b"t"], producer_id=3, producer_epoch=0, base_sequence=0, is_transactional=True)
+        log.append_txn_marker(3, 0, commit=True)
+        fields = lambda r: (r.value, r.key, r.timestamp, r.headers, r.offset, r.topic, r.partition,  # noqa: E731
+                            r.timestamp_type)
+        with implementation("python"):
+            expected = [fields(r) for r in log.records()]
+        with implementation("c"):
+            read = log.records()
+            assert [fields(r) for r in read] == expected
+            assert not any(gc.is_tracked(r) for r in log.read(0).records())
+            [control] = [r for b in log.read(3).batches() for r in b.records()]
+            assert control.is_control and control.control_type_id == 1  # COMMIT
