@@ -10,6 +10,7 @@ live in the log dir's checkpoint files; a clean close lets the next open skip re
 from __future__ import annotations
 
 import contextlib
+import itertools
 
 from pylog import retention
 from pylog.arguments import check_choice, check_int, check_txn_marker
@@ -374,13 +375,19 @@ class Log(contextlib.AbstractContextManager):
 
     def records(self, start_offset: int | None = None, end_offset: int | None = None, *,
                 isolation: str = "uncommitted", max_bytes: int = 4 << 20):
-        """Iterate data records in ``[start_offset, end_offset)`` (default: all), ``max_bytes`` a read."""
+        """Iterate data records in ``[start_offset, end_offset)`` (default: all), ``max_bytes`` a
+        read; lazily, one read at a time (the records of a read are chained in C, no Python
+        step per record)."""
+        return itertools.chain.from_iterable(self._record_lists(start_offset, end_offset, isolation, max_bytes))
+
+    def _record_lists(self, start_offset, end_offset, isolation: str, max_bytes: int):
+        """The records of each read of :meth:`records`, a list a read."""
         offset = self.log_start_offset if start_offset is None else max(start_offset, self.log_start_offset)
         while True:
             fetch = self.read(offset, max_bytes, isolation=isolation, max_offset=end_offset)
             if fetch.size_bytes == 0:
                 return
-            yield from fetch.records()
+            yield fetch.records()
             if fetch.next_offset <= offset:
                 return
             offset = fetch.next_offset
