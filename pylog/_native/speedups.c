@@ -297,12 +297,12 @@ static int record_slots(PyObject *type) {
 }
 
 /* A new instance of slots_type holding argv[0..4] (value, key, timestamp, headers, offset:
- * references stolen) and None for topic, partition and timestamp_type. */
-static PyObject *new_slots_record(PyObject **argv) {
+ * references stolen) and place[0..2] (topic, partition, timestamp_type). */
+static PyObject *new_slots_record(PyObject **argv, PyObject **place) {
     PyObject *rec = slots_type->tp_alloc(slots_type, 0);
     if (!rec) { for (int k = 0; k < 5; k++) Py_DECREF(argv[k]); return NULL; }
     for (int k = 0; k < RECORD_SLOTS; k++) {
-        PyObject *v = k < 5 ? argv[k] : Py_None;
+        PyObject *v = k < 5 ? argv[k] : place[k - 5];
         if (k >= 5) Py_INCREF(v);
         *(PyObject **)((char *)rec + slot_offsets[k]) = v;
     }
@@ -315,8 +315,11 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
     Py_ssize_t count;
     long long base_offset, base_ts;
     PyObject *append_time, *record_type;
-    if (!PyArg_ParseTuple(args, "y*nLLOO", &view, &count, &base_offset, &base_ts, &append_time, &record_type))
+    PyObject *place[3] = {Py_None, Py_None, Py_None};  /* topic, partition, timestamp_type */
+    if (!PyArg_ParseTuple(args, "y*nLLOO|OOO", &view, &count, &base_offset, &base_ts, &append_time, &record_type,
+                          &place[0], &place[1], &place[2]))
         return NULL;
+    int placed = place[0] != Py_None || place[1] != Py_None || place[2] != Py_None;
     const unsigned char *buf = view.buf;
     Py_ssize_t end = view.len;
     if (count < 0 || count > end / 7) {
@@ -351,10 +354,13 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
             goto fail;
         }
         if (by_slots) {
-            rec = new_slots_record(argv);
+            rec = new_slots_record(argv, place);
         } else {
             rec = PyObject_Vectorcall(record_type, argv, 5, NULL);
             for (int k = 0; k < 5; k++) Py_DECREF(argv[k]);
+            for (int k = 0; rec && placed && k < 3; k++) {
+                if (PyObject_SetAttrString(rec, record_slot_names[5 + k], place[k]) < 0) Py_CLEAR(rec);
+            }
         }
         if (!rec) goto fail;
         PyList_SET_ITEM(out, i, rec);
@@ -479,7 +485,8 @@ static PyMethodDef methods[] = {
     {"gather", gather, METH_VARARGS, "Copy byte ranges into one buffer with int32 offsets."},
     {"encode_records", encode_records, METH_VARARGS, "Encode v2 records (no headers): values, keys, ts deltas."},
     {"scan_records", scan_records, METH_VARARGS, "Field positions of every v2 record, as native arrays."},
-    {"decode_records", decode_records, METH_VARARGS, "Decode v2 records into Record objects."},
+    {"decode_records", decode_records, METH_VARARGS,
+     "Decode v2 records into Record objects; optional topic, partition, timestamp_type stamped on each."},
     {"segment_names", segment_names, METH_VARARGS, "Base offsets of <20 digits><suffix> names, per suffix."},
     {NULL, NULL, 0, NULL},
 };

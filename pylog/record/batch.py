@@ -161,8 +161,9 @@ class RecordBatch:
         except InvalidRecordError as e:
             raise InvalidRecordError(e.reason, position=self.position, path=path) from None
 
-    def records(self, *, verify: bool = True, path: str | None = None) -> list[Record]:
-        """Every record of the batch (control records as :class:`ControlRecord`).
+    def records(self, *, verify: bool = True, path: str | None = None, place: tuple | None = None) -> list[Record]:
+        """Every record of the batch (control records as :class:`ControlRecord`); with
+        ``place`` (``(topic, partition)``) each carries it and the batch's timestamp type.
 
         With ``verify`` (the default) the CRC is checked first. O(records + size).
         """
@@ -175,7 +176,8 @@ class RecordBatch:
         try:
             return decode_v2_records(self.payload(path), self.record_count, self.base_offset,
                                      self.base_timestamp, append_time,
-                                     ControlRecord if self.attributes & ATTR_CONTROL else Record)
+                                     ControlRecord if self.attributes & ATTR_CONTROL else Record,
+                                     place=None if place is None else (*place, self.timestamp_type))
         except InvalidRecordError as e:
             raise InvalidRecordError(e.reason, position=self.position, path=path) from None
 
@@ -192,8 +194,9 @@ class RecordBatch:
 
 
 def decode_v2_records(buf: bytes, count: int, base_offset: int, base_timestamp: int,
-                      append_time: int | None, record_type=Record) -> list[Record]:
-    """Parse ``count`` v2 records from ``buf`` (uncompressed). O(len(buf)).
+                      append_time: int | None, record_type=Record, place: tuple | None = None) -> list[Record]:
+    """Parse ``count`` v2 records from ``buf`` (uncompressed). O(len(buf)). ``place``:
+    ``(topic, partition, timestamp_type)`` to give each record.
 
     Raises :class:`InvalidRecordError` for any structural fault: count not matching
     the bytes, bad varints, lengths out of range, bytes left over.
@@ -203,13 +206,26 @@ def decode_v2_records(buf: bytes, count: int, base_offset: int, base_timestamp: 
         raise InvalidRecordError(f"record count {count} is larger than {end} bytes of records can hold")
     if _speedups is not None:
         try:
-            return _speedups.decode_records(buf, count, base_offset, base_timestamp, append_time, record_type)
+            return _speedups.decode_records(buf, count, base_offset, base_timestamp, append_time, record_type,
+                                            *(place or ()))
         except ValueError as e:
             raise InvalidRecordError(str(e)) from None
+    out = None
     if count >= _VECTOR_MIN_RECORDS:
         out = _decode_vectorised(buf, count, base_offset, base_timestamp, append_time, record_type)
-        if out is not None:
-            return out
+    if out is None:
+        out = _decode_loop(buf, count, base_offset, base_timestamp, append_time, record_type)
+    if place is not None:
+        for r in out:
+            r.topic, r.partition, r.timestamp_type = place
+    return out
+
+
+def _decode_loop(buf: bytes, count: int, base_offset: int, base_timestamp: int, append_time,
+                 record_type) -> list[Record]:
+    """The per-record decode of :func:`decode_v2_records` without the C speedups; names the
+    first structural fault. O(len(buf))."""
+    end = len(buf)
     out = []
     append = out.append
     pos = 0
