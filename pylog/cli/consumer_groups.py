@@ -97,7 +97,7 @@ def run(args) -> int:
     if args.delete_offsets:
         return delete_offsets(args, targets)
     if args.delete:
-        return delete_groups(args.root, targets, groups)
+        return delete_groups(args.root, targets, state)
     from_file = _read_offsets_file(args.from_file, targets) if args.from_file else None
     plans = {g: reset_offsets(args, g, state, None if from_file is None else from_file.get(g, {})) for g in targets}
     if args.export:
@@ -105,10 +105,10 @@ def run(args) -> int:
     return 0
 
 
-def delete_groups(root: str, targets: list[str], groups: list[str]) -> int:
+def delete_groups(root: str, targets: list[str], state) -> int:
     """Kafka's ``--delete``: tombstones for each inactive group; 1 if one does not exist."""
     from pylog.coordinator.group_coordinator import GroupCoordinator
-    missing = [g for g in targets if g not in groups and not _live_members(root, g)]
+    missing = [g for g in targets if not _known(root, g, state)]
     coordinator = GroupCoordinator.for_root(root)
     try:
         for g in targets:
@@ -152,12 +152,6 @@ def _log_end_offset(root: str, topic: str, partition: int) -> int | None:
         return log.log_end_offset
 
 
-def _log_start_offset(root: str, topic: str, partition: int) -> int:
-    from pylog.log import Log
-    with Log.open(os.path.join(root, partition_dir_name(topic, partition)), read_only=True) as log:
-        return log.log_start_offset
-
-
 _DESCRIBE = "{:<15} {:<15} {:<10} {:<15} {:<15} {:<15} {:<50} {:<15} {}"
 
 
@@ -165,8 +159,7 @@ def describe(root: str, group: str, state) -> None:
     offsets = state.offsets.get(group, {})
     members = _live_members(root, group)
     owner = {tp: (m, c, h) for m, (c, h, tps) in members.items() for tp in tps}
-    if not offsets and not members and group not in state.groups:
-        print(f"Error: Consumer group '{group}' does not exist.")
+    if not _exists(root, group, state, members):
         return
     print()
     if not members:
@@ -183,8 +176,17 @@ def describe(root: str, group: str, state) -> None:
                                "-" if end is None else end, lag, m, h, c))
 
 
-def _exists(root: str, group: str, state) -> bool:
-    if group in state.offsets or group in state.groups or _live_members(root, group):
+def _known(root: str, group: str, state, members: dict | None = None) -> bool:
+    """``__consumer_offsets`` holds the group's offsets or metadata, or pylog consumers are
+    its live members (``members``, when already looked up)."""
+    if group in state.offsets or group in state.groups:
+        return True
+    return bool(_live_members(root, group) if members is None else members)
+
+
+def _exists(root: str, group: str, state, members: dict | None = None) -> bool:
+    """:func:`_known`, else Kafka's line saying the group does not exist."""
+    if _known(root, group, state, members):
         return True
     print(f"Error: Consumer group '{group}' does not exist.")
     return False
@@ -284,10 +286,12 @@ def _partitions(args, root: str, current: dict) -> list:
     return _topic_partitions(args.topic, LogManager(root, read_only=True))
 
 
-def _target(args, root: str, tp, current: int | None, from_file: dict | None) -> int:
-    start, end = _log_start_offset(root, *tp), _log_end_offset(root, *tp)
-    if from_file is not None:
-        target = from_file[tp]
+def _target(args, log, current: int | None, file_offset: int | None) -> int:
+    """The new offset of the partition whose (read-only) ``log`` is given: the committed
+    offset is ``current``, the one ``--from-file`` gives ``file_offset``."""
+    start, end = log.log_start_offset, log.log_end_offset
+    if file_offset is not None:
+        target = file_offset
     elif args.to_earliest:
         target = start
     elif args.to_latest:
@@ -297,11 +301,9 @@ def _target(args, root: str, tp, current: int | None, from_file: dict | None) ->
     elif args.shift_by is not None:
         target = (current if current is not None else end) + args.shift_by
     elif args.to_datetime is not None or args.by_duration is not None:
-        from pylog.log import Log
         ms = (_parse_datetime(args.to_datetime) if args.to_datetime is not None
               else now_ms() - _parse_duration_ms(args.by_duration))
-        with Log.open(os.path.join(root, partition_dir_name(*tp)), read_only=True) as log:
-            found = log.offset_for_timestamp(ms)
+        found = log.offset_for_timestamp(ms)
         target = end if found is None else found
     elif args.to_current:
         target = current if current is not None else end
@@ -342,15 +344,18 @@ def reset_offsets(args, group: str, state, from_file: dict | None = None) -> dic
     table unless ``--export``. ``from_file``: the group's offsets read by ``--from-file``.
     Returns the plan."""
     from pylog.coordinator.group_coordinator import GroupCoordinator
+    from pylog.log import Log
     if _live_members(args.root, group):
         raise GroupNotEmptyError(f"Assignments can only be reset if the group '{group}' is inactive, "
                                  f"but the current state is Stable.")
     current = {tp: om.offset for tp, om in state.offsets.get(group, {}).items()}
     plan = {}
     for tp in sorted(from_file) if from_file is not None else _partitions(args, args.root, current):
-        if _log_end_offset(args.root, *tp) is None:
+        path = os.path.join(args.root, partition_dir_name(*tp))
+        if not os.path.isdir(path):
             raise UnknownTopicError(f"no partition {tp[0]}-{tp[1]} in {args.root}")
-        plan[tp] = _target(args, args.root, tp, current.get(tp), from_file)
+        with Log.open(path, read_only=True) as log:
+            plan[tp] = _target(args, log, current.get(tp), None if from_file is None else from_file[tp])
     if not args.export:
         print()
         print("{:<30} {:<30} {:<10} {:<15}".format("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"))

@@ -47,7 +47,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    timestamp = LOCAL_TIMES.get(parse_time(args.time), parse_time(args.time))
+    asked = parse_time(args.time)
+    timestamp = LOCAL_TIMES.get(asked, asked)
     wanted = _partition_filter(args)
     with open_manager(args.root, read_only=True) as manager:
         topics = wanted_topics(manager.topics(), None, exclude_internal=args.exclude_internal_topics)

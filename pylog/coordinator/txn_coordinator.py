@@ -74,6 +74,19 @@ class TxnMetadata:
                    v["transactionLastUpdateTimestampMs"])
 
 
+def apply_txn_records(states: dict, records) -> None:
+    """Replay ``__transaction_state`` records into ``states`` (``{transactional id:
+    TxnMetadata}``), as a coordinator reloads them: the latest record of an id wins, a
+    tombstone removes it. O(records)."""
+    for r in records:
+        rec = TXN_RECORDS.decode(r.key, r.value)
+        tid = rec.key["transactionalId"]
+        if rec.value is None:
+            states.pop(tid, None)
+        else:
+            states[tid] = TxnMetadata.from_value(rec.value)
+
+
 def ensure_internal_topic(root: str, topic: str, partitions: int) -> None:
     """Create the partition directories of an internal topic (empty directories are empty
     partitions; a writer creates the files) and record it as compacted, once."""
@@ -119,13 +132,7 @@ class TransactionCoordinator:
         states = self._states.setdefault(p, {})
         if reset:
             states.clear()
-        for r in records:
-            rec = TXN_RECORDS.decode(r.key, r.value)
-            tid = rec.key["transactionalId"]
-            if rec.value is None:
-                states.pop(tid, None)
-            else:
-                states[tid] = TxnMetadata.from_value(rec.value)
+        apply_txn_records(states, records)
         return states
 
     def abort_expired(self, now_ms: int | None = None) -> list[str]:

@@ -8,8 +8,7 @@ from __future__ import annotations
 import os
 import re
 
-from pylog.coordinator.txn_coordinator import TXN_TOPIC, TxnMetadata
-from pylog.coordinator.txn_records import TXN_RECORDS
+from pylog.coordinator.txn_coordinator import TXN_TOPIC, TxnMetadata, apply_txn_records
 from pylog.errors import LogDirNotFoundError
 from pylog.log import Log
 
@@ -27,12 +26,8 @@ def read_transaction_states(log_dir) -> dict[str, tuple[int, TxnMetadata]]:
         path = os.path.join(log_dir, name)
         if match is None or not os.path.isdir(path) or not os.listdir(path):
             continue
+        partition_states: dict[str, TxnMetadata] = {}  # an id lives in one partition
         with Log.open(path, read_only=True) as log:
-            for record in log.records():
-                decoded = TXN_RECORDS.decode(record.key, record.value)
-                tid = decoded.key["transactionalId"]
-                if decoded.value is None:
-                    states.pop(tid, None)
-                else:
-                    states[tid] = (int(match[1]), TxnMetadata.from_value(decoded.value))
+            apply_txn_records(partition_states, log.records())
+        states.update((tid, (int(match[1]), meta)) for tid, meta in partition_states.items())
     return dict(sorted(states.items()))
