@@ -187,8 +187,10 @@ class LegacyBatch:
                 f"message is corrupt (stored crc = {self.crc}, computed crc = {self.compute_crc()})",
                 position=self.position, path=path)
 
-    def records(self, *, verify: bool = True, path: str | None = None) -> list[Record]:
-        """The entry's record, or the inner records of a compressed wrapper, with absolute offsets."""
+    def records(self, *, verify: bool = True, path: str | None = None, place: tuple | None = None) -> list[Record]:
+        """The entry's record, or the inner records of a compressed wrapper, with absolute
+        offsets; with ``place`` (``(topic, partition)``) each carries it and the entry's
+        timestamp type (as ``RecordBatch.records``)."""
         if verify:
             self.ensure_valid(path)
         if self._inner is None:
@@ -196,6 +198,10 @@ class LegacyBatch:
                 self._inner = self._decode()
             except InvalidRecordError as e:
                 raise InvalidRecordError(e.reason, position=self.position, path=path) from None
+        if place is not None:
+            topic, partition, timestamp_type = *place, self.timestamp_type
+            for r in self._inner:
+                r.topic, r.partition, r.timestamp_type = topic, partition, timestamp_type
         return self._inner
 
     def _decode(self) -> list[Record]:

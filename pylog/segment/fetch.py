@@ -104,13 +104,7 @@ class FetchData:
             if b.is_control:
                 b.ensure_valid(self._path)
                 continue
-            if b.magic == 2:  # the decoder gives each record its place
-                records = b.records(path=self._path, place=(topic, partition))
-            else:
-                records = b.records(path=self._path)
-                timestamp_type = b.timestamp_type
-                for r in records:
-                    r.topic, r.partition, r.timestamp_type = topic, partition, timestamp_type
+            records = b.records(path=self._path, place=(topic, partition))
             if b.base_offset < lo or (hi is not None and b.last_offset >= hi):  # the range cuts the batch
                 records = [r for r in records if r.offset >= lo and (hi is None or r.offset < hi)]
             out += records
