@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pylog.errors import InvalidArgumentError
 from pylog.layout import (
-    COMPRESSION_NAMES, COORDINATOR_EPOCH_RANGE, PRODUCER_EPOCH_RANGE, PRODUCER_ID_RANGE, SEQUENCE_RANGE, TIMESTAMP_RANGE,
+    COMPRESSION_NAMES, COORDINATOR_EPOCH_RANGE, INT32_MAX, PRODUCER_EPOCH_RANGE, PRODUCER_ID_RANGE, SEQUENCE_RANGE, TIMESTAMP_RANGE,
 )
 
 
@@ -21,6 +21,19 @@ def check_int(value, name: str, bounds: tuple[int, int], *, error=InvalidArgumen
     if not low <= value <= high:
         raise error(f"{name} {value} is outside [{low}, {high}]")
     return value
+
+
+def check_topic_partition(value, name: str = "partition") -> tuple[str, int]:
+    """``value`` as ``(topic, partition)`` if it is such a pair (a ``TopicPartition`` or a
+    tuple): a topic name and an int partition >= 0."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
+        raise InvalidArgumentError(f"{name} must be a (topic, partition) pair such as TopicPartition('t', 0), "
+                                   f"not {value!r}")
+    topic, partition = value
+    if not isinstance(topic, str) or not topic:
+        raise InvalidArgumentError(f"{name} {value!r}: the topic must be a non-empty str")
+    check_int(partition, f"{name} {value!r}: the partition", (0, INT32_MAX))
+    return topic, partition
 
 
 def check_bool(value, name: str) -> bool:

@@ -25,6 +25,7 @@ import re
 import time
 from typing import NamedTuple
 
+from pylog.arguments import check_int, check_topic_partition
 from pylog.clients.wakeup import DirWatch
 from pylog.closing import close_all
 from pylog.errors import (
@@ -32,7 +33,7 @@ from pylog.errors import (
     OffsetOutOfRangeError, RebalanceInProgressError, RecordDeserializationError, UnknownMemberIdError,
     UnknownTopicError,
 )
-from pylog.layout import INT32_MAX, INTERNAL_TOPICS
+from pylog.layout import INT32_MAX, INT64_MAX, INTERNAL_TOPICS
 from pylog.log import Log
 from pylog.partition_dir import partition_dir_name
 from pylog.record.record import Record
@@ -41,6 +42,11 @@ from pylog.record.record import Record
 class TopicPartition(NamedTuple):
     topic: str
     partition: int
+
+
+def _tp(value) -> TopicPartition:
+    """``value`` (a pair) as a TopicPartition; InvalidArgumentError when it is not one."""
+    return TopicPartition(*check_topic_partition(value))
 
 
 class OffsetAndTimestamp(NamedTuple):
@@ -109,6 +115,9 @@ class Consumer:
                  partition_assignment_strategy=("range", "cooperative-sticky"), client_id: str = "pylog",
                  consumer_timeout_ms: float = float("inf"), exclude_internal_topics: bool = True,
                  key_deserializer=None, value_deserializer=None):
+        if group_id is not None and (not isinstance(group_id, str) or not group_id):
+            raise InvalidArgumentError(f"group_id must be a non-empty str or None, not {group_id!r}")
+        check_int(max_poll_records, "max_poll_records", (1, INT32_MAX))
         if auto_offset_reset not in _RESETS:
             raise InvalidArgumentError(f"auto_offset_reset must be one of {_RESETS}, not {auto_offset_reset!r}")
         if isolation_level not in _ISOLATION:
@@ -154,21 +163,24 @@ class Consumer:
         self._rotation = 0
         self._txn_coordinator = None
         self._next_txn_check = 0.0
-        self._iter_pending: collections.deque = collections.deque()  # polled, not yet iterated
+        self._iter_pending: collections.deque = collections.deque()  # (tp, record) polled, not yet iterated
 
     # -- assignment -------------------------------------------------------------------------
     def assign(self, partitions) -> None:
         """Read exactly ``partitions`` (no group management)."""
         if self._member is not None or self._subscription or self._pattern:
             raise ClientStateError("assign() after subscribe(): call unsubscribe() first")
+        self._check_open()
+        partitions = {_tp(tp) for tp in partitions}
         self._manual = True
-        self._set_assignment({TopicPartition(*tp) for tp in partitions})
+        self._set_assignment(partitions)
 
     def subscribe(self, topics=(), pattern: str | None = None, listener: ConsumerRebalanceListener | None = None):
         """Subscribe to ``topics`` or the topics matching ``pattern`` (a regex), as a
         member of ``group_id``; partitions are assigned in ``poll``. A pattern leaves out
         Kafka's internal topics (``__consumer_offsets``, ``__transaction_state``) unless the
         consumer was made with ``exclude_internal_topics=False``; named topics are taken as named."""
+        self._check_open()
         if self._manual:
             raise ClientStateError("subscribe() after assign(): call unsubscribe() first")
         if self.group_id is None:
@@ -184,6 +196,7 @@ class Consumer:
         self._member.request_rejoin()
 
     def unsubscribe(self) -> None:
+        self._check_open()
         if self._member is not None:
             self._member.leave()
             self._member = None
@@ -191,6 +204,7 @@ class Consumer:
         self._set_assignment(set())
 
     def subscription(self) -> set[str]:
+        self._check_open()
         return set(self._subscribed_topics())
 
     def _subscribed_topics(self) -> list[str]:
@@ -201,12 +215,14 @@ class Consumer:
                 and not (self.exclude_internal_topics and t in INTERNAL_TOPICS)]
 
     def assignment(self) -> set[TopicPartition]:
+        self._check_open()
         return set(self._positions)
 
     def topics(self) -> set[str]:
         """The topics of the log dir, Kafka's internal ones left out unless
         ``exclude_internal_topics=False`` (kafka-python's ``topics()``, Java's
         ``listTopics()``). O(directory entries)."""
+        self._check_open()
         from pylog.manager import LogManager
         return {t for t in LogManager(self.root, read_only=True).topics()
                 if not (self.exclude_internal_topics and t in INTERNAL_TOPICS)}
@@ -214,6 +230,7 @@ class Consumer:
     def partitions_for_topic(self, topic: str) -> set[int] | None:
         """The partition numbers of ``topic``; None when the log dir has no such topic
         (kafka-python's ``partitions_for_topic``). O(directory entries)."""
+        self._check_open()
         from pylog.manager import LogManager
         try:
             return set(LogManager(self.root, read_only=True).partitions(topic))
@@ -224,7 +241,7 @@ class Consumer:
         for tp in list(self._positions):
             if tp not in partitions:
                 self._positions.pop(tp)
-                self._buffered.pop(tp, None)
+                self._forget_fetched(tp)
                 self._paused.discard(tp)
                 log = self._logs.pop(tp, None)
                 if log is not None:
@@ -247,7 +264,8 @@ class Consumer:
 
     # -- positions --------------------------------------------------------------------------
     def _check_assigned(self, tp) -> TopicPartition:
-        tp = TopicPartition(*tp)
+        self._check_open()
+        tp = _tp(tp)
         if tp not in self._positions:
             raise InvalidArgumentError(f"partition {tp.topic}-{tp.partition} is not assigned to this consumer")
         return tp
@@ -264,7 +282,7 @@ class Consumer:
         if not isinstance(offset, int) or offset < 0:
             raise InvalidArgumentError(f"offset must be an int >= 0, not {offset!r}")
         self._positions[tp] = offset
-        self._buffered.pop(tp, None)
+        self._forget_fetched(tp)
         error = self._deserialization_error
         if error is not None and (error.topic, error.partition) == tuple(tp):
             self._deserialization_error = None  # moved: the record that failed is read again, or passed
@@ -284,14 +302,15 @@ class Consumer:
         return log.last_stable_offset if self.isolation == "committed" else log.log_end_offset
 
     def beginning_offsets(self, partitions) -> dict:
-        return {TopicPartition(*tp): self._open_any(tp).log_start_offset for tp in partitions}
+        return {_tp(tp): self._open_any(tp).log_start_offset for tp in partitions}
 
     def end_offsets(self, partitions) -> dict:
-        return {TopicPartition(*tp): self._end_offset(self._open_any(tp)) for tp in partitions}
+        return {_tp(tp): self._end_offset(self._open_any(tp)) for tp in partitions}
 
     def _open_any(self, tp) -> Log:
         """The log of any partition, assigned or not (kept open until ``close``), refreshed."""
-        tp = TopicPartition(*tp)
+        self._check_open()
+        tp = _tp(tp)
         log = self._logs.get(tp) or self._queried.get(tp)
         if log is None:
             path = os.path.join(self.root, partition_dir_name(tp.topic, tp.partition))
@@ -306,22 +325,30 @@ class Consumer:
         the given one (Kafka's offsetsForTimes). O(segments + index interval) each."""
         out = {}
         for tp, ts in timestamps.items():
+            check_int(ts, f"the timestamp to look up for {tp}", (0, INT64_MAX))
             log = self._open_any(tp)
             offset = log.offset_for_timestamp(ts)
             if offset is None:
-                out[TopicPartition(*tp)] = None
+                out[_tp(tp)] = None
                 continue
             rec = next(iter(log.read(offset, 1 << 16).records()), None)
-            out[TopicPartition(*tp)] = OffsetAndTimestamp(offset, rec.timestamp if rec else ts)
+            out[_tp(tp)] = OffsetAndTimestamp(offset, rec.timestamp if rec else ts)
         return out
 
     def pause(self, *partitions) -> None:
-        self._paused.update(self._check_assigned(tp) for tp in partitions)
+        """Fetch nothing more from ``partitions`` until ``resume``; iteration stops yielding
+        their records already fetched (they come again after ``resume``)."""
+        for tp in partitions:
+            tp = self._check_assigned(tp)
+            self._paused.add(tp)
+            self._forget_fetched(tp)
 
     def resume(self, *partitions) -> None:
-        self._paused.difference_update(TopicPartition(*tp) for tp in partitions)
+        self._check_open()
+        self._paused.difference_update(_tp(tp) for tp in partitions)
 
     def paused(self) -> set:
+        self._check_open()
         return set(self._paused)
 
     def _initial_position(self, tp: TopicPartition, committed: dict | None = None) -> int:
@@ -362,7 +389,8 @@ class Consumer:
         (``max_poll_records`` by default), returned as soon as there are any, or an empty
         dict after ``timeout_ms``. Takes part in rebalances and auto-commits. Cost: one
         read per partition with data; while waiting, none (inotify)."""
-        return self._poll(timeout_ms, max_records or self.max_poll_records, columnar=False)
+        self._stop_iteration()
+        return self._poll(timeout_ms, self.max_poll_records if max_records is None else max_records, columnar=False)
 
     def poll_columns(self, timeout_ms: int = 0, max_records: int | None = None) -> dict:
         """Like :meth:`poll`, as :class:`~pylog.record.columnar.Columns` per partition
@@ -370,10 +398,14 @@ class Consumer:
         record. ``read_uncommitted`` only."""
         if self.isolation != "uncommitted":
             raise InvalidArgumentError("poll_columns reads with isolation_level='read_uncommitted' only")
-        return self._poll(timeout_ms, max_records or self.max_poll_records, columnar=True)
+        self._stop_iteration()
+        return self._poll(timeout_ms, self.max_poll_records if max_records is None else max_records, columnar=True)
 
     def _poll(self, timeout_ms: int, max_records: int, *, columnar: bool) -> dict:
         self._check_open()
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float)) or not timeout_ms >= 0:
+            raise InvalidArgumentError(f"timeout_ms must be a number >= 0, not {timeout_ms!r}")
+        check_int(max_records, "max_records", (1, INT32_MAX))
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
             self._watch.drain()
@@ -495,36 +527,64 @@ class Consumer:
         return out
 
     def _fetch_columns(self, max_records: int) -> dict:
+        """Up to ``max_records`` rows in all, decoded from the positions (records a
+        ``poll`` fetched and did not return are read again, as columns)."""
         from pylog.record.columnar import decode_columns
         out = {}
+        left = max_records
         for tp in self._fetchable():
+            self._buffered.pop(tp, None)
             fetch = self._read(tp)
             if not fetch.size_bytes:
                 continue
             position = self._positions[tp]
-            cols = decode_columns(fetch.raw(), min_offset=position, max_offset=position + max_records)
+            cols = decode_columns(fetch.raw(), min_offset=position, max_offset=position + left)
             if cols.num_rows:
                 out[tp] = cols
                 self._positions[tp] = int(cols.offsets[-1]) + 1
-            else:
-                self._positions[tp] = max(position, fetch.next_offset)
+                left -= cols.num_rows
+                if left <= 0:
+                    break
+            else:  # nothing in [position, position + left): the next rows lie further on
+                self._positions[tp] = max(position, min(fetch.next_offset, position + left))
         return out
 
     def __iter__(self):
         return self
 
     def __next__(self) -> ConsumerRecord:
-        """The next record; StopIteration after ``consumer_timeout_ms`` without one."""
+        """The next record; StopIteration after ``consumer_timeout_ms`` without one. The
+        position moves past each record as it is yielded (a commit or ``close`` while
+        iterating covers what the loop was given, no more), as kafka-python's iterator does."""
         while True:
             if self._iter_pending:
-                return self._iter_pending.popleft()
+                tp, record = self._iter_pending.popleft()
+                self._positions[tp] = record.offset + 1
+                return record
             timeout = self.consumer_timeout_ms
-            got = self.poll(timeout_ms=int(min(timeout, INT32_MAX)))
+            got = self._poll(int(min(timeout, INT32_MAX)), self.max_poll_records, columnar=False)
             if not got:
                 if timeout != float("inf"):
                     raise StopIteration
                 continue
-            self._iter_pending.extend(r for records in got.values() for r in records)
+            for tp, records in got.items():
+                self._positions[tp] = records[0].offset  # taken back: set again as each is yielded
+                self._iter_pending.extend((tp, r) for r in records)
+
+    def _stop_iteration(self) -> None:
+        """A direct poll ends the iteration: records fetched for it and not yielded are
+        read again from the positions."""
+        if self._iter_pending:
+            for tp in {tp for tp, _ in self._iter_pending}:
+                self._buffered.pop(tp, None)
+            self._iter_pending.clear()
+
+    def _forget_fetched(self, tp: TopicPartition) -> None:
+        """Drop what was fetched for ``tp`` and not returned (its position moved, or it
+        left the assignment or was paused)."""
+        self._buffered.pop(tp, None)
+        if self._iter_pending:
+            self._iter_pending = collections.deque(item for item in self._iter_pending if item[0] != tp)
 
     # -- commits ----------------------------------------------------------------------------
     def _group_coordinator(self):
@@ -534,6 +594,10 @@ class Consumer:
         return self._coordinator
 
     def group_metadata(self) -> GroupMetadata:
+        self._check_open()
+        return self._group_metadata()
+
+    def _group_metadata(self) -> GroupMetadata:
         member = self._member
         if member is None:
             return GroupMetadata(self.group_id, -1, "")
@@ -544,22 +608,26 @@ class Consumer:
         positions of all assigned partitions; synchronous. Raises
         :class:`IllegalGenerationError`, :class:`RebalanceInProgressError` or
         :class:`UnknownMemberIdError` when the group moved on (nothing is written)."""
+        self._check_open()
         if self.group_id is None:
             raise InvalidArgumentError("commit() needs a group_id")
+        self._commit(None if offsets is None else {_tp(tp): om for tp, om in offsets.items()})
+
+    def _commit(self, offsets: dict | None = None) -> None:
         if offsets is None:
             offsets = {tp: pos for tp, pos in self._positions.items() if pos is not None}
         if not offsets:
             return
-        meta = self.group_metadata()
-        self._group_coordinator().commit_offsets(
-            self.group_id, {tuple(tp): om for tp, om in offsets.items()},
-            generation=meta.generation_id, member_id=meta.member_id)
+        meta = self._group_metadata()
+        self._group_coordinator().commit_offsets(self.group_id, offsets, generation=meta.generation_id,
+                                                 member_id=meta.member_id)
 
     def committed(self, tp) -> int | None:
         """The offset ``group_id`` committed for ``tp`` (read_committed view), or None."""
+        self._check_open()
         if self.group_id is None:
             raise InvalidArgumentError("committed() needs a group_id")
-        om = self._group_coordinator().committed(self.group_id).get(tuple(tp))
+        om = self._group_coordinator().committed(self.group_id).get(_tp(tp))
         return None if om is None else om.offset
 
     def _maybe_auto_commit(self, *, force: bool = False) -> None:
@@ -569,7 +637,7 @@ class Consumer:
             return
         self._next_auto_commit = time.monotonic() + self.auto_commit_interval_ms / 1000
         try:
-            self.commit()
+            self._commit()
         except (IllegalGenerationError, RebalanceInProgressError, UnknownMemberIdError):
             pass  # the group moved on: the next owner starts from the last accepted commit
 
@@ -579,15 +647,16 @@ class Consumer:
             raise ClientStateError("consumer is closed")
 
     def close(self, autocommit: bool = True) -> None:
-        """Commit positions (with ``enable_auto_commit``), leave the group, release files.
-        Every step runs even when one fails (a full disk refusing the commit or the group
-        file); then the first failure is raised. Idempotent: the consumer is closed either way."""
+        """Commit positions (with ``enable_auto_commit``; assigned partitions too, and in
+        the middle of a rebalance, where the group takes commits of its current generation,
+        as Kafka's ``close`` does), leave the group, release files. Every step runs even
+        when one fails (a full disk refusing the commit or the group file); then the first
+        failure is raised. Idempotent: the consumer is closed either way."""
         if self._closed:
             return
         self._closed = True
-        steps = []
-        if autocommit and self._member is not None and self._member.is_stable():
-            steps.append(self._final_commit)
+        self._iter_pending.clear()
+        steps = [self._final_commit] if autocommit else []
         steps += [self._leave_group, lambda: self._set_assignment(set())]
         steps += [log.close for log in self._queried.values()]
         steps += [self._release_coordinators, self._watch.close]

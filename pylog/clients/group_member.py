@@ -42,11 +42,6 @@ class GroupMember:
     def request_rejoin(self) -> None:
         self._rejoin = True
 
-    def is_stable(self) -> bool:
-        state = read_group_file(self.consumer.root, self.consumer.group_id)
-        return bool(state and state["state"] == "Stable" and state["generation"] == self.generation
-                    and self.member_id in state["members"])
-
     def next_check_s(self) -> float:
         return self.consumer.heartbeat_interval_ms / 1000
 

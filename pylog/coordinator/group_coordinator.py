@@ -22,6 +22,7 @@ import os
 import struct
 import threading
 
+from pylog.arguments import check_topic_partition
 from pylog.clients.per_root import PerRoot
 from pylog.clients.writers import WriterPool
 from pylog.closing import close_all
@@ -136,8 +137,8 @@ class GroupCoordinator(PerRoot):
         now = now_ms()
         group_prefix = _OFFSET_COMMIT_KEY_TYPE + _string(group_id)
         out = []
-        for tp, om in sorted(offsets.items(), key=lambda kv: (kv[0][0], kv[0][1])):
-            topic, partition = tp[0], tp[1]
+        checked = [(check_topic_partition(tp, "partition to commit"), om) for tp, om in offsets.items()]
+        for (topic, partition), om in sorted(checked, key=lambda item: item[0]):
             offset = getattr(om, "offset", om)
             metadata = getattr(om, "metadata", "") or ""
             if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset < 2**63:

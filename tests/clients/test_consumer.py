@@ -11,7 +11,7 @@ import pytest
 
 from pylog import Log, LogManager
 from pylog.clients import Consumer, Producer, TopicPartition
-from pylog.errors import InvalidArgumentError, OffsetOutOfRangeError
+from pylog.errors import ClientStateError, InvalidArgumentError, OffsetOutOfRangeError
 from tests.clients.conftest import make_topic
 
 TP = TopicPartition("t", 0)
@@ -252,3 +252,113 @@ def test_a_serializer_that_fails_sends_nothing_of_that_call(root):
         p.send("t", "ok")
     with Log.open(os.path.join(root, "t-0"), read_only=True) as log:
         assert [r.value for r in log.records()] == [b"ok"]
+
+
+def test_iterating_moves_the_position_one_yielded_record_at_a_time(root):
+    """A loop that stops early, closes (auto-commit) and is started again goes on at the
+    next record: the records fetched but not yielded are neither committed nor lost."""
+    make_topic(root, "t", 1, [(0, [b"%d" % i for i in range(10)])])
+    with Consumer(root, "g", auto_offset_reset="earliest") as c:
+        c.subscribe(["t"])
+        for record in c:
+            if record.offset == 2:
+                assert c.position(TP) == 3
+                break
+    with Consumer(root, "g", auto_offset_reset="earliest", consumer_timeout_ms=500) as c:
+        c.subscribe(["t"])
+        assert [r.offset for r in c] == list(range(3, 10))
+
+
+def test_a_seek_or_pause_while_iterating_drops_what_was_fetched_for_the_partition(root):
+    make_topic(root, "t", 1, [(0, [b"%d" % i for i in range(10)])])
+    with Consumer(root, auto_offset_reset="earliest", consumer_timeout_ms=100) as c:
+        c.assign([TP])
+        it = iter(c)
+        assert next(it).offset == 0
+        c.seek(TP, 5)
+        assert next(it).offset == 5
+        c.pause(TP)
+        assert list(it) == [] and c.position(TP) == 6
+        c.resume(TP)
+        assert [r.offset for r in c] == [6, 7, 8, 9]
+
+
+def test_a_poll_after_a_partial_iteration_returns_the_records_not_yet_yielded(root):
+    make_topic(root, "t", 1, [(0, [b"%d" % i for i in range(10)])])
+    with Consumer(root, auto_offset_reset="earliest") as c:
+        c.assign([TP])
+        assert next(iter(c)).offset == 0
+        assert [r.offset for r in c.poll(1000)[TP]] == list(range(1, 10))
+
+
+def test_columnar_and_record_polls_share_positions_and_max_records_caps_the_total(root):
+    make_topic(root, "t", 3, [(p, [b"%d" % i for i in range(20)]) for p in range(3)])
+    with Consumer(root, auto_offset_reset="earliest") as c:
+        c.assign([TP])
+        assert [r.offset for r in c.poll(1000, max_records=2)[TP]] == [0, 1]
+        assert c.poll_columns(1000)[TP].offsets.tolist() == list(range(2, 20))
+        assert c.poll(50) == {}
+    with Consumer(root, auto_offset_reset="earliest") as c:
+        c.assign([TopicPartition("t", p) for p in range(3)])
+        got = c.poll_columns(1000, max_records=5)
+        assert sum(cols.num_rows for cols in got.values()) == 5
+
+
+def test_close_commits_the_positions_of_assigned_partitions(root):
+    make_topic(root, "t", 1, [(0, [b"%d" % i for i in range(10)])])
+    with Consumer(root, "g", auto_offset_reset="earliest") as c:
+        c.assign([TP])
+        assert len(c.poll(1000)[TP]) == 10
+    with Consumer(root, "g") as c:
+        c.assign([TP])
+        assert c.committed(TP) == 10 and c.position(TP) == 10
+
+
+def test_close_while_the_group_rebalances_commits_for_the_current_generation(root):
+    """A second member joining puts the group in PreparingRebalance; the first member's
+    close still commits what it read (Kafka takes commits of the current generation then),
+    so the second does not read it again."""
+    make_topic(root, "t", 1, [(0, [b"%d" % i for i in range(10)])])
+    first = Consumer(root, "g", auto_offset_reset="earliest")
+    first.subscribe(["t"])
+    deadline = time.monotonic() + 20
+    while sum(len(v) for v in first.poll(100).values()) == 0 and time.monotonic() < deadline:
+        pass
+    assert first.position(TP) == 10
+    with Consumer(root, "g", auto_offset_reset="earliest", consumer_timeout_ms=1000) as second:
+        second.subscribe(["t"])
+        second.poll(0)  # joins: the group now waits for the first member to rejoin
+        first.close()
+        assert second.committed(TP) == 10
+        assert [r.offset for r in second] == []
+
+
+def test_a_closed_consumer_refuses_every_call(root):
+    make_topic(root, "t", 1)
+    c = Consumer(root, "g")
+    c.assign([TP])
+    c.close()
+    for call in (lambda: c.assign([TP]), c.assignment, lambda: c.position(TP), lambda: c.seek(TP, 0),
+                 lambda: c.subscribe(["t"]), lambda: c.commit(), lambda: c.committed(TP), c.poll,
+                 lambda: c.end_offsets([TP])):
+        with pytest.raises(ClientStateError):
+            call()
+
+
+@pytest.mark.parametrize("call", [
+    lambda c: c.assign(["t"]), lambda c: c.assign([("t", "0")]), lambda c: c.poll("100"),
+    lambda c: c.poll(-5), lambda c: c.poll(0, max_records=0), lambda c: c.commit({("t", "zero"): 1}),
+    lambda c: c.offsets_for_times({TP: -1}), lambda c: c.end_offsets([("t",)]),
+], ids=["topic-alone", "str-partition", "str-timeout", "negative-timeout", "no-records", "commit-str-partition",
+        "negative-time", "one-tuple"])
+def test_bad_arguments_raise_invalid_argument_error(root, call):
+    make_topic(root, "t", 1)
+    with Consumer(root, "g") as c:
+        with pytest.raises(InvalidArgumentError):
+            call(c)
+
+
+@pytest.mark.parametrize("kwargs", [dict(group_id=5), dict(group_id=""), dict(max_poll_records=0)])
+def test_bad_settings_raise_invalid_argument_error(root, kwargs):
+    with pytest.raises(InvalidArgumentError):
+        Consumer(root, **kwargs)
