@@ -267,6 +267,13 @@ class ClientStateError(PylogError):
     a transaction of a transactional producer). Nothing is written."""
 
 
+class TransactionAbortableError(ClientStateError):
+    """Raised by ``commit_transaction`` (nothing is committed), and by sends and offset
+    commits, once a send or ``send_offsets_to_transaction`` of the open transaction
+    failed: a transaction commits whole or not at all, so it can only be aborted
+    (``abort_transaction``), as with Kafka's TransactionAbortableException."""
+
+
 class ReplicationError(PylogError):
     """Base of the errors of a replicated partition (pylog/replication/, docs/replication.md)."""
 

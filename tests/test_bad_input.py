@@ -59,6 +59,12 @@ def log(tmp_path):
     dict(timestamp=-5),
     dict(timestamp="now"),
     dict(timestamp=1.5),
+    dict(timestamp=[5, 6]),  # two create times for one record
+    dict(timestamp=[-5]),
+    dict(timestamp=[2**63]),
+    dict(timestamp=[True]),
+    dict(timestamp=[None]),
+    dict(timestamp=["now"]),
     dict(producer_id=2**64, producer_epoch=0, base_sequence=0),
     dict(producer_id=-2),
     dict(producer_id=1, producer_epoch=70000, base_sequence=0),

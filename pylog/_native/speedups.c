@@ -1,8 +1,10 @@
 /*
  * pylog._speedups: the two hot loops of Kafka's record format v2, in C.
  *
- *   encode_records(values, keys, ts_deltas) -> bytes
- *       Concatenated v2 records with offset deltas 0..n-1 and no headers.
+ *   encode_records(values, keys, ts_deltas[, reserve[, ts_base]]) -> bytes
+ *       Concatenated v2 records with offset deltas 0..n-1 and no headers; each timestamp
+ *       delta is ts_deltas[i] - ts_base: given ts_base, ts_deltas holds the timestamps
+ *       themselves (ints >= -1, else TypeError / OverflowError naming the record).
  *   scan_records(buf, count) -> tuple of 8 bytes objects (native int64/int32 arrays)
  *       Positions and lengths of every record's fields, for a columnar decode.
  *   decode_records(buf, count, base_offset, base_timestamp, append_time, record_type) -> list
@@ -63,7 +65,9 @@ static int bytes_or_none(PyObject *o, const char **data, Py_ssize_t *len) {
 static PyObject *encode_records(PyObject *self, PyObject *args) {
     PyObject *values, *keys, *deltas;
     Py_ssize_t reserve = -1;   /* >= 0: return a bytearray with this many bytes free in front */
-    if (!PyArg_ParseTuple(args, "O!OO|n", &PyList_Type, &values, &keys, &deltas, &reserve)) return NULL;
+    long long ts_base = 0;     /* subtracted from each of ts_deltas */
+    if (!PyArg_ParseTuple(args, "O!OO|nL", &PyList_Type, &values, &keys, &deltas, &reserve, &ts_base)) return NULL;
+    int stamps = PyTuple_GET_SIZE(args) >= 5;   /* ts_deltas holds timestamps (ms, >= -1), checked here */
     Py_ssize_t n = PyList_GET_SIZE(values);
     if (keys != Py_None && (!PyList_Check(keys) || PyList_GET_SIZE(keys) != n)) {
         PyErr_SetString(PyExc_TypeError, "keys must be None or a list as long as values");
@@ -78,8 +82,20 @@ static PyObject *encode_records(PyObject *self, PyObject *args) {
         tsd = PyMem_Malloc(sizeof(int64_t) * (n ? n : 1));
         if (!tsd) return PyErr_NoMemory();
         for (Py_ssize_t i = 0; i < n; i++) {
-            tsd[i] = PyLong_AsLongLong(PyList_GET_ITEM(deltas, i));
+            PyObject *t = PyList_GET_ITEM(deltas, i);
+            if (stamps && !PyLong_CheckExact(t)) {   /* a bool or an int subclass is no timestamp */
+                PyMem_Free(tsd);
+                PyErr_Format(PyExc_TypeError, "record %zd: timestamp must be an int", i);
+                return NULL;
+            }
+            tsd[i] = PyLong_AsLongLong(t);
             if (tsd[i] == -1 && PyErr_Occurred()) { PyMem_Free(tsd); return NULL; }
+            if (stamps && tsd[i] < -1) {
+                PyMem_Free(tsd);
+                PyErr_Format(PyExc_OverflowError, "record %zd: timestamp %lld is below -1", i, (long long)tsd[i]);
+                return NULL;
+            }
+            tsd[i] -= ts_base;
         }
     }
     /* pass 1: size */
@@ -483,7 +499,8 @@ static PyObject *segment_names(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"gather", gather, METH_VARARGS, "Copy byte ranges into one buffer with int32 offsets."},
-    {"encode_records", encode_records, METH_VARARGS, "Encode v2 records (no headers): values, keys, ts deltas."},
+    {"encode_records", encode_records, METH_VARARGS,
+     "Encode v2 records (no headers): values, keys, ts deltas[, reserve[, ts base]]."},
     {"scan_records", scan_records, METH_VARARGS, "Field positions of every v2 record, as native arrays."},
     {"decode_records", decode_records, METH_VARARGS,
      "Decode v2 records into Record objects; optional topic, partition, timestamp_type stamped on each."},

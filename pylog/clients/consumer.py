@@ -20,6 +20,7 @@ positions of their new owner. What is durable when: docs/consumers.md.
 from __future__ import annotations
 
 import collections
+import logging
 import os
 import re
 import time
@@ -37,6 +38,9 @@ from pylog.layout import INT32_MAX, INT64_MAX, INTERNAL_TOPICS
 from pylog.log import Log
 from pylog.partition_dir import partition_dir_name
 from pylog.record.record import Record
+
+
+_log = logging.getLogger("pylog.consumer")
 
 
 class TopicPartition(NamedTuple):
@@ -613,9 +617,35 @@ class Consumer:
             raise InvalidArgumentError("commit() needs a group_id")
         self._commit(None if offsets is None else {_tp(tp): om for tp, om in offsets.items()})
 
-    def _commit(self, offsets: dict | None = None) -> None:
+    def commit_async(self, offsets: dict | None = None, callback=None) -> None:
+        """``commit``, with the outcome given to ``callback(offsets, error)`` (error None
+        when it succeeded) instead of raised, as Kafka's ``commitAsync(offsets, callback)``;
+        a failure without a callback is logged. A commit is one local append here, so it is
+        done, and the callback called in this thread, before this returns. Bad arguments
+        raise :class:`InvalidArgumentError`."""
+        self._check_open()
+        if self.group_id is None:
+            raise InvalidArgumentError("commit_async() needs a group_id")
+        offsets = self._commit_offsets(None if offsets is None else {_tp(tp): om for tp, om in offsets.items()})
+        try:
+            self._commit(offsets)
+        except GroupCoordinatorError as e:
+            if callback is None:
+                _log.warning("asynchronous commit of group %r failed: %s", self.group_id, e)
+                return
+            callback(offsets, e)
+        else:
+            if callback is not None:
+                callback(offsets, None)
+
+    def _commit_offsets(self, offsets: dict | None) -> dict:
+        """``offsets``, or the current positions of the assigned partitions."""
         if offsets is None:
-            offsets = {tp: pos for tp, pos in self._positions.items() if pos is not None}
+            return {tp: pos for tp, pos in self._positions.items() if pos is not None}
+        return offsets
+
+    def _commit(self, offsets: dict | None = None) -> None:
+        offsets = self._commit_offsets(offsets)
         if not offsets:
             return
         meta = self._group_metadata()

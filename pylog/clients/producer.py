@@ -23,8 +23,10 @@ policy runs (``flush_messages``/``flush_ms``), as with Kafka, which does not fsy
 
 from __future__ import annotations
 
+import bisect
 import collections
 import itertools
+import logging
 import os
 import threading
 import time
@@ -37,9 +39,9 @@ from pylog.clients.writers import WriterPool
 from pylog.closing import close_all
 from pylog.errors import (
     ClientStateError, ClientTimeoutError, InvalidArgumentError, LogDirNotFoundError, ProducerFencedError,
-    SerializationError, UnknownTopicError,
+    SerializationError, TransactionAbortableError, UnknownTopicError,
 )
-from pylog.layout import INT32_MAX
+from pylog.layout import INT32_MAX, INT64_MAX
 from pylog.partitioner import partition_for_key, partitions_for_keys
 from pylog.record.encode import now_ms
 from pylog.record.record import Record
@@ -58,8 +60,14 @@ class RecordMetadata:
 
 
 class FutureRecordMetadata:
-    """The result of ``send``: ``get(timeout)`` waits for the append and returns the
-    :class:`RecordMetadata`, or raises the append's error."""
+    """The result of ``send`` (kafka-python's future): ``get(timeout)`` waits for the
+    append and returns the :class:`RecordMetadata`, or raises the append's error.
+
+    ``add_callback(fn, *args)`` calls ``fn(*args, metadata)`` once the record is appended,
+    ``add_errback(fn, *args)`` calls ``fn(*args, error)`` if its append failed (at once when
+    that is already known). They run in the thread that appends the batch (the caller's of
+    ``send``, ``flush`` or ``close``, or the linger thread), as Kafka runs send callbacks in
+    its I/O thread: keep them short. An exception a callback raises is logged, not raised."""
     __slots__ = ("_batch", "_index")
 
     def __init__(self, batch, index: int):
@@ -68,10 +76,29 @@ class FutureRecordMetadata:
     def is_done(self) -> bool:
         return self._batch.done.is_set()
 
+    def succeeded(self) -> bool:
+        return self.is_done() and self._batch.error is None
+
+    def failed(self) -> bool:
+        return self.is_done() and self._batch.error is not None
+
+    @property
+    def exception(self) -> BaseException | None:
+        """The append's error once done (None if it succeeded or is not done)."""
+        return self._batch.error if self.is_done() else None
+
     def get(self, timeout: float | None = None) -> RecordMetadata:
         batch = self._batch
         batch.wait(timeout)
         return batch.metadata(self._index)
+
+    def add_callback(self, fn, *args) -> "FutureRecordMetadata":
+        self._batch.on_done(lambda: None if self._batch.error is not None else fn(*args, self.get()))
+        return self
+
+    def add_errback(self, fn, *args) -> "FutureRecordMetadata":
+        self._batch.on_done(lambda: None if self._batch.error is None else fn(*args, self._batch.error))
+        return self
 
 
 class FutureBatchMetadata:
@@ -119,19 +146,57 @@ class BatchMetadata(Sequence):
 
 
 class _Batch:
-    __slots__ = ("topic", "partition", "records", "size_bytes", "created", "created_ms", "done", "error",
-                 "base_offset", "log_append_time")
+    __slots__ = ("topic", "partition", "records", "size_bytes", "created", "created_ms", "last_ms", "_runs", "done",
+                 "error", "base_offset", "log_append_time", "_callbacks")
 
     def __init__(self, topic, partition):
         self.topic, self.partition = topic, partition
         self.records: list = []  # Log.append's items: value bytes, (key, value) tuples, Records
         self.size_bytes = 0
         self.created = time.monotonic()
-        self.created_ms = now_ms()  # the create time of its records without one
+        self.created_ms = self.last_ms = now_ms()  # the create time of its first records without one
+        self._runs: list | None = None  # [index, ms]: from records[index] on, sent at ms (lingering)
         self.done = threading.Event()
         self.error = None
         self.base_offset = -1
         self.log_append_time = -1
+        self._callbacks: list | None = None
+
+    def on_done(self, callback) -> None:
+        """Call ``callback()`` when the batch is done (now, if it is)."""
+        with _CALLBACKS_LOCK:
+            if not self.done.is_set():
+                self._callbacks = (self._callbacks or []) + [callback]
+                return
+        _run_callback(callback)
+
+    def sent_at(self, sent_ms: int) -> None:
+        """The records added next were sent at ``sent_ms``, a later millisecond than those
+        before (the batch lingers): each record's create time is its send's, as Kafka
+        stamps it, kept as runs (O(1) a change of millisecond)."""
+        self._runs = (self._runs or []) + [[len(self.records), sent_ms]]
+        self.last_ms = sent_ms
+
+    def create_times(self):
+        """``Log.append``'s ``timestamp``: the create time of all the records, or a list of
+        each one's (O(records), at C speed) when they were sent in different milliseconds."""
+        runs = self._runs
+        if runs is None:
+            return self.created_ms
+        out = [self.created_ms] * runs[0][0]
+        for (start, ms), (end, _) in zip(runs, runs[1:] + [[len(self.records), 0]]):
+            out += [ms] * (end - start)
+        return out
+
+    def finish(self, error: BaseException | None = None) -> None:
+        """Mark the batch done (with ``error``, if its append failed) and run its callbacks."""
+        if error is not None:
+            self.error = error
+        with _CALLBACKS_LOCK:
+            self.done.set()
+            callbacks, self._callbacks = self._callbacks, None
+        for callback in callbacks or ():
+            _run_callback(callback)
 
     def wait(self, timeout: float | None) -> None:
         if not self.done.wait(timeout):
@@ -144,8 +209,25 @@ class _Batch:
         ts = self.log_append_time
         if ts < 0:
             item = self.records[index]
-            ts = item.timestamp if isinstance(item, Record) and item.timestamp is not None else self.created_ms
+            if isinstance(item, Record) and item.timestamp is not None:
+                ts = item.timestamp
+            elif self._runs is None or index < self._runs[0][0]:
+                ts = self.created_ms
+            else:
+                ts = self._runs[bisect.bisect_right(self._runs, [index, INT64_MAX]) - 1][1]
         return RecordMetadata(self.topic, self.partition, self.base_offset + index, ts)
+
+
+_time_ns = time.time_ns
+_CALLBACKS_LOCK = threading.Lock()  # a callback is added before its batch is done, or run at once
+_log = logging.getLogger("pylog.producer")
+
+
+def _run_callback(callback) -> None:
+    try:
+        callback()
+    except Exception:  # a user's callback: its failure is theirs, not the append's
+        _log.exception("a send callback raised")
 
 
 class _Sealed:
@@ -206,6 +288,7 @@ class Producer:
         self._in_txn = False
         self._txn_partitions: set = set()
         self._fenced: ProducerFencedError | None = None
+        self._txn_error: Exception | None = None  # a failure in the open transaction: it can only abort
         self._groups = None  # the group coordinator, once offsets were sent in a transaction
         self.producer_id, self.producer_epoch = -1, -1
         if transactional_id is not None:
@@ -227,7 +310,7 @@ class Producer:
         now, one ``Log.append``. Raises :class:`UnknownTopicError` for a topic or
         partition that does not exist, :class:`InvalidArgumentError` for a bad record,
         before anything is appended."""
-        if self._closed or self._fenced is not None:
+        if self._closed or self._fenced is not None or self._txn_error is not None:
             self._check_usable()
         if self.key_serializer is not None or self.value_serializer is not None:
             key, value = self._serialized(topic, key, self.key_serializer, "key"), \
@@ -246,8 +329,11 @@ class Producer:
             tp = (topic, self._partition(topic, key, partition))
         if self._txn is not None and tp not in self._txn_partitions:
             self._add_to_txn([tp])
+        sent_ms = _time_ns() // 1_000_000 if self.linger_ms else None  # now_ms(), inlined: per send
         with self._lock:
             batch = self._batches.get(tp) or self._new_batch(tp, sticky=key is None and partition is None)
+            if sent_ms != batch.last_ms and sent_ms is not None:
+                batch.sent_at(sent_ms)
             records = batch.records
             future = FutureRecordMetadata(batch, len(records))
             records.append(item)
@@ -267,8 +353,8 @@ class Producer:
         The records are what as many ``send`` calls would send, in order: the same
         partitions (``partition``, else Kafka's partitioner for each keyed record, else the
         sticky partition), the same batches (``batch_size``, ``linger_ms``; with
-        ``linger_ms=0`` they are appended before this returns), the same sequences and
-        transaction. Every record is checked first: a bad one raises
+        ``linger_ms=0`` they are appended before this returns), the same create time
+        (the call's), the same sequences and transaction. Every record is checked first: a bad one raises
         :class:`InvalidArgumentError` naming it, and nothing is sent. Returns one future
         whose ``get`` gives a :class:`BatchMetadata`. Cost: for bytes columns without
         headers or timestamps, a few tens of nanoseconds a record besides ``Log.append``;
@@ -279,6 +365,7 @@ class Producer:
         if self.key_serializer is not None and keys is not None:
             keys = [self._serialized(topic, k, self.key_serializer, "key") for k in keys]
         items, keys, sizes = bulk_items(values, keys, headers, timestamps_ms)
+        sent_ms = now_ms() if self.linger_ms else None
         count = self._partition_counts.get(topic) or self._partition_count(topic)
         if partition is not None:
             runs = [(self._partition(topic, None, partition), range(len(items)), sizes)]
@@ -290,7 +377,7 @@ class Producer:
             joining = [(topic, p) for p, _, _ in runs if p is not None and (topic, p) not in self._txn_partitions]
             if joining or not self._in_txn:
                 self._add_to_txn(joining)
-        parts, touched = self._add_runs(topic, runs)
+        parts, touched = self._add_runs(topic, runs, sent_ms)
         if not self.linger_ms:
             with self._lock:
                 for tp in touched & self._batches.keys():
@@ -310,7 +397,7 @@ class Producer:
             raise SerializationError(f"the {what}_serializer failed on a {what} for topic {topic!r}: "
                                      f"{type(e).__name__}: {e}") from e
 
-    def _add_runs(self, topic: str, runs: list) -> tuple[list, set]:
+    def _add_runs(self, topic: str, runs: list, sent_ms: int | None) -> tuple[list, set]:
         """Add each run to its partition's batches (a sticky run to one partition a batch);
         returns the parts of the future and the partitions touched."""
         parts, touched = [], set()
@@ -321,7 +408,7 @@ class Producer:
                 if self._txn is not None and tp not in self._txn_partitions:
                     self._add_to_txn([tp])
                 with self._lock:
-                    lo = self._fill(tp, positions, sizes, lo, parts, sticky=p is None)
+                    lo = self._fill(tp, positions, sizes, lo, parts, sticky=p is None, sent_ms=sent_ms)
                 touched.add(tp)
         return parts, touched
 
@@ -338,16 +425,19 @@ class Producer:
             by_partition[None] = keyless
         return [(p, positions, sizes.of(positions)) for p, positions in by_partition.items()]
 
-    def _fill(self, tp, positions, sizes, lo: int, parts: list, *, sticky: bool) -> int:
+    def _fill(self, tp, positions, sizes, lo: int, parts: list, *, sticky: bool, sent_ms: int | None) -> int:
         """Add the items ``lo:`` of a run to ``tp``'s open batches, sealing each that
         reaches ``batch_size``, as ``send`` would one by one (the caller holds ``_lock``).
         A sticky run stops after the first batch it seals (the next one goes to another
-        partition). Returns where it stopped."""
+        partition). Items joining a batch opened before ``sent_ms`` (lingering) take it
+        as create time. Returns where it stopped."""
         n = len(positions)
         while lo < n:
             batch = self._batches.get(tp) or self._new_batch(tp, sticky=sticky)
             hi, size = sizes.fill(lo, self.batch_size - batch.size_bytes)
             parts.append((batch, len(batch.records), positions[lo:hi]))
+            if sent_ms != batch.last_ms and sent_ms is not None:
+                batch.sent_at(sent_ms)
             if batch.records:
                 batch.records += sizes.items[lo:hi]
             else:
@@ -408,32 +498,40 @@ class Producer:
         caller holds ``_lock``, so batches are queued in the order they were filled)."""
         self._sealed.setdefault(tp, _Sealed()).batches.append(self._batches.pop(tp))
 
-    def _drain(self, tp) -> None:
+    def _drain(self, tp, deadline: float | None = None) -> None:
         """Append ``tp``'s queued batches, oldest first, whichever thread queued them:
         the partition takes its batches in the order they were filled."""
         sealed = self._sealed[tp]
         with sealed.appending:
             while sealed.batches:
-                self._append(tp, sealed.batches.popleft())
+                self._append(tp, sealed.batches.popleft(), deadline)
 
-    def _append(self, tp, batch: _Batch) -> None:
-        """One ``Log.append`` of the batch, with the partition's next sequence."""
+    def _append(self, tp, batch: _Batch, deadline: float | None = None) -> None:
+        """One ``Log.append`` of the batch, with the partition's next sequence, waiting for
+        the partition's log up to ``max_block_ms`` or until ``deadline`` (monotonic s). A
+        failure inside a transaction leaves it abortable only, as Kafka's producer does."""
+        error = None
         try:
-            with self._pool.writer(*tp, max_block_ms=self.max_block_ms) as log:
+            max_block_ms = self.max_block_ms
+            if deadline is not None:
+                max_block_ms = min(max_block_ms, max(0, int((deadline - time.monotonic()) * 1000)))
+            with self._pool.writer(*tp, max_block_ms=max_block_ms) as log:
                 seq = self._sequences.get(tp, 0) if self.producer_id >= 0 else -1
                 info = log.append(batch.records, producer_id=self.producer_id, producer_epoch=self.producer_epoch,
                                   base_sequence=seq, is_transactional=self._txn is not None,
-                                  compression=self.compression_type, timestamp=batch.created_ms)
+                                  compression=self.compression_type,
+                                  timestamp=batch.create_times())
                 if seq >= 0:
                     self._sequences[tp] = (seq + len(batch.records)) % 2**31
             batch.base_offset, batch.log_append_time = info.first_offset, info.log_append_time
         except ProducerFencedError as e:
-            self._fenced = e
-            batch.error = e
+            self._fenced = error = e
         except Exception as e:  # the future carries it to whoever waits
-            batch.error = e
+            error = e
+            if self._in_txn:
+                self._txn_error = e
         finally:
-            batch.done.set()
+            batch.finish(error)
 
     def _append_now(self, tp, records) -> None:
         """Append ``records`` to ``tp`` as one batch of this producer, now; raises its error."""
@@ -468,13 +566,16 @@ class Producer:
 
     def flush(self, timeout: float | None = None) -> None:
         """Append every batch now and return once they are appended (kafka-python's
-        ``flush``; ``timeout`` is accepted for its signature: appends run in this thread)."""
+        ``flush``). The appends run in this thread; a partition whose log another process
+        holds is waited for up to ``max_block_ms``, or ``timeout`` seconds in all: a batch
+        still waiting then fails (its futures raise :class:`LogLockedError`)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
             for tp in list(self._batches):
                 self._seal(tp)
             queued = list(self._sealed)
         for tp in queued:
-            self._drain(tp)  # returns once every batch queued before is appended, by any thread
+            self._drain(tp, deadline)  # returns once every batch queued before is appended, by any thread
 
     # -- transactions ---------------------------------------------------------------------------
     def init_transactions(self) -> None:
@@ -511,12 +612,21 @@ class Producer:
         tp = coordinator.offsets_partition(group_id)
         if tp not in self._txn_partitions:
             self._add_to_txn([tp])
-        coordinator.commit_offsets(group_id, offsets, generation=generation, member_id=member_id,
-                                   producer=self)
+        try:
+            coordinator.commit_offsets(group_id, offsets, generation=generation, member_id=member_id,
+                                       producer=self)
+        except InvalidArgumentError:
+            raise  # refused before anything was tried: the transaction can go on
+        except Exception as e:
+            self._txn_error = self._txn_error or e
+            raise
 
     def commit_transaction(self) -> None:
         """Make the transaction's records and offsets visible, atomically. Raises
-        :class:`ProducerFencedError` if a newer instance took the transactional id."""
+        :class:`ProducerFencedError` if a newer instance took the transactional id, and
+        :class:`TransactionAbortableError` (nothing committed) if a send or
+        ``send_offsets_to_transaction`` of the transaction failed: all must succeed for
+        it to commit (Kafka's rule); then only ``abort_transaction`` is possible."""
         self._end(commit=True)
 
     def abort_transaction(self) -> None:
@@ -530,12 +640,17 @@ class Producer:
         self.flush()
         if self._fenced is not None:
             raise ProducerFencedError(str(self._fenced))
+        if commit and self._txn_error is not None:
+            raise TransactionAbortableError(
+                f"transaction of {self.transactional_id!r} not committed: a send or offset commit in it failed "
+                f"({type(self._txn_error).__name__}: {self._txn_error}); call abort_transaction()") \
+                from self._txn_error
         try:
             self._txn.end_transaction(self.transactional_id, self.producer_id, self.producer_epoch, commit)
         except ProducerFencedError as e:
             self._fenced = e
             raise
-        self._in_txn = False
+        self._in_txn, self._txn_error = False, None
 
     def _require_txn(self) -> None:
         if self._txn is None:
@@ -546,11 +661,18 @@ class Producer:
             raise ClientStateError("producer is closed")
         if self._fenced is not None:
             raise ProducerFencedError(str(self._fenced))
+        if self._txn_error is not None:
+            raise TransactionAbortableError(f"a send or offset commit of the open transaction failed "
+                                            f"({type(self._txn_error).__name__}: {self._txn_error}); "
+                                            f"call abort_transaction()")
 
     # -- closing --------------------------------------------------------------------------------
     def close(self, timeout: float | None = None) -> None:
-        """Append what is pending, stop the linger thread, release the logs. An open
-        transaction is left for the next instance to abort. Idempotent."""
+        """Append what is pending (waiting for logs held by other processes up to
+        ``timeout`` seconds in all, as ``flush``), stop the linger thread, release the
+        logs. A batch not appended by then (the producer was fenced, or the wait ran out)
+        fails: its futures raise the reason. An open transaction is left for the next
+        instance to abort. Idempotent."""
         if self._closed:
             return
         try:
@@ -560,9 +682,21 @@ class Producer:
             self._closed = True
             self._wake.set()
             steps = [] if self._sender is None else [self._sender.join]
+            steps += [self._fail_pending]
             steps += [] if self._txn is None else [self._txn.close]
             steps += [] if self._groups is None else [self._groups.release]
             close_all(steps + [self._pool.release])
+
+    def _fail_pending(self) -> None:
+        """Fail the batches a closed producer did not append, so no future waits for ever."""
+        with self._lock:
+            pending = list(self._batches.values()) + [b for sealed in self._sealed.values() for b in sealed.batches]
+            self._batches.clear()
+            for sealed in self._sealed.values():
+                sealed.batches.clear()
+        reason = self._fenced or ClientStateError("the producer was closed before these records were appended")
+        for batch in pending:
+            batch.finish(reason)
 
     def __enter__(self) -> "Producer":
         return self

@@ -95,33 +95,41 @@ def checked_records(records, **options) -> list:
     records = list(records)
     if not records:
         raise InvalidArgumentError("cannot append an empty list of records")
+    timestamp = options.get("timestamp")
+    if isinstance(timestamp, list) and len(timestamp) != len(records):
+        raise InvalidArgumentError(f"timestamp: a list of {len(timestamp)} create times for {len(records)} records")
     return records
 
 
 def encode_records(records: list, config: LogConfig, *, base_offset: int, leader_epoch: int, now: int, codec: str,
-                   timestamp: int | None, producer_id: int, producer_epoch: int, base_sequence: int,
+                   timestamp: int | list | None, producer_id: int, producer_epoch: int, base_sequence: int,
                    is_transactional: bool) -> bytes:
     """``records`` as batches from ``base_offset`` on: one batch, halved again and again
-    while one would pass ``max_message_bytes``. O(bytes)."""
+    while one would pass ``max_message_bytes``. ``timestamp``: the create time of records
+    without one (one for all, or a list with one per record; None: ``now``). O(bytes)."""
     ts_type = "LogAppendTime" if config.message_timestamp_type == "LogAppendTime" else "CreateTime"
     if config.compact:
         for r in records:
             if as_record(r).key is None:
                 raise InvalidRecordError("compacted topic cannot accept a record without a key")
-    out, pending = [], [records]
+    out, pending = [], [(0, len(records))]
     base, seq = base_offset, base_sequence
     while pending:
-        group = pending.pop(0)
+        lo, hi = pending.pop(0)
+        group = records if hi - lo == len(records) else records[lo:hi]
+        stamps = now if timestamp is None else timestamp
+        if isinstance(timestamp, list) and hi - lo < len(records):
+            stamps = timestamp[lo:hi]
         raw = encode_batch_buffer(group, base_offset=base, compression=codec, timestamp_type=ts_type,
-                                  timestamp=now if timestamp is None else timestamp, log_append_time=now,
+                                  timestamp=stamps, log_append_time=now,
                                   producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=seq,
                                   partition_leader_epoch=leader_epoch, is_transactional=is_transactional)
         if len(raw) > config.max_message_bytes:
             if len(group) == 1:
                 raise RecordTooLargeError(f"a record of {len(raw)} bytes (as a batch) exceeds max_message_bytes "
                                           f"{config.max_message_bytes}")
-            half = len(group) // 2
-            pending[:0] = [group[:half], group[half:]]
+            mid = (lo + hi) // 2
+            pending[:0] = [(lo, mid), (mid, hi)]
             continue
         out.append(raw)
         base += len(group)

@@ -206,12 +206,13 @@ class Log(contextlib.AbstractContextManager):
 
     def append(self, records, *, compression: str | None = None, producer_id: int = -1,
                producer_epoch: int = -1, base_sequence: int = -1, is_transactional: bool = False,
-               timestamp: int | None = None) -> AppendInfo:
+               timestamp: int | list[int] | None = None) -> AppendInfo:
         """Append records (:class:`Record`\\ s, ``bytes`` values or ``(key, value)`` tuples)
         as one batch (several if one would pass ``max_message_bytes``), atomically, offsets
         from the log end. With ``producer_id``/``producer_epoch``/``base_sequence`` it is
-        idempotent: an exact retry returns the original offsets and writes nothing. Durable
-        after the next flush. Bad options raise :class:`InvalidArgumentError`, records that
+        idempotent: an exact retry returns the original offsets and writes nothing.
+        ``timestamp``: the create time of the records without their own (default: now), or
+        a list holding each record's. Durable after the next flush. Bad options raise :class:`InvalidArgumentError`, records that
         cannot be encoded :class:`InvalidArgumentError` too, before anything is written.
         Cost: O(bytes) to encode, one write."""
         self._local.check_writable()

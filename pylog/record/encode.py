@@ -9,10 +9,11 @@ LogAppendTime). Cost: O(total bytes); nothing here does I/O.
 from __future__ import annotations
 
 import time
+from operator import attrgetter
 
 import crc32c as _crc32c
 
-from pylog.arguments import check_int
+from pylog.arguments import check_int, check_timestamps
 from pylog.errors import InvalidArgumentError
 from pylog.layout import (
     ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE, ATTR_TRANSACTIONAL, ATTRIBUTES_AT,
@@ -174,18 +175,21 @@ def check_header_fields(**fields) -> None:
 
 def encode_batch_buffer(records, *, base_offset: int = 0, compression: str | int = "none",
                         compression_level: int | None = None, timestamp_type: str = "CreateTime",
-                        timestamp: int | None = None, producer_id: int = -1, producer_epoch: int = -1,
+                        timestamp: int | list | None = None, producer_id: int = -1, producer_epoch: int = -1,
                         base_sequence: int = -1, partition_leader_epoch: int = -1,
                         is_transactional: bool = False, is_control: bool = False,
                         log_append_time: int | None = None, delete_horizon_ms: int | None = None):
     """``encode_batch`` returning ``bytes`` or a ``bytearray`` (the log's append path: an
-    uncompressed batch of plain values is encoded in place behind its header, no copy)."""
+    uncompressed batch of plain values is encoded in place behind its header, no copy).
+    ``timestamp`` may also be a list: each record's create time (checked by the caller)."""
     codec = _codec.codec_id(compression)
-    default_ts = now_ms() if timestamp is None else timestamp
     options = dict(base_offset=base_offset, producer_id=producer_id, producer_epoch=producer_epoch,
                    base_sequence=base_sequence, partition_leader_epoch=partition_leader_epoch,
                    is_transactional=is_transactional, is_control=is_control, timestamp_type=timestamp_type,
                    log_append_time=log_append_time, delete_horizon_ms=delete_horizon_ms)
+    if isinstance(timestamp, list):
+        return _encode_stamped(records, timestamp, codec, compression_level, options)
+    default_ts = now_ms() if timestamp is None else timestamp
     if codec == 0 and _speedups is not None and type(records) is list and records:
         try:
             buf = _speedups.encode_records(records, None, None, BATCH_HEADER_BYTES)
@@ -203,16 +207,58 @@ def encode_batch_buffer(records, *, base_offset: int = 0, compression: str | int
         count = len(records)
         base_ts = max_ts = default_ts if count else -1
     else:
-        recs = [as_record(r) for r in records]
-        for i, r in enumerate(recs):
-            if r.timestamp is None:
-                recs[i] = r = Record(r.value, r.key, default_ts, r.headers)
-            else:
-                check_int(r.timestamp, f"record {i}'s timestamp (ms)", TIMESTAMP_RANGE)
-        base_ts = recs[0].timestamp if recs else -1
-        payload, count, max_ts = _encode_native(recs, base_ts) or encode_records(recs, base_ts)
+        recs = records if type(records) is list and set(map(type, records)) == {Record} else list(map(as_record, records))
+        stamps = list(map(_timestamp_of, recs))
+        if None in stamps:
+            recs = [r if r.timestamp is not None else Record(r.value, r.key, default_ts, r.headers) for r in recs]
+            stamps = [default_ts if t is None else t for t in stamps]
+        check_timestamps(stamps, "record {i}'s timestamp (ms)")
+        base_ts = stamps[0] if recs else -1
+        payload, count, max_ts = _encode_native(recs, stamps, base_ts) or encode_records(recs, base_ts)
     return build_batch(payload, count, codec=codec, compression_level=compression_level, base_timestamp=base_ts,
                        max_timestamp=max_ts, **options)
+
+
+def _encode_stamped(records: list, stamps: list, codec: int, compression_level: int | None, options: dict):
+    """A batch of ``records`` whose create times are ``stamps`` (one each, checked here;
+    a Record's own timestamp wins): plain values and ``(key, value)`` pairs through the C
+    encoder (in place behind the header when uncompressed) or numpy, anything else as
+    Records."""
+    payload = None
+    if _speedups is not None:  # checks each stamp (an int >= -1) as it encodes
+        reserve = BATCH_HEADER_BYTES if codec == 0 else -1
+        try:
+            payload = _speedups.encode_records(records, None, stamps, reserve, stamps[0])  # plain values
+        except (TypeError, OverflowError):
+            pairs = _pairs(records)
+            try:
+                payload = None if pairs is None else _speedups.encode_records(pairs[1], pairs[0], stamps, reserve,
+                                                                              stamps[0])
+            except (TypeError, OverflowError):
+                payload = None  # not bytes, or a bad stamp: the Records' encoder below names it
+        if payload is not None and codec == 0:
+            _finish_in_place(payload, len(records), stamps[0], max(stamps), **options)
+            return payload
+    if payload is None:
+        check_timestamps(stamps, "timestamp[{i}]")
+    if payload is None and _speedups is None:
+        pairs = ([None] * len(records), records) if set(map(type, records)) == {bytes} else _pairs(records)
+        if pairs is not None:
+            payload = _encode_columns(pairs[1], pairs[0], [t - stamps[0] for t in stamps])
+    if payload is None:
+        recs = [r if r.timestamp is not None else Record(r.value, r.key, t, r.headers)
+                for r, t in zip(map(as_record, records), stamps)]
+        return encode_batch_buffer(recs, compression=codec, compression_level=compression_level, **options)
+    return build_batch(payload, len(records), codec=codec, compression_level=compression_level,
+                       base_timestamp=stamps[0], max_timestamp=max(stamps), **options)
+
+
+def _pairs(records: list) -> tuple[list, list] | None:
+    """``(keys, values)`` when every record is a ``(key, value)`` tuple, else None."""
+    if set(map(type, records)) == {tuple} and set(map(len, records)) == {2}:
+        keys, values = zip(*records)
+        return list(keys), list(values)
+    return None
 
 
 def _attributes(codec: int, timestamp_type, is_transactional: bool, is_control: bool,
@@ -239,15 +285,20 @@ def _finish_in_place(buf: bytearray, count: int, base_ts: int, max_ts: int, *, b
     UINT32.pack_into(buf, CRC_AT, _crc(memoryview(buf)[ATTRIBUTES_AT:]))
 
 
-def _encode_native(recs: list[Record], base_ts: int):
-    """Records without headers through the C or numpy encoder; None when neither applies."""
-    if any(r.headers for r in recs):
+def _encode_native(recs: list[Record], stamps: list[int], base_ts: int):
+    """Records without headers (timestamps ``stamps``) through the C or numpy encoder;
+    None when neither applies."""
+    if any(map(_headers_of, recs)):
         return None
-    deltas = [r.timestamp - base_ts for r in recs]
-    payload = _encode_columns([r.value for r in recs], [r.key for r in recs], deltas if any(deltas) else None)
+    deltas = [t - base_ts for t in stamps]
+    payload = _encode_columns(list(map(_value_of, recs)), list(map(_key_of, recs)), deltas if any(deltas) else None)
     if payload is None:
         return None
-    return payload, len(recs), max((r.timestamp for r in recs), default=-1)
+    return payload, len(recs), max(stamps, default=-1)
+
+
+_timestamp_of, _headers_of = attrgetter("timestamp"), attrgetter("headers")
+_value_of, _key_of = attrgetter("value"), attrgetter("key")
 
 
 def _encode_columns(values: list, keys: list | None, deltas: list | None) -> bytes | None:

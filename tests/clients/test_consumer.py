@@ -11,8 +11,11 @@ import pytest
 
 from pylog import Log, LogManager
 from pylog.clients import Consumer, Producer, TopicPartition
-from pylog.errors import ClientStateError, InvalidArgumentError, OffsetOutOfRangeError
+from pylog.errors import (
+    ClientStateError, IllegalGenerationError, InvalidArgumentError, OffsetOutOfRangeError, UnknownMemberIdError,
+)
 from tests.clients.conftest import make_topic
+from tests.waiting import poll_until
 
 TP = TopicPartition("t", 0)
 
@@ -362,3 +365,28 @@ def test_bad_arguments_raise_invalid_argument_error(root, call):
 def test_bad_settings_raise_invalid_argument_error(root, kwargs):
     with pytest.raises(InvalidArgumentError):
         Consumer(root, **kwargs)
+
+
+def test_commit_async_reports_the_outcome_to_its_callback(root):
+    make_topic(root, "t", 1, [(0, [b"a", b"b"])])
+    outcomes = []
+    with Consumer(root, "g", auto_offset_reset="earliest") as c:
+        c.assign([TP])
+        c.poll(1000)
+        c.commit_async(callback=lambda offsets, error: outcomes.append((offsets, error)))
+        assert outcomes == [({TP: 2}, None)] and c.committed(TP) == 2
+
+
+def test_commit_async_of_a_member_the_group_dropped_gives_the_error_to_the_callback(root):
+    make_topic(root, "t", 1, [(0, [b"a", b"b"])])
+    opts = dict(auto_offset_reset="earliest", enable_auto_commit=False, heartbeat_interval_ms=20,
+                max_poll_interval_ms=300)
+    outcomes = []
+    with Consumer(root, "g", **opts) as zombie, Consumer(root, "g", **opts) as survivor:
+        zombie.subscribe(["t"])
+        zombie.poll(1000)
+        survivor.subscribe(["t"])
+        # the zombie never polls again: the survivor's rebalance drops it after max_poll_interval_ms
+        poll_until(survivor, lambda: survivor.assignment() == {TP}, what="survivor owning t-0")
+        zombie.commit_async({TP: 1}, callback=lambda offsets, error: outcomes.append((offsets, type(error))))
+    assert outcomes in ([({TP: 1}, UnknownMemberIdError)], [({TP: 1}, IllegalGenerationError)])

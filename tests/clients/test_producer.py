@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
+import time
 
 import pytest
 
 from pylog import Log
 from pylog.clients import Producer
 from pylog.clients.producer_ids import allocate_producer_id
-from pylog.errors import ProducerFencedError, UnknownTopicError
+from pylog.clients.consumer import GroupMetadata
+from pylog.errors import (
+    LogLockedError, ProducerFencedError, RecordTooLargeError, TransactionAbortableError, UnknownMemberIdError,
+    UnknownTopicError,
+)
+from pylog.record.encode import now_ms
 from pylog.partitioner import partition_for_key
 from tests.clients.conftest import make_topic
 
@@ -114,3 +122,123 @@ def test_a_lingering_producer_appends_every_record_of_a_partition_in_send_order(
     assert len(values) == 4 * per_thread
     for name in futures:
         assert [v for v in values if v.startswith(name)] == [b"%s-%d" % (name, i) for i in range(per_thread)]
+
+
+def test_a_transaction_with_a_failed_send_cannot_commit_and_aborts_whole(root):
+    """Kafka's rule: every send of a transaction must succeed for it to commit; after one
+    failed, commit raises (nothing committed) and only abort is possible."""
+    make_topic(root, "t", 1)
+    with Producer(root, transactional_id="tx") as p:
+        p.begin_transaction()
+        p.send("t", b"ok-1").get(5)
+        too_large = p.send("t", b"x" * (2 << 20))
+        with pytest.raises(RecordTooLargeError):
+            too_large.get(5)
+        with pytest.raises(TransactionAbortableError):
+            p.send("t", b"ok-2")
+        with pytest.raises(TransactionAbortableError):
+            p.commit_transaction()
+        assert read(root, "t", 0, "committed") == []
+        p.abort_transaction()
+        p.begin_transaction()
+        p.send("t", b"next")
+        p.commit_transaction()
+    assert read(root, "t", 0, "committed") == [b"next"]
+
+
+def test_a_failed_offset_commit_in_a_transaction_leaves_it_abortable_only(root):
+    make_topic(root, "t", 1)
+    with Producer(root, transactional_id="tx") as p:
+        p.begin_transaction()
+        p.send("t", b"record")
+        with pytest.raises(UnknownMemberIdError):
+            p.send_offsets_to_transaction({("t", 0): 1}, GroupMetadata("g", 1, "no-such-member"))
+        with pytest.raises(TransactionAbortableError):
+            p.commit_transaction()
+        p.abort_transaction()
+    assert read(root, "t", 0, "committed") == []
+
+
+def test_closing_a_fenced_producer_fails_the_records_it_never_appended(root):
+    make_topic(root, "t", 2)
+    old = Producer(root, transactional_id="tx", linger_ms=60_000)
+    old.begin_transaction()
+    lingering = old.send("t", b"a", partition=0)
+    Producer(root, transactional_id="tx").close()
+    with pytest.raises(ProducerFencedError):
+        old.send("t", b"b", partition=1)
+    old.close()
+    assert lingering.is_done()
+    with pytest.raises(ProducerFencedError):
+        lingering.get(0)
+
+
+def test_a_lingering_record_takes_its_send_time_as_create_time(root):
+    make_topic(root, "t", 1)
+    with Producer(root, linger_ms=60_000) as p:
+        first = p.send("t", b"a")
+        first_ms = now_ms()
+        while now_ms() == first_ms:  # the next millisecond
+            pass
+        before = now_ms()
+        second = p.send("t", b"b")
+        third = p.send_batch("t", [b"c"])
+        p.flush()
+    with Log.open(os.path.join(root, "t-0"), read_only=True) as log:
+        stored = [r.timestamp for r in log.records()]
+    assert stored == [first.get().timestamp, second.get().timestamp, third.get()[0].timestamp]
+    assert stored[0] <= first_ms < before <= stored[1] <= stored[2]
+    assert len(log_batches(root)) == 1  # still one batch
+
+
+def log_batches(root):
+    with Log.open(os.path.join(root, "t-0"), read_only=True) as log:
+        return log.read(0).batches()
+
+
+def test_close_waits_for_a_log_held_by_another_process_at_most_its_timeout(root):
+    make_topic(root, "t", 1)
+    holder = subprocess.Popen([sys.executable, "-c", "import sys; from pylog import Log; "
+                               "log = Log.open(sys.argv[1]); print('held', flush=True); sys.stdin.read()",
+                               os.path.join(root, "t-0")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        p = Producer(root, linger_ms=60_000, max_block_ms=60_000)
+        future = p.send("t", b"x")
+        started = time.monotonic()
+        p.close(timeout=0.5)
+        assert time.monotonic() - started < 30  # not max_block_ms
+        with pytest.raises(LogLockedError):
+            future.get(0)
+    finally:
+        holder.stdin.close()
+        holder.wait(30)
+
+
+def test_send_callbacks_get_the_metadata_or_the_error(root):
+    make_topic(root, "t", 1)
+    got = []
+
+    def note(tag, what):
+        got.append((tag, what))
+
+    with Producer(root, linger_ms=60_000) as p:
+        future = p.send("t", b"a").add_callback(note, "ok").add_errback(note, "failed")
+        assert got == [] and not future.is_done()
+        p.flush()
+        assert [(tag, meta.offset) for tag, meta in got] == [("ok", 0)]
+        assert future.succeeded() and future.exception is None
+        got.clear()
+        future.add_callback(note, "late")  # done already: called at once
+        assert [(tag, meta.offset) for tag, meta in got] == [("late", 0)]
+        got.clear()
+        failing = p.send("t", b"x" * (2 << 20)).add_errback(note, "failed").add_callback(note, "ok")
+        p.flush()
+        assert failing.failed() and [(tag, type(e)) for tag, e in got] == [("failed", RecordTooLargeError)]
+
+
+def test_a_callback_that_raises_does_not_fail_the_append(root, caplog):
+    make_topic(root, "t", 1)
+    with Producer(root) as p:
+        meta = p.send("t", b"a").add_callback(lambda meta: 1 / 0).get(5)
+    assert meta.offset == 0 and "send callback raised" in caplog.text

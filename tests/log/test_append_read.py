@@ -60,6 +60,17 @@ def test_keys_headers_timestamps_round_trip(log):
     assert (r1.key, r1.value) == (b"k2", None)
 
 
+@pytest.mark.parametrize("records", [[b"a", b"b", b"c"], [(b"k", b"a"), (None, b"b"), (b"k", None)],
+                                     [Record(b"a"), Record(b"b", timestamp=7), b"c"]], ids=["values", "pairs", "mixed"])
+@pytest.mark.parametrize("compression", ["none", "gzip"])
+def test_a_list_of_create_times_stamps_each_record_without_its_own(log, records, compression):
+    log.append(records, timestamp=[100, 105, 103], compression=compression)
+    own = [r.timestamp if isinstance(r, Record) and r.timestamp is not None else None for r in records]
+    assert [r.timestamp for r in log.records()] == [o if o is not None else t for o, t in zip(own, [100, 105, 103])]
+    (batch,) = log.read(0).batches()
+    assert batch.max_timestamp == max(o if o is not None else t for o, t in zip(own, [100, 105, 103]))
+
+
 def test_segments_roll_on_size_and_reads_cross_them(log):
     for i in range(100):
         log.append([b"%03d" % i + b"x" * 100])
