@@ -22,9 +22,9 @@ class LogCleanerView:
         self._log = log
         self._local = log._local
         self.lock = log._lock
-        self.config = log.config
         self.delete_horizon_ms: int | None = None
 
+    config = property(lambda self: self._log.config)  # the log's, as ``update_config`` last set it
     closed = property(lambda self: self._local.closed)
     read_only = property(lambda self: self._log.read_only)
     segments = property(lambda self: self._log.segments)

@@ -283,3 +283,18 @@ def test_compaction_memory_is_bounded_by_the_walk_chunk_not_the_segment_size(tmp
         assert [r.key for r in log.records()] == [b"k%d" % i for i in range(10)]
     assert segment_bytes > 50 * chunk_bytes
     assert peak_bytes < segment_bytes / 8, (peak_bytes, segment_bytes)
+
+
+def test_a_delete_retention_changed_on_an_open_log_applies_to_its_next_pass(tmp_path):
+    now = int(time.time() * 1000)
+    with Log.open(tmp_path / "t-0", **dict(CFG, delete_retention_ms=86_400_000)) as log:
+        for i in range(50):
+            log.append([Record(b"x" * 80, key=b"a%d" % (i % 5), timestamp=now)])
+        log.append([Record(None, key=b"a1", timestamp=now)])
+        log.append([Record(b"z", key=b"tail", timestamp=now)])
+        log.roll()
+        log.update_config({"delete_retention_ms": 1000})
+        log.compact(now_ms=now, force=True)  # stamps the tombstone's delete horizon: now + 1 s
+        assert contents(log)[b"a1"][1] is None
+        log.compact(now_ms=now + 5000, force=True)
+        assert b"a1" not in contents(log)

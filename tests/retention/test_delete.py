@@ -114,3 +114,17 @@ def test_background_cleaner_applies_retention_to_every_log(tmp_path):
         wait_until(lambda: all(m.log("t", p).log_start_offset > 0 for p in range(2)), "retention on both logs")
         assert all(m.log("t", p).log_start_offset == 30 for p in range(2))
         assert cleaner.errors == []
+
+
+def test_retention_settings_changed_on_an_open_log_apply_to_its_next_pass(tmp_path):
+    """``update_config`` (what ``pylog configs --alter`` rings client processes to call)
+    reaches retention, as a Kafka broker's altered topic config reaches its next pass."""
+    now = int(time.time() * 1000)
+    with Log.open(tmp_path / "t-0", segment_bytes=2000, file_delete_delay_ms=0) as log:
+        fill(log, 100, now - 100_000)
+        assert log.enforce_retention(now) == []  # retention.ms 7 days: nothing expired
+        log.update_config({"retention_ms": 30_000})
+        assert log.enforce_retention(now) and log.log_start_offset > 0
+        log.update_config({"retention_ms": -1, "retention_bytes": 5000})
+        log.enforce_retention(now)
+        assert log.size_bytes - log.segments[0].size_bytes < 5000
