@@ -307,3 +307,15 @@ def test_append_with_random_options_raises_only_pylog_errors_and_changes_nothing
             except (PylogError, TypeError):
                 assert snapshot(tmp_path) == before
         attempt()
+
+
+def test_an_append_that_would_carry_the_log_end_past_int64_is_refused(tmp_path, log):
+    """The log end offset is an int64: a follower batch ending at 2**63 - 1 is refused,
+    and so is a leader's append once the log holds offset 2**63 - 2."""
+    with refused(tmp_path, InvalidOffsetError):
+        log.append_as_follower(encode_batch([b"x"], base_offset=2**63 - 1))
+    log.append_as_follower(encode_batch([b"x"], base_offset=2**63 - 2))
+    log.flush()
+    with refused(tmp_path, InvalidOffsetError):
+        log.append([b"y"])
+    assert log.log_end_offset == 2**63 - 1 and log.read(2**63 - 2).records()[0].value == b"x"

@@ -16,7 +16,7 @@ from pylog import retention
 from pylog.arguments import check_choice, check_int, check_txn_marker
 from pylog.check import check_log
 from pylog.config import LogConfig, build_config
-from pylog.errors import OffsetOutOfRangeError, RecordTooLargeError, StorageError
+from pylog.errors import InvalidOffsetError, OffsetOutOfRangeError, RecordTooLargeError, StorageError
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import INT32_MAX, INT64_MAX, OFFSET_RANGE
 from pylog.log.appends import AppendInfo, AppendSummary, assign_offsets, check_follower_batches, check_offset
@@ -270,6 +270,9 @@ class Log(contextlib.AbstractContextManager):
         batches = batches or list(decode_batches(data))
         validate_timestamps(batches, self.config, now, from_client=from_client)
         summary = AppendSummary.of(batches)
+        if summary.last_offset >= INT64_MAX:
+            raise InvalidOffsetError(f"append of offsets up to {summary.last_offset} refused: the log end offset "
+                                     f"after it must fit an int64, so the last offset a log holds is {INT64_MAX - 1}")
         if len(data) > self.config.segment_bytes:
             raise RecordTooLargeError(f"append of {len(data)} bytes exceeds segment_bytes {self.config.segment_bytes}")
         producers = self._producers  # a writer's, always loaded
