@@ -66,6 +66,18 @@ def parse_partition_dir(name: str) -> tuple[str, int]:
     return validate_topic(topic), int(part)
 
 
+#: What Kafka renames a partition directory to: ``<topic>-<partition>.<uuid hex>-delete``
+#: (deleted, removed later), ``-future`` (being moved to another log dir) and ``-stray``
+#: (a replica the cluster no longer assigns here). No longer a partition of the log dir.
+_RENAMED_PARTITION_DIR = re.compile(r".+-[0-9]+\.[0-9a-f]{32}-(delete|future|stray)")
+
+
+def is_renamed_partition_dir(name: str) -> bool:
+    """Whether the directory ``name`` is a partition Kafka (or pylog) renamed away: a
+    topic being deleted, a replica moving to another log dir, a stray replica."""
+    return _RENAMED_PARTITION_DIR.fullmatch(name) is not None
+
+
 def is_log_dir(path: str) -> bool:
     """Whether ``path`` is a log dir: it holds one of the checkpoint files only a log dir
     has, or a directory named like a partition (a partition directory holds no directory).

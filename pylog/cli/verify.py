@@ -13,6 +13,7 @@ from pylog.checkpoint import OffsetCheckpoint
 from pylog.cli.common import is_partition_dir, no_partitions
 from pylog.errors import LogDirNotFoundError, PylogError
 from pylog.layout import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
+from pylog.partition_dir import is_renamed_partition_dir
 
 
 def add_parser(sub) -> None:
@@ -28,7 +29,8 @@ def _partition_dirs(path: str) -> list[str]:
         raise LogDirNotFoundError(f"no such directory {path}")
     if is_partition_dir(path):
         return [path]
-    found = sorted(os.path.join(path, n) for n in os.listdir(path) if is_partition_dir(os.path.join(path, n)))
+    found = sorted(os.path.join(path, n) for n in os.listdir(path)
+                   if is_partition_dir(os.path.join(path, n)) and not is_renamed_partition_dir(n))
     if not found:
         raise no_partitions(path, "verify")
     return found

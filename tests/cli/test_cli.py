@@ -115,6 +115,22 @@ def test_verify_reports_a_flipped_byte_with_file_and_position(tmp_path):
     assert "00000000000000000000.log" in r.stdout.decode() and "position" in r.stdout.decode()
 
 
+def test_verify_skips_the_partition_directories_kafka_renamed_away_and_reports_a_misnamed_one(tmp_path):
+    """A broker's log dir holds ``<topic>-<p>.<uuid>-delete`` (topics being deleted),
+    ``-future`` (replicas moving) and ``-stray`` directories: not partitions of it."""
+    import shutil
+    root = tmp_path / "root"
+    with Log.open(root / "t-0") as log:
+        log.append([b"v"])
+    for suffix in ("delete", "future", "stray"):
+        shutil.copytree(root / "t-0", root / f"t-0.6f6a1c3b2e3d4a5b9c8d7e6f5a4b3c2d-{suffix}")
+    r = pylog("verify", root)
+    assert r.returncode == 0 and r.stdout.decode().splitlines()[-1] == "1 partition(s) checked, 0 problem(s)"
+    shutil.copytree(root / "t-0", root / "t-0.copy")
+    r = pylog("verify", root)
+    assert r.returncode == 1 and "'t-0.copy' is not named <topic>-<partition>" in r.stdout.decode()
+
+
 @pytest.mark.parametrize("args", [["consume", "/nonexistent", "--topic", "t"], ["describe", "/nonexistent"],
                                   ["dump", "--files", "/nonexistent/x.log"], ["perf", "--records", "0"]])
 def test_user_mistakes_get_one_line_and_no_traceback(args):
