@@ -93,11 +93,22 @@ def test_append_refuses_out_of_range_options(tmp_path, log, options):
     ([Record(b"v", headers=[("k",)])], InvalidArgumentError),
     ([Record(b"v", headers=5)], InvalidArgumentError),
     ([Record(b"v", headers=[(b"k", b"v")])], InvalidArgumentError),
+    ([Record(b"v", headers=[("\ud800", b"v")])], InvalidArgumentError),  # a lone surrogate: not UTF-8 text
     ([(b"k", 12)], InvalidArgumentError),
 ], ids=repr)
 def test_append_refuses_bad_records(tmp_path, log, records, error):
     with refused(tmp_path, error):
         log.append(records)
+
+
+def test_a_header_key_read_from_bytes_that_are_not_utf8_is_written_back_as_those_bytes(tmp_path, log):
+    raw = encode_batch([Record(b"v", headers=[("\udcff", b"1")])])  # what decoding b"\xff" gives
+    assert b"\x02\xff\x02" in raw
+    log.append_batches(raw)
+    (copied,) = log.read(1).records()
+    assert copied.headers == (("\udcff", b"1"),)
+    log.append([copied])
+    assert log.read(2).records()[0].headers == (("\udcff", b"1"),)
 
 
 def test_append_accepts_the_edges_of_each_range(tmp_path):

@@ -51,7 +51,10 @@ def _header_bytes(headers) -> bytes:
     for hkey, hval in pairs:
         if not isinstance(hkey, str):
             raise InvalidArgumentError(f"header key must be str, not {type(hkey).__name__}")
-        kb = hkey.encode("utf-8", "surrogateescape")
+        try:  # a key decoded from bytes that are not UTF-8 is written back as those bytes
+            kb = hkey.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError as e:
+            raise InvalidArgumentError(f"header key {hkey!r:.80} is not text UTF-8 can encode: {e.reason}") from None
         parts.append(varint_bytes(len(kb)))
         parts.append(kb)
         if hval is None:
