@@ -74,7 +74,7 @@ def _add(p, *, follow: bool) -> None:
                    help="read as a member of consumer group G: the group's partitions of the topic, from its "
                         "committed offsets, committing as it goes (not with --partition, --offset, --timestamp)")
     p.add_argument("--max-messages", "--max-records", dest="max_messages", type=int, metavar="N",
-                   help="exit after printing N records")
+                   help="exit after printing N records (-1: no limit, as Kafka's default)")
     p.add_argument("--timeout-ms", type=int, metavar="MS", help="exit when no record came for this long")
     p.add_argument("--isolation-level", "--isolation", dest="isolation", choices=sorted(ISOLATION_LEVELS),
                    default="read_uncommitted",
@@ -103,7 +103,8 @@ def run(args) -> int:
         consumer = Consumer(assign(manager, args), ISOLATION_LEVELS[args.isolation], closing=manager)
     status = 0
     try:
-        for record in consumer.poll(follow=args.follow, max_records=args.max_messages,
+        max_records = None if args.max_messages == -1 else args.max_messages
+        for record in consumer.poll(follow=args.follow, max_records=max_records,
                                     timeout_ms=args.timeout_ms, flush=out.flush):
             out.write(formatter.format(record))
     except KeyboardInterrupt:  # how a following consumer is usually stopped: still a summary

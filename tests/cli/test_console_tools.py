@@ -188,6 +188,8 @@ def test_start_options_and_limits(topic):
     r = console("console-consumer", topic, "--topic", "t", "--from-beginning", "--max-messages", "2")
     assert r.returncode == 0 and r.stdout == b"v0\nv1\n"
     assert r.stderr.decode().splitlines()[-1] == "Processed a total of 2 messages"
+    r = console("console-consumer", topic, "--topic", "t", "--from-beginning", "--no-follow", "--max-messages", "-1")
+    assert r.stdout.count(b"\n") == 3  # -1: no limit, Kafka's default
     started = time.monotonic()
     r = console("console-consumer", topic, "--topic", "t", "--timeout-ms", "300")  # at the end: nothing new
     assert r.returncode == 0 and r.stdout == b"" and time.monotonic() - started >= 0.3
