@@ -39,7 +39,7 @@ from pylog.clients.writers import WriterPool
 from pylog.closing import close_all
 from pylog.errors import (
     ClientStateError, ClientTimeoutError, InvalidArgumentError, LogDirNotFoundError, ProducerFencedError,
-    SerializationError, TransactionAbortableError, UnknownTopicError,
+    RecordTooLargeError, SerializationError, TransactionAbortableError, UnknownTopicError,
 )
 from pylog.layout import INT32_MAX, INT64_MAX
 from pylog.partitioner import partition_for_key, partitions_for_keys
@@ -77,15 +77,15 @@ class FutureRecordMetadata:
         return self._batch.done.is_set()
 
     def succeeded(self) -> bool:
-        return self.is_done() and self._batch.error is None
+        return self.is_done() and self._batch.error_at(self._index) is None
 
     def failed(self) -> bool:
-        return self.is_done() and self._batch.error is not None
+        return self.is_done() and self._batch.error_at(self._index) is not None
 
     @property
     def exception(self) -> BaseException | None:
         """The append's error once done (None if it succeeded or is not done)."""
-        return self._batch.error if self.is_done() else None
+        return self._batch.error_at(self._index) if self.is_done() else None
 
     def get(self, timeout: float | None = None) -> RecordMetadata:
         batch = self._batch
@@ -93,11 +93,11 @@ class FutureRecordMetadata:
         return batch.metadata(self._index)
 
     def add_callback(self, fn, *args) -> "FutureRecordMetadata":
-        self._batch.on_done(lambda: None if self._batch.error is not None else fn(*args, self.get()))
+        self._batch.on_done(lambda: None if self.exception is not None else fn(*args, self.get()))
         return self
 
     def add_errback(self, fn, *args) -> "FutureRecordMetadata":
-        self._batch.on_done(lambda: None if self._batch.error is None else fn(*args, self._batch.error))
+        self._batch.on_done(lambda: None if self.exception is None else fn(*args, self.exception))
         return self
 
 
@@ -116,9 +116,10 @@ class FutureBatchMetadata:
         deadline = None if timeout is None else time.monotonic() + timeout
         for batch, _, _ in self._parts:
             batch.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        for batch, _, _ in self._parts:
-            if batch.error is not None:
-                raise batch.error
+        for batch, first, positions in self._parts:
+            error = batch.error_in(first, first + len(positions))
+            if error is not None:
+                raise error
         return BatchMetadata(self._parts, self._count)
 
 
@@ -147,7 +148,7 @@ class BatchMetadata(Sequence):
 
 class _Batch:
     __slots__ = ("topic", "partition", "records", "size_bytes", "created", "created_ms", "last_ms", "_runs", "done",
-                 "error", "base_offset", "log_append_time", "_callbacks")
+                 "error", "base_offset", "log_append_time", "_callbacks", "_placed", "_record_errors", "atomic")
 
     def __init__(self, topic, partition):
         self.topic, self.partition = topic, partition
@@ -161,6 +162,9 @@ class _Batch:
         self.base_offset = -1
         self.log_append_time = -1
         self._callbacks: list | None = None
+        self._placed: list | None = None  # [(lo, hi, first offset)] when it went in as several appends
+        self._record_errors: dict | None = None  # index -> error of a record refused alone (too large)
+        self.atomic = False  # all its records or none (a coordinator's), never split
 
     def on_done(self, callback) -> None:
         """Call ``callback()`` when the batch is done (now, if it is)."""
@@ -202,10 +206,41 @@ class _Batch:
         if not self.done.wait(timeout):
             raise ClientTimeoutError(f"records not appended to {self.topic}-{self.partition} within {timeout} s")
 
+    def error_at(self, index: int) -> BaseException | None:
+        """The error of record ``index`` (the whole append's, or its own), None if appended."""
+        if self.error is not None or self._record_errors is None:
+            return self.error
+        return self._record_errors.get(index)
+
+    def error_in(self, lo: int, hi: int) -> BaseException | None:
+        """The first error among the records ``lo:hi``."""
+        if self.error is not None or self._record_errors is None:
+            return self.error
+        return next((e for i, e in sorted(self._record_errors.items()) if lo <= i < hi), None)
+
+    def placed(self, lo: int, hi: int, first_offset: int, log_append_time: int) -> None:
+        """Records ``lo:hi`` were appended from ``first_offset`` on."""
+        if lo == 0 and hi == len(self.records):
+            self.base_offset = first_offset
+        else:
+            self._placed = (self._placed or []) + [(lo, hi, first_offset)]
+        self.log_append_time = log_append_time
+
+    def refused(self, index: int, error: BaseException) -> None:
+        """Record ``index`` was refused alone (its batch was appended without it)."""
+        self._record_errors = {**(self._record_errors or {}), index: error}
+
+    def _offset(self, index: int) -> int:
+        if self._placed is None:
+            return self.base_offset + index
+        lo, _, first = next(p for p in self._placed if p[0] <= index < p[1])
+        return first + index - lo
+
     def metadata(self, index: int) -> RecordMetadata:
         """The appended record ``index``'s metadata, or the append's error."""
-        if self.error is not None:
-            raise self.error
+        error = self.error_at(index)
+        if error is not None:
+            raise error
         ts = self.log_append_time
         if ts < 0:
             item = self.records[index]
@@ -215,7 +250,7 @@ class _Batch:
                 ts = self.created_ms
             else:
                 ts = self._runs[bisect.bisect_right(self._runs, [index, INT64_MAX]) - 1][1]
-        return RecordMetadata(self.topic, self.partition, self.base_offset + index, ts)
+        return RecordMetadata(self.topic, self.partition, self._offset(index), ts)
 
 
 _time_ns = time.time_ns
@@ -516,14 +551,9 @@ class Producer:
             if deadline is not None:
                 max_block_ms = min(max_block_ms, max(0, int((deadline - time.monotonic()) * 1000)))
             with self._pool.writer(*tp, max_block_ms=max_block_ms) as log:
-                seq = self._sequences.get(tp, 0) if self.producer_id >= 0 else -1
-                info = log.append(batch.records, producer_id=self.producer_id, producer_epoch=self.producer_epoch,
-                                  base_sequence=seq, is_transactional=self._txn is not None,
-                                  compression=self.compression_type,
-                                  timestamp=batch.create_times())
-                if seq >= 0:
-                    self._sequences[tp] = (seq + len(batch.records)) % 2**31
-            batch.base_offset, batch.log_append_time = info.first_offset, info.log_append_time
+                self._append_records(log, tp, batch, 0, len(batch.records), batch.create_times())
+            if batch.error_in(0, len(batch.records)) is not None and self._in_txn:
+                self._txn_error = self._txn_error or batch.error_in(0, len(batch.records))
         except ProducerFencedError as e:
             self._fenced = error = e
         except Exception as e:  # the future carries it to whoever waits
@@ -533,16 +563,43 @@ class Producer:
         finally:
             batch.finish(error)
 
+    def _append_records(self, log, tp, batch: _Batch, lo: int, hi: int, create_times) -> None:
+        """Append ``batch.records[lo:hi]`` with the partition's next sequence. When the
+        log refuses them as too large (a record that does not fit ``max_message_bytes``
+        alone), append each half on its own, as Kafka's producer splits a batch the broker
+        refuses as too large: only such a record fails, the others go in, in order."""
+        records = batch.records if hi - lo == len(batch.records) else batch.records[lo:hi]
+        seq = self._sequences.get(tp, 0) if self.producer_id >= 0 else -1
+        try:
+            info = log.append(records, producer_id=self.producer_id, producer_epoch=self.producer_epoch,
+                              base_sequence=seq, is_transactional=self._txn is not None,
+                              compression=self.compression_type,
+                              timestamp=create_times if type(create_times) is int else create_times[lo:hi])
+        except RecordTooLargeError as e:
+            if batch.atomic:
+                raise
+            if hi - lo == 1:
+                batch.refused(lo, e)
+                return
+            mid = (lo + hi) // 2
+            self._append_records(log, tp, batch, lo, mid, create_times)
+            self._append_records(log, tp, batch, mid, hi, create_times)
+            return
+        if seq >= 0:
+            self._sequences[tp] = (seq + len(records)) % 2**31
+        batch.placed(lo, hi, info.first_offset, info.log_append_time)
+
     def _append_now(self, tp, records) -> None:
         """Append ``records`` to ``tp`` as one batch of this producer, now; raises its error."""
         batch = _Batch(*tp)
-        batch.records = list(records)
+        batch.records, batch.atomic = list(records), True
         with self._lock:
             self._batches[tp] = batch
             self._seal(tp)
         self._drain(tp)
-        if batch.error is not None:
-            raise batch.error
+        error = batch.error_in(0, len(batch.records))
+        if error is not None:
+            raise error
 
     # -- the linger thread ----------------------------------------------------------------------
     def _start_sender(self) -> None:

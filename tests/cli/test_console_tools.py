@@ -99,6 +99,14 @@ def test_a_line_without_its_separator_is_a_one_line_error_after_the_lines_before
     assert [(r.key, r.value) for r in _records(root, "t")][-1] == (None, b"plain")
 
 
+def test_a_line_too_large_for_the_topic_is_a_one_line_error_and_the_lines_around_it_go_in(tmp_path):
+    root = tmp_path / "root"
+    ok("topics", root, "--create", "--topic", "small", "--config", "max.message.bytes=100")
+    err = one_line_error("console-producer", root, "--topic", "small", stdin=b"short\n" + b"x" * 500 + b"\nafter\n")
+    assert "exceeds max_message_bytes 100" in err
+    assert [r.value for r in _records(root, "small")] == [b"short", b"after"]
+
+
 def test_two_console_producers_write_one_topic_at_the_same_time(tmp_path):
     """A console producer is a client like any other: while one runs (holding the partition
     it wrote), a second one started meanwhile writes too, and every line lands once."""

@@ -242,3 +242,23 @@ def test_a_callback_that_raises_does_not_fail_the_append(root, caplog):
     with Producer(root) as p:
         meta = p.send("t", b"a").add_callback(lambda meta: 1 / 0).get(5)
     assert meta.offset == 0 and "send callback raised" in caplog.text
+
+
+def test_a_record_too_large_for_the_topic_fails_alone_and_the_batch_around_it_goes_in(root):
+    """Kafka's producer splits a batch the broker refuses as too large: only a record that
+    does not fit alone fails; the others are appended, in order, with their own offsets."""
+    make_topic(root, "t", 1)
+    with Producer(root, linger_ms=60_000) as p:
+        futures = [p.send("t", value) for value in (b"a", b"b", b"x" * (2 << 20), b"c")]
+        batch = p.send_batch("t", [b"d", b"x" * (2 << 20)])
+        p.flush()
+        assert [f.get(1).offset for f in futures[:2]] + [futures[3].get(1).offset] == [0, 1, 2]
+        with pytest.raises(RecordTooLargeError):
+            futures[2].get(1)
+        assert futures[2].failed() and futures[3].succeeded()
+        with pytest.raises(RecordTooLargeError):
+            batch.get(1)
+    assert read(root, "t", 0) == [b"a", b"b", b"c", b"d"]
+    with Log.open(os.path.join(root, "t-0"), read_only=True) as log:
+        batches = log.read(0).batches()
+    assert [b.base_sequence for b in batches] == [b.base_offset for b in batches]  # gapless: refused ones took none
