@@ -11,7 +11,7 @@ from tqdm import tqdm
 
 from pylog.checkpoint import OffsetCheckpoint
 from pylog.cli.common import is_partition_dir, no_partitions
-from pylog.errors import LogDirNotFoundError, PylogError
+from pylog.errors import InvalidArgumentError, LogDirNotFoundError, PylogError
 from pylog.layout import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 from pylog.partition_dir import is_renamed_partition_dir
 
@@ -27,6 +27,9 @@ def add_parser(sub) -> None:
 def _partition_dirs(path: str) -> list[str]:
     if not os.path.exists(path):
         raise LogDirNotFoundError(f"no such directory {path}")
+    if not os.path.isdir(path):
+        raise InvalidArgumentError(f"{path} is a file: give a log dir or a partition directory "
+                                   f"(pylog dump reads one segment or index file)")
     if is_partition_dir(path):
         return [path]
     found = sorted(os.path.join(path, n) for n in os.listdir(path)

@@ -131,6 +131,13 @@ def test_verify_skips_the_partition_directories_kafka_renamed_away_and_reports_a
     assert r.returncode == 1 and "'t-0.copy' is not named <topic>-<partition>" in r.stdout.decode()
 
 
+def test_verify_of_a_file_says_to_give_a_directory(tmp_path):
+    with Log.open(tmp_path / "t-0") as log:
+        log.append([b"v"])
+    r = pylog("verify", tmp_path / "t-0" / "00000000000000000000.log")
+    assert r.returncode == 1 and "is a file: give a log dir or a partition directory" in r.stderr.decode()
+
+
 @pytest.mark.parametrize("args", [["consume", "/nonexistent", "--topic", "t"], ["describe", "/nonexistent"],
                                   ["dump", "--files", "/nonexistent/x.log"], ["perf", "--records", "0"]])
 def test_user_mistakes_get_one_line_and_no_traceback(args):
