@@ -170,7 +170,9 @@ class _Batch:
         """Call ``callback()`` when the batch is done (now, if it is)."""
         with _CALLBACKS_LOCK:
             if not self.done.is_set():
-                self._callbacks = (self._callbacks or []) + [callback]
+                if self._callbacks is None:
+                    self._callbacks = []
+                self._callbacks.append(callback)
                 return
         _run_callback(callback)
 
@@ -178,7 +180,9 @@ class _Batch:
         """The records added next were sent at ``sent_ms``, a later millisecond than those
         before (the batch lingers): each record's create time is its send's, as Kafka
         stamps it, kept as runs (O(1) a change of millisecond)."""
-        self._runs = (self._runs or []) + [[len(self.records), sent_ms]]
+        if self._runs is None:
+            self._runs = []
+        self._runs.append([len(self.records), sent_ms])
         self.last_ms = sent_ms
 
     def create_times(self):
@@ -223,7 +227,7 @@ class _Batch:
         if lo == 0 and hi == len(self.records):
             self.base_offset = first_offset
         else:
-            self._placed = (self._placed or []) + [(lo, hi, first_offset)]
+            self._placed = [*(self._placed or ()), (lo, hi, first_offset)]  # a few: split appends only
         self.log_append_time = log_append_time
 
     def refused(self, index: int, error: BaseException) -> None:
