@@ -257,7 +257,6 @@ class _Batch:
         return RecordMetadata(self.topic, self.partition, self._offset(index), ts)
 
 
-_time_ns = time.time_ns
 _CALLBACKS_LOCK = threading.Lock()  # a callback is added before its batch is done, or run at once
 _log = logging.getLogger("pylog.producer")
 
@@ -368,7 +367,7 @@ class Producer:
             tp = (topic, self._partition(topic, key, partition))
         if self._txn is not None and tp not in self._txn_partitions:
             self._add_to_txn([tp])
-        sent_ms = _time_ns() // 1_000_000 if self.linger_ms else None  # now_ms(), inlined: per send
+        sent_ms = now_ms() if self.linger_ms else None
         with self._lock:
             batch = self._batches.get(tp) or self._new_batch(tp, sticky=key is None and partition is None)
             if sent_ms != batch.last_ms and sent_ms is not None:
