@@ -381,7 +381,10 @@ class Log(contextlib.AbstractContextManager):
                 isolation: str = "uncommitted", max_bytes: int = 4 << 20):
         """Iterate data records in ``[start_offset, end_offset)`` (default: all), ``max_bytes`` a
         read; lazily, one read at a time (the records of a read are chained in C, no Python
-        step per record)."""
+        step per record). A bad offset raises :class:`InvalidArgumentError` at the call."""
+        for name, offset in (("start_offset", start_offset), ("end_offset", end_offset)):
+            if offset is not None:
+                check_int(offset, name, OFFSET_RANGE)
         return itertools.chain.from_iterable(self._record_lists(start_offset, end_offset, isolation, max_bytes))
 
     def _record_lists(self, start_offset, end_offset, isolation: str, max_bytes: int):

@@ -43,6 +43,9 @@ def start_process(path, replica_id: int, *options: str) -> tuple[subprocess.Pope
 
 #: How long a replica process has to close after SIGTERM before it is killed.
 STOP_TIMEOUT_S = 60.0
+#: How much longer than a Produce's ``timeout_ms`` its client waits for the answer (the
+#: leader answers at the timeout with REQUEST_TIMED_OUT; this covers getting it here).
+ANSWER_MARGIN_S = 10.0
 
 
 def close_process(proc: subprocess.Popen, sig: int = signal.SIGTERM, *, stop_timeout_s: float = STOP_TIMEOUT_S) -> int:
@@ -74,11 +77,12 @@ class BrokerClient(TcpEndpoint):
                           wire.decode_leader_and_isr_response, "a LeaderAndIsr response")
 
     def produce_request(self, req: ProduceRequest) -> ProduceResponse:
-        """Send a Produce; returns the leader's answer, once its ``acks`` are met."""
+        """Send a Produce; returns the leader's answer, once its ``acks`` are met (waiting
+        for it the request's ``timeout_ms`` and a margin, at least the endpoint's timeout)."""
         return self._call(lambda cid: wire.encode_produce_request(cid, req), wire.decode_produce_response,
-                          "a Produce response")
+                          "a Produce response", timeout_s=max(self.timeout_s, req.timeout_ms / 1000 + ANSWER_MARGIN_S))
 
-    def _call(self, encode, decode, what: str):
+    def _call(self, encode, decode, what: str, *, timeout_s: float | None = None):
         cid = self._next_id()
 
         def read(sock):
@@ -86,7 +90,7 @@ class BrokerClient(TcpEndpoint):
             if got != cid:
                 raise ReplicaTransportError(f"response {got} does not answer request {cid}")
             return answer
-        return self._exchange(encode(cid), read)
+        return self._exchange(encode(cid), read, timeout_s=timeout_s)
 
     def produce(self, records: bytes, *, acks=1, timeout_ms: int = 30_000, leader_epoch: int = -1) -> AppendInfo:
         """Produce ``records`` (Kafka batches); the offsets once ``acks`` is met, else the

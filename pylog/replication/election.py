@@ -5,10 +5,38 @@ replicas (in assignment order)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
+from pylog.arguments import check_int
 from pylog.errors import InvalidArgumentError
+from pylog.layout import INT32_MAX, INT64_MAX
 from pylog.replication.state import NO_LEADER, PartitionState
+
+
+def check_replica_settings(replicas, min_insync_replicas, **settings_ms) -> tuple[int, ...]:
+    """The replica ids ``replicas`` names (a count, or distinct ids >= 0), with
+    ``min_insync_replicas`` in [1, replicas] and each of ``settings_ms`` (times and sizes)
+    an int >= 1, or :class:`InvalidArgumentError` naming the first that is not, before a
+    replica set starts anything."""
+    if isinstance(replicas, int) and not isinstance(replicas, bool):
+        ids = list(range(replicas))
+    elif isinstance(replicas, (list, tuple, range)):
+        ids = list(replicas)
+    else:
+        raise InvalidArgumentError(f"replicas must be a count or a list of replica ids, not {replicas!r}")
+    if not ids or len(set(ids)) != len(ids) or any(type(r) is not int or r < 0 for r in ids):
+        raise InvalidArgumentError(f"replicas must be distinct ids >= 0, not {replicas!r}")
+    check_int(min_insync_replicas, "min_insync_replicas", (1, len(ids)))
+    for name, value in settings_ms.items():
+        check_int(value, name, (1, INT32_MAX if name.endswith("bytes") else INT64_MAX))
+    return tuple(ids)
+
+
+def check_root(root: str) -> None:
+    """:class:`InvalidArgumentError` when a file stands where a replica set's root goes."""
+    if os.path.exists(root) and not os.path.isdir(root):
+        raise InvalidArgumentError(f"replica set root {root} is a file, not a directory")
 
 
 def check_assigned(replica_id, replicas, name: str) -> None:

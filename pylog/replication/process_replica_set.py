@@ -19,17 +19,25 @@ import subprocess
 import threading
 from dataclasses import replace
 
+from pylog.arguments import check_bool, check_int
 from pylog.errors import (
-    InvalidArgumentError, LeaderNotAvailableError, OffsetOutOfRangeError, ReplicationError,
+    InvalidArgumentError, LeaderNotAvailableError, LogClosedError, OffsetOutOfRangeError, ReplicationError,
 )
-from pylog.partition_dir import parse_partition_dir
+from pylog.layout import OFFSET_RANGE
+from pylog.partition_dir import directory_path, parse_partition_dir
 from pylog.record.batch import decode_batches
 from pylog.record.encode import encode_batch
 from pylog.replication.broker_client import BrokerClient, close_process, start_process
 from pylog.replication.client_requests import check_acks, check_timeout_ms
-from pylog.replication.election import check_assigned, elected, eligible_leader, offline, reassigned
+from pylog.replication.election import (
+    check_assigned, check_replica_settings, check_root, elected, eligible_leader, offline, reassigned,
+)
 from pylog.replication.protocol import OFFSET_OUT_OF_RANGE, FetchResponse, LeaderAndIsrRequest
 from pylog.replication.state import NO_LEADER, PartitionState, read_state, state_lock, update_state
+
+
+#: The failures ``fail_replica`` makes: a crash, a clean stop, an interrupt, a stall.
+FAILURE_SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGSTOP)
 
 
 class ProcessReplicaSet:
@@ -46,12 +54,11 @@ class ProcessReplicaSet:
                  replica_lag_time_max_ms: int = 30_000, unclean_leader_election_enable: bool = False,
                  replica_fetch_wait_max_ms: int = 500, **log_config):
         parse_partition_dir(name)
-        ids = list(range(replicas)) if isinstance(replicas, int) else list(replicas)
-        if not ids or len(set(ids)) != len(ids) or any(not isinstance(r, int) or r < 0 for r in ids):
-            raise InvalidArgumentError(f"replicas must be distinct ids >= 0, not {replicas!r}")
-        if not 1 <= min_insync_replicas <= len(ids):
-            raise InvalidArgumentError(f"min_insync_replicas {min_insync_replicas} must be in [1, {len(ids)}]")
-        self.root = os.path.abspath(os.fspath(root))
+        ids = check_replica_settings(replicas, min_insync_replicas, replica_lag_time_max_ms=replica_lag_time_max_ms,
+                                     replica_fetch_wait_max_ms=replica_fetch_wait_max_ms)
+        check_bool(unclean_leader_election_enable, "unclean_leader_election_enable")
+        self.root = directory_path(root)
+        check_root(self.root)
         self.name = name
         self.replica_ids = tuple(ids)
         self.min_insync_replicas = min_insync_replicas
@@ -92,6 +99,7 @@ class ProcessReplicaSet:
 
     def address(self, replica_id: int) -> tuple[str, int]:
         """Where the replica's process listens (its last one)."""
+        check_assigned(replica_id, self.replica_ids, self.name)
         return self._addresses[replica_id]
 
     def client(self, replica_id: int, *, controller: bool = False) -> BrokerClient:
@@ -128,6 +136,10 @@ class ProcessReplicaSet:
         with state_lock(self.state_path):
             proc.send_signal(signal.SIGSTOP)
             os.waitpid(proc.pid, os.WUNTRACED)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"the replica set of {self.name} at {self.root} is closed")
 
     def close(self) -> None:
         """Stop every replica process cleanly (SIGTERM: logs closed, high watermarks checkpointed)."""
@@ -174,6 +186,7 @@ class ProcessReplicaSet:
         leader, in its leader epoch; its ``AppendInfo`` once ``acks`` is met, else Kafka's
         error as ``ReplicaSet.append`` raises it. :class:`LeaderNotAvailableError` when the
         partition has no leader."""
+        self._check_open()
         check_acks(acks)
         check_timeout_ms(timeout_ms)
         state = self.state
@@ -184,6 +197,8 @@ class ProcessReplicaSet:
 
     def records(self, start_offset: int = 0):
         """The leader's records from ``start_offset`` up to its high watermark (consumer Fetch)."""
+        self._check_open()
+        check_int(start_offset, "start_offset", OFFSET_RANGE)
         offset = start_offset
         while True:
             resp, raw = self._leader_fetch(offset)
@@ -214,8 +229,13 @@ class ProcessReplicaSet:
         new leader is elected (clean, or unclean when enabled and no ISR replica is live),
         else the partition is offline until an ISR replica returns."""
         check_assigned(replica_id, self.replica_ids, self.name)
+        if sig not in FAILURE_SIGNALS:
+            raise InvalidArgumentError(f"sig must be one of {', '.join(s.name for s in FAILURE_SIGNALS)}, not {sig!r}")
+        self._check_open()
         with self._lock:
-            if sig == signal.SIGSTOP:
+            if replica_id not in self._processes:
+                pass  # down already: only the partition state may still count it
+            elif sig == signal.SIGSTOP:
                 self._stall(replica_id)
             else:
                 self._end_process(replica_id, sig)
@@ -230,6 +250,7 @@ class ProcessReplicaSet:
         """The replica comes back: a stalled process continues (SIGCONT), a dead one starts
         again (recovering its log). It follows the leader, cutting what diverges by leader
         epochs, or leads if the partition had none."""
+        self._check_open()
         check_assigned(replica_id, self.replica_ids, self.name)
         with self._lock:
             proc = self._processes.get(replica_id)
@@ -246,6 +267,7 @@ class ProcessReplicaSet:
 
     def elect_leader(self, clean: bool = True, *, leader: int | None = None) -> int:
         """Elect a leader now in a new leader epoch, as ``ReplicaSet.elect_leader``."""
+        self._check_open()
         if leader is not None:
             check_assigned(leader, self.replica_ids, self.name)
         with self._lock:
@@ -261,6 +283,7 @@ class ProcessReplicaSet:
     def preferred_leader_election(self) -> bool:
         """Move leadership back to the first assigned replica when it is live, in the ISR
         and not leading already. True if leadership moved."""
+        self._check_open()
         with self._lock:
             preferred = self.replica_ids[0]
             if self.leader == preferred:

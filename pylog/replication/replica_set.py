@@ -19,12 +19,15 @@ from typing import Callable
 
 from pylog.closing import close_all
 from pylog.errors import InvalidArgumentError, LeaderNotAvailableError, LogClosedError, ReplicationError
-from pylog.partition_dir import parse_partition_dir
+from pylog.arguments import check_bool
+from pylog.partition_dir import directory_path, parse_partition_dir
 from pylog.record.encode import now_ms
 from pylog.replication.acks import PendingAppend
 from pylog.replication.broker_client import close_process, start_process
 from pylog.replication.client_requests import append_at_leader, check_timeout_ms
-from pylog.replication.election import check_assigned, elected, eligible_leader, offline, reassigned
+from pylog.replication.election import (
+    check_assigned, check_replica_settings, check_root, elected, eligible_leader, offline, reassigned,
+)
 from pylog.replication.fetcher import ReplicaFetcher
 from pylog.replication.replica import LEADER, Replica
 from pylog.replication.state import NO_LEADER, PartitionState, read_state, write_state
@@ -48,14 +51,17 @@ class ReplicaSet:
                  replica_high_watermark_checkpoint_interval_ms: int = 5000, fetchers: bool = True,
                  remote_replicas=(), clock: Callable[[], int] = now_ms, **log_config):
         parse_partition_dir(name)
-        self.root = os.path.abspath(os.fspath(root))
+        self.root = directory_path(root)
         self.name = name
-        ids = list(range(replicas)) if isinstance(replicas, int) else list(replicas)
-        if not ids or len(set(ids)) != len(ids) or any(not isinstance(r, int) or r < 0 for r in ids):
-            raise InvalidArgumentError(f"replicas must be distinct ids >= 0, not {replicas!r}")
-        if not 1 <= min_insync_replicas <= len(ids):
-            raise InvalidArgumentError(f"min_insync_replicas {min_insync_replicas} must be in [1, {len(ids)}]")
-        self.replica_ids = tuple(ids)
+        ids = check_replica_settings(replicas, min_insync_replicas, replica_lag_time_max_ms=replica_lag_time_max_ms,
+                                     replica_fetch_max_bytes=replica_fetch_max_bytes,
+                                     replica_fetch_wait_max_ms=replica_fetch_wait_max_ms,
+                                     replica_high_watermark_checkpoint_interval_ms=(
+                                         replica_high_watermark_checkpoint_interval_ms))
+        check_bool(unclean_leader_election_enable, "unclean_leader_election_enable")
+        self.replica_ids = ids
+        if isinstance(remote_replicas, (str, bytes)) or not hasattr(remote_replicas, "__iter__"):
+            raise InvalidArgumentError(f"remote_replicas must be a list of replica ids, not {remote_replicas!r}")
         self.remote_replicas = tuple(remote_replicas)
         if not set(self.remote_replicas) <= set(ids[1:]):
             raise InvalidArgumentError(f"remote replicas {remote_replicas!r} must be followers among {ids[1:]}")
@@ -80,6 +86,7 @@ class ReplicaSet:
 
     # ==== life ========================================================================================
     def _start(self) -> None:
+        check_root(self.root)
         found = read_state(self.state_path)  # checked before anything is written
         found = PartitionState(self.replica_ids[0], 0, self.replica_ids) if found is None \
             else reassigned(found, self.replica_ids, self.name)
@@ -164,9 +171,12 @@ class ReplicaSet:
         """The ``Log`` of a replica (None while it is down)."""
         return self.replica(replica_id).log
 
-    def _leader_replica(self) -> Replica:
+    def _check_open(self) -> None:
         if self._closed.is_set():
             raise LogClosedError(f"the replica set of {self.name} at {self.root} is closed")
+
+    def _leader_replica(self) -> Replica:
+        self._check_open()
         rep = self._replicas.get(self._state.leader)
         if rep is None or rep.role != LEADER:
             raise LeaderNotAvailableError(self._state.no_leader(self.name))
@@ -228,6 +238,12 @@ class ReplicaSet:
     def replicate(self, replica_ids=None) -> bool:
         """One fetch round for each live, unpaused follower (all, or ``replica_ids``), not
         waiting at the leader, after the leader's ISR expiration. True if anything moved (bytes, log ends or high watermarks)."""
+        self._check_open()
+        if replica_ids is not None:
+            if isinstance(replica_ids, (str, bytes)) or not hasattr(replica_ids, "__iter__"):
+                raise InvalidArgumentError(f"replica_ids must be a list of replica ids, not {replica_ids!r}")
+            for r in replica_ids:
+                check_assigned(r, self.replica_ids, self.name)
         before = self._positions()
         self._shrink_isr()
         self._fetch_round(replica_ids)
@@ -248,11 +264,13 @@ class ReplicaSet:
 
     def pause(self, replica_id: int) -> None:
         """The follower stops fetching (slow, or cut off from the leader) until ``resume``."""
+        self._check_open()
         check_assigned(replica_id, self.replica_ids, self.name)
         self._fetchers[replica_id].pause()
 
     def resume(self, replica_id: int) -> None:
         """The follower fetches again."""
+        self._check_open()
         check_assigned(replica_id, self.replica_ids, self.name)
         self._fetchers[replica_id].resume()
 
@@ -261,6 +279,7 @@ class ReplicaSet:
         ``replica_lag_time_max_ms`` leave the ISR (returned); then checkpoint the high
         watermark. Runs every half ``replica_lag_time_max_ms`` with ``fetchers``, and at the
         start of each ``replicate`` round."""
+        self._check_open()
         out = self._shrink_isr()
         rep = self._replicas.get(self._state.leader)
         if rep is not None:
@@ -287,6 +306,7 @@ class ReplicaSet:
     # ==== followers in other processes ==================================================================
     def serve(self, host: str = "127.0.0.1") -> tuple[str, int]:
         """Serve the leader's fetches over TCP (once); returns the address."""
+        self._check_open()
         if self._server is None:
             self._server = ReplicaServer(self._leader_replica(), host=host)
         return self._server.address
@@ -294,6 +314,7 @@ class ReplicaSet:
     def start_follower_process(self, replica_id: int, *, max_wait_ms: int = 500) -> subprocess.Popen:
         """Start a remote replica's process (``python -m pylog.replication.broker``) on its
         directory, following the leader over TCP; returns once its log is open."""
+        self._check_open()
         if replica_id not in self.remote_replicas:
             raise InvalidArgumentError(f"replica {replica_id} is not one of the remote replicas {self.remote_replicas}")
         host, port = self.serve()
@@ -322,6 +343,7 @@ class ReplicaSet:
         if it led, elects a new leader: clean (from the ISR), or unclean when
         ``unclean_leader_election_enable`` and no ISR replica is alive; else the partition
         is offline until an ISR replica returns."""
+        self._check_open()
         check_assigned(replica_id, self.replica_ids, self.name)
         with self._lock:
             self._fetchers[replica_id].pause()
@@ -336,6 +358,7 @@ class ReplicaSet:
     def restart_replica(self, replica_id: int) -> None:
         """The replica comes back (its log recovered if it crashed): it follows the leader,
         cutting what diverges by leader epochs, or leads if the partition had none."""
+        self._check_open()
         check_assigned(replica_id, self.replica_ids, self.name)
         with self._lock:
             rep = self._replicas[replica_id]
@@ -344,8 +367,10 @@ class ReplicaSet:
             self._fetchers[replica_id].resume()
             if self._state.leader == NO_LEADER:
                 self._try_elect(clean=not self.unclean_leader_election_enable)
-            else:
+            elif self._state.leader != replica_id:
                 rep.become_follower(self._state)
+            elif rep.role != LEADER:  # the recorded leader, restarted: it leads its epoch again
+                rep.become_leader(self._state)
 
     def elect_leader(self, clean: bool = True, *, leader: int | None = None) -> int:
         """Elect a leader now, in a new leader epoch (``leader``, or the first eligible
@@ -353,6 +378,7 @@ class ReplicaSet:
         election may pick a replica outside the ISR, and only with
         ``unclean_leader_election_enable``. Raises :class:`LeaderNotAvailableError` when no
         replica is eligible. Returns the leader's id."""
+        self._check_open()
         if leader is not None:
             check_assigned(leader, self.replica_ids, self.name)
         with self._lock:
@@ -370,6 +396,7 @@ class ReplicaSet:
     def preferred_leader_election(self) -> bool:
         """Move leadership back to the first assigned replica when it is alive, in the ISR
         and not leading already. True if leadership moved."""
+        self._check_open()
         with self._lock:
             preferred = self.replica_ids[0]
             if self._state.leader == preferred or self._eligible(True, preferred) is None:

@@ -62,9 +62,12 @@ class TcpEndpoint:
             self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return self._sock
 
-    def _exchange(self, frame: bytes, read):
+    def _exchange(self, frame: bytes, read, *, timeout_s: float | None = None):
+        """Send ``frame`` and ``read`` the answer, waiting up to ``timeout_s`` (default:
+        the endpoint's) for it."""
         sock = self._connection()
         try:
+            sock.settimeout(self.timeout_s if timeout_s is None else timeout_s)
             sock.sendall(frame)
             return read(sock)
         except BaseException:

@@ -15,8 +15,8 @@ import pytest
 
 from pylog import Log
 from pylog.errors import (
-    FencedLeaderEpochError, ReplicaTransportError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, NotLeaderOrFollowerError,
-    PylogWarning, ReplicationTimeoutError,
+    FencedLeaderEpochError, InvalidArgumentError, LogClosedError, NotEnoughReplicasAfterAppendError,
+    NotEnoughReplicasError, NotLeaderOrFollowerError, PylogWarning, ReplicaTransportError, ReplicationTimeoutError,
 )
 from pylog.record.encode import encode_batch
 from pylog.replication import ProcessReplicaSet
@@ -249,3 +249,39 @@ def test_closing_a_process_that_ignores_sigterm_kills_it_after_the_timeout_with_
     assert proc.stdout.readline() == b"ready\n"
     with pytest.warns(PylogWarning, match=f"replica process {proc.pid} did not stop within 0.5 s of SIGTERM"):
         assert close_process(proc, stop_timeout_s=0.5) == -signal.SIGKILL
+
+
+def test_a_produce_waits_for_its_answer_past_the_connections_own_timeout(tmp_path):
+    """A Produce with ``timeout_ms`` beyond the client's socket timeout gets the leader's
+    REQUEST_TIMED_OUT answer, not a broken connection at the socket's timeout."""
+    with ProcessReplicaSet(tmp_path, "events-0", replicas=2, min_insync_replicas=2,
+                           replica_lag_time_max_ms=600_000) as rs:
+        rs.append([b"a"], acks="all")
+        _stall(rs.process(1 - rs.leader))  # still in the ISR
+        client = BrokerClient(rs.address(rs.leader), timeout_s=0.5)
+        try:
+            with pytest.raises(ReplicationTimeoutError):
+                client.produce(encode_batch([b"b"]), acks="all", timeout_ms=1500, leader_epoch=rs.leader_epoch)
+        finally:
+            client.close()
+            rs.process(1 - rs.leader).send_signal(signal.SIGCONT)
+
+
+def test_failing_a_replica_that_is_down_already_changes_nothing_and_closed_sets_refuse_controller_calls(tmp_path):
+    rs = ProcessReplicaSet(tmp_path, "events-0", replicas=2)
+    try:
+        rs.fail_replica(1)
+        rs.fail_replica(1)
+        rs.fail_replica(1, sig=signal.SIGSTOP)
+        assert rs.isr == (0,) and rs.process(1) is None
+        with pytest.raises(InvalidArgumentError):
+            rs.fail_replica(0, sig=0)
+        with pytest.raises(InvalidArgumentError):
+            rs.address(9)
+    finally:
+        rs.close()
+    for call in (lambda: rs.restart_replica(1), lambda: rs.elect_leader(), lambda: rs.fail_replica(0),
+                 lambda: rs.append([b"x"]), lambda: list(rs.records())):
+        with pytest.raises(LogClosedError):
+            call()
+    assert rs.process(1) is None

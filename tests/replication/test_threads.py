@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from pylog.errors import NotEnoughReplicasError, PylogError
+from pylog.errors import InvalidArgumentError, LogClosedError, NotEnoughReplicasError, PylogError
 from pylog.replication import ReplicaSet
 from tests.replication.driven import values
 from tests.waiting import wait_until
@@ -65,3 +65,47 @@ def test_failover_while_a_producer_appends_loses_no_acknowledged_record(tmp_path
         have = set(r.value for r in rs.records())
         assert set(acked) <= have
         wait_until(lambda: rs.log(0).log_end_offset == rs.log(rs.leader).log_end_offset, "the old leader to catch up")
+
+
+def test_restarting_the_live_leader_keeps_it_leading(tmp_path):
+    with ReplicaSet(tmp_path, "orders-0", replicas=3, min_insync_replicas=2) as rs:
+        rs.append([b"a"], acks="all")
+        leader, epoch = rs.leader, rs.leader_epoch
+        rs.restart_replica(leader)
+        assert (rs.leader, rs.leader_epoch) == (leader, epoch) and rs.replica(leader).role == "leader"
+        assert rs.append([b"b"], acks="all").first_offset == 1
+
+
+def test_a_closed_replica_set_refuses_controller_calls_and_reopens_nothing(tmp_path):
+    rs = ReplicaSet(tmp_path, "p-0", replicas=3, min_insync_replicas=2)
+    rs.append([b"a"], acks="all")
+    rs.close()
+    state = (tmp_path / "p-0.state").read_bytes()
+    for call in (lambda: rs.fail_replica(1), lambda: rs.restart_replica(1), lambda: rs.elect_leader(),
+                 lambda: rs.preferred_leader_election(), lambda: rs.replicate(), lambda: rs.pause(1)):
+        with pytest.raises(LogClosedError):
+            call()
+    assert (tmp_path / "p-0.state").read_bytes() == state and rs.log(1) is None
+
+
+@pytest.mark.parametrize("settings", [
+    dict(replicas=None), dict(replicas=2.0), dict(replicas=[0, 0]), dict(min_insync_replicas="2"),
+    dict(min_insync_replicas=4), dict(replica_lag_time_max_ms="x"), dict(replica_lag_time_max_ms=-1),
+    dict(replica_fetch_wait_max_ms="500"), dict(replica_fetch_max_bytes=0),
+    dict(replica_high_watermark_checkpoint_interval_ms=None), dict(unclean_leader_election_enable="yes"),
+    dict(remote_replicas=None),
+], ids=repr)
+def test_bad_settings_are_refused_before_anything_starts(tmp_path, settings):
+    with pytest.raises(InvalidArgumentError):
+        ReplicaSet(tmp_path / "root", "p-0", **{"replicas": 3, **settings})
+    assert not (tmp_path / "root").exists()
+
+
+def test_bad_calls_raise_invalid_argument_errors(tmp_path):
+    (tmp_path / "a-file").write_bytes(b"")
+    with pytest.raises(InvalidArgumentError):
+        ReplicaSet(tmp_path / "a-file", "p-0")
+    with ReplicaSet(tmp_path / "root", "p-0", replicas=2) as rs:
+        for call in (lambda: rs.replicate([9]), lambda: rs.replicate(1), lambda: list(rs.records("a"))):
+            with pytest.raises(InvalidArgumentError):
+                call()
