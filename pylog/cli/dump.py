@@ -61,6 +61,8 @@ def run(args) -> int:
     paths = [*args.paths, *(f for f in args.files.split(",") if f)]
     if not paths:
         raise InvalidArgumentError("no files to dump: give them as arguments or with --files a.log,b.index")
+    if args.max_bytes < 0:
+        raise InvalidArgumentError(f"--max-bytes must be at least 0, not {args.max_bytes}")
     status = 0
     for path in paths:
         print(f"Dumping {path}")

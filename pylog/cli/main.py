@@ -37,8 +37,17 @@ COMMANDS = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, saying a usage mistake in one line on stderr (exit 2), as every
+    other mistake is said (docs/cli.md); ``--help`` still prints the usage."""
+
+    def error(self, message: str):
+        command = self.prog if self.prog != "pylog" else "pylog COMMAND"
+        self.exit(2, f"{self.prog}: error: {message} ({command} --help lists the options)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pylog", description="Kafka partition logs from the shell.")
+    parser = _Parser(prog="pylog", description="Kafka partition logs from the shell.")
     parser.add_argument("--version", action=_VersionAction, nargs=0,
                         help="print pylog's version, whether the C speedups are on, and Python's version")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", help="one of these; pylog COMMAND --help "
@@ -48,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         mod = importlib.import_module(f"pylog.cli.{module}")
         adder = getattr(mod, f"add_{name.replace('-', '_')}_parser", None) or mod.add_parser
         adder(sub)
+    parser.commands = sub.choices  # each command's parser, by name
     return parser
 
 
@@ -82,7 +92,9 @@ def main(argv=None) -> int:
         parser.error(f"{given.split('=', 1)[0]}: pylog reads and writes a log dir, not a cluster; give the "
                      f"directory (a broker's log.dirs, or any directory for a new one) where Kafka's tools take "
                      f"{given.split('=', 1)[0]} HOST:PORT")
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's parser, which names the command
+        parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return int(args.run(args) or 0)
     except BrokenPipeError:  # the reader (head, less) went away: not an error

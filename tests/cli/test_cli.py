@@ -139,7 +139,9 @@ def test_verify_of_a_file_says_to_give_a_directory(tmp_path):
 
 
 @pytest.mark.parametrize("args", [["consume", "/nonexistent", "--topic", "t"], ["describe", "/nonexistent"],
-                                  ["dump", "--files", "/nonexistent/x.log"], ["perf", "--records", "0"]])
+                                  ["dump", "--files", "/nonexistent/x.log"], ["perf", "--records", "0"],
+                                  ["dump", "--bogus", "x.log"], ["dump", "--max-bytes", "-5", "x.log"], ["topics"],
+                                  ["no-such-command"]])
 def test_user_mistakes_get_one_line_and_no_traceback(args):
     r = pylog(*args)
     assert r.returncode != 0
