@@ -145,8 +145,11 @@ def add_exclude_internal_argument(p) -> None:
 
 def topic_pattern(topic: str | None, option: str = "--topic") -> re.Pattern:
     """``--topic`` (or ``option``) as the tools read it: a regular expression matched
-    against the whole name (every topic when None); :class:`InvalidArgumentError` when it
-    does not compile."""
+    against the whole name (every topic when None), read as Kafka's IncludeList reads it
+    (a comma is ``|``: ``orders,payments`` names both; spaces and enclosing quotes are
+    dropped); :class:`InvalidArgumentError` when it does not compile."""
+    if topic is not None:
+        topic = re.sub(r"""["']+$""", "", re.sub(r"""^["']+""", "", topic.strip().replace(",", "|").replace(" ", "")))
     try:
         return re.compile(".*" if topic is None else topic)
     except re.error as e:

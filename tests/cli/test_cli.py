@@ -215,3 +215,14 @@ def test_retention_and_compact_commands(tmp_path):
             log.append([Record(b"v" * 50, key=b"k", timestamp=1000)])
     assert "removed" in pylog("retention", root).stdout.decode()
     assert "skipped" in pylog("compact", root).stdout.decode()
+
+
+def test_topic_takes_kafkas_comma_list(tmp_path):
+    """Kafka's tools read --topic as an include list: a comma separates names."""
+    root = tmp_path / "root"
+    for name in ("topic1", "foo", "bar"):
+        assert pylog("topics", root, "--create", "--topic", name).returncode == 0
+    out = pylog("get-offsets", root, "--topic", "foo, topic1").stdout.decode().split()
+    assert out == ["foo:0:0", "topic1:0:0"]
+    described = pylog("topics", root, "--describe", "--topic", "'foo,topic1'").stdout.decode()
+    assert "Topic: foo\t" in described and "Topic: topic1\t" in described and "bar" not in described
