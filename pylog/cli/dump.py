@@ -10,7 +10,7 @@ import json
 import os
 import sys
 
-from pylog.errors import InvalidArgumentError, InvalidRecordError, PylogError, RecordFormatError
+from pylog.errors import CorruptIndexError, InvalidArgumentError, InvalidRecordError, PylogError, RecordFormatError
 from pylog.index.txn_index import read_txn_entries
 from pylog.layout import INDEX_SUFFIX, INT32_MAX, KRAFT_SNAPSHOT_SUFFIX, LOG_SUFFIX, OFFSET_INDEX_ENTRY, \
     SEQUENCE_MODULUS, SNAPSHOT_SUFFIX, TIME_INDEX_ENTRY, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
@@ -222,45 +222,125 @@ VALUE_DECODERS = {"utf8": _text, "json": _json_text, "hex": lambda b: binascii.h
 
 
 def dump_index(path: str, args, *, time_index: bool) -> None:
+    """An offset or time index as Kafka's tool prints it: each entry (stopping at the
+    first zero entry after the first, as Kafka does for a preallocated file), checked
+    against the segment's ``.log``; ``--index-sanity-check`` runs the check a log's open
+    runs instead. O(entries x a batch read)."""
     entry = TIME_INDEX_ENTRY if time_index else OFFSET_INDEX_ENTRY
     base = _base_offset(path)
     with open(path, "rb") as f:
         data = f.read()
     n = len(data) // entry.size
-    if args.index_sanity_check:
-        ok = len(data) % entry.size == 0
-        print(f"{path} passed sanity check." if ok else
-              f"{path} failed sanity check: size {len(data)} is not a multiple of {entry.size}")
-        return
-    if n == 0:
+    if n == 0 and not time_index:
         print(f"{path} is empty.")
+        return
+    if args.index_sanity_check:
+        _sanity_check(path, base, data, time_index)
         return
     log_path = path[: path.rfind(".")] + LOG_SUFFIX
     log_data = open(log_path, "rb").read() if os.path.exists(log_path) else None
+    entries = [entry.unpack_from(data, i * entry.size) for i in range(n)]
+    if time_index:
+        _dump_time_entries(path, base, entries, log_data, args)
+    else:
+        _dump_offset_entries(path, base, entries, log_data, args)
+
+
+def _sanity_check(path: str, base: int, data: bytes, time_index: bool) -> None:
+    """Kafka's ``--index-sanity-check``: the check a broker's startup runs on a whole
+    index file before trusting it (its last entry against its base offset and, for a time
+    index, its first timestamp; its size a multiple of the entry size)."""
+    entry = TIME_INDEX_ENTRY if time_index else OFFSET_INDEX_ENTRY
+    n = len(data) // entry.size
+    what = "time index" if time_index else "index"
+    if n:
+        last_a, last_b = entry.unpack_from(data, (n - 1) * entry.size)
+        first_a, _ = entry.unpack_from(data, 0)
+        last_offset = base + (last_b if time_index else last_a)
+        if time_index and last_a < first_a:
+            raise CorruptIndexError(f"Corrupt time index found, time index file ({os.path.abspath(path)}) has "
+                                    f"non-zero size but the last timestamp is {last_a} which is less than the first "
+                                    f"timestamp {first_a}", path=path)
+        if last_offset < base:
+            raise CorruptIndexError(f"Corrupt {what} found, {what} file ({os.path.abspath(path)}) has non-zero size "
+                                    f"but the last offset is {last_offset} which is less than the "
+                                    f"{'first' if time_index else 'base'} offset {base}", path=path)
+    if len(data) % entry.size:
+        raise CorruptIndexError(f"{'Time index' if time_index else 'Index'} file {os.path.abspath(path)} is corrupt, "
+                                f"found {len(data)} bytes which is neither positive nor a multiple of {entry.size}",
+                                path=path)
+    print(f"{path} passed sanity check.")
+
+
+def _first_batch_at(log_data: bytes, position: int, size: int):
+    """The first batch at ``position`` of the segment's bytes (None past the end)."""
+    return next(decode_batches(log_data[position:position + size], allow_incomplete=True), None)
+
+
+def _dump_offset_entries(path: str, base: int, entries: list, log_data, args) -> None:
     mismatches = []
-    for i in range(n):
-        a, b = entry.unpack_from(data, i * entry.size)
-        if time_index:
-            ts, offset = a, base + b
-            if ts == 0 and i > 0:
-                break
-            if not args.verify_index_only:
-                print(f"timestamp: {ts} offset: {offset}")
-        else:
-            offset, position = base + a, b
-            if offset == base and i > 0:
-                break
-            if log_data is not None:
-                head = next(decode_batches(log_data[position:position + args.max_message_size],
-                                           allow_incomplete=True), None)
-                if head is not None and head.last_offset != offset:
-                    mismatches.append((offset, head.last_offset))
-            if not args.verify_index_only:
-                print(f"offset: {offset} position: {position}")
+    for i, (relative, position) in enumerate(entries):
+        offset = base + relative
+        if offset == base and i > 0:
+            break
+        head = None if log_data is None else _first_batch_at(log_data, position, args.max_message_size)
+        if head is not None and head.last_offset != offset:
+            mismatches.append((offset, head.last_offset))
+        if not args.verify_index_only:
+            print(f"offset: {offset} position: {position}")
     if mismatches:
         print(f"Mismatches in :{os.path.abspath(path)}", file=sys.stderr)
         for a, b in mismatches:
             print(f"  Index offset: {a}, log offset: {b}", file=sys.stderr)
+
+
+def _dump_time_entries(path: str, base: int, entries: list, log_data, args) -> None:
+    """Each entry's batch is found from the offset index's position for it; its largest
+    record timestamp must be the entry's, and the entries' timestamps must rise."""
+    from pylog.index import OffsetIndex
+    offsets = OffsetIndex(path[: path.rfind(".")] + INDEX_SUFFIX, base, writable=False)
+    mismatched, out_of_order, not_found = [], [], []
+    previous = -1
+    try:
+        for i, (ts, relative) in enumerate(entries):
+            offset = base + relative
+            if offset == base and i > 0:
+                break
+            batch = None
+            if log_data is not None:
+                _, position = offsets.lookup(offset)
+                batch = next((b for b in decode_batches(log_data[position:], allow_incomplete=True)
+                              if b.last_offset >= offset), None)
+            if batch is None or batch.last_offset != offset:
+                not_found.append((offset, -1 if batch is None else batch.last_offset))
+            else:
+                largest = max((r.timestamp for r in batch), default=-1)
+                if largest != ts:
+                    mismatched.append((ts, largest))
+                if previous >= ts:
+                    out_of_order.append((ts, previous))
+            if not args.verify_index_only:
+                print(f"timestamp: {ts} offset: {offset}")
+            previous = ts
+    finally:
+        offsets.close()
+    _time_index_errors(os.path.abspath(path), mismatched, out_of_order, not_found)
+
+
+def _time_index_errors(path: str, mismatched: list, out_of_order: list, not_found: list) -> None:
+    """Kafka's TimeIndexDumpErrors, on stderr."""
+    if mismatched:
+        print(f"Found timestamp mismatch in :{path}", file=sys.stderr)
+        for a, b in mismatched:
+            print(f"  Index timestamp: {a}, log timestamp: {b}", file=sys.stderr)
+    if out_of_order:
+        print(f"Found out of order timestamp in :{path}", file=sys.stderr)
+        for a, b in out_of_order:
+            print(f"  Index timestamp: {a}, Previously indexed timestamp: {b}", file=sys.stderr)
+    if not_found:
+        print("The following indexed offsets are not found in the log.", file=sys.stderr)
+        for a, b in not_found:
+            print(f"Indexed offset: {a}, found log offset: {b}", file=sys.stderr)
 
 
 def dump_txn_index(path: str) -> None:

@@ -309,3 +309,46 @@ def test_max_bytes_cut_inside_a_batch_is_not_reported_as_invalid_bytes(tmp_path)
     assert len(cut) == 4 and not any(line.startswith("Found") for line in cut)
     path.write_bytes(path.read_bytes() + b"\x00" * 7)
     assert dump_lines("--files", path)[-1] == "Found 7 invalid bytes at the end of 00000000000000000000.log"
+
+
+def _segment_with_indexes(tmp_path):
+    """A closed segment with several index and time index entries; its directory."""
+    d = tmp_path / "t-0"
+    with Log.open(d, index_interval_bytes=100) as log:
+        for i in range(20):
+            log.append([Record(b"v%02d" % i + b"." * 100, timestamp=1_700_000_000_000 + i)])
+        log.roll()
+    return d
+
+
+def _put_entry(path, index: int, fmt: str, *fields) -> None:
+    data = bytearray(path.read_bytes())
+    struct.pack_into(fmt, data, index * struct.calcsize(fmt), *fields)
+    path.write_bytes(bytes(data))
+
+
+def test_a_time_index_is_checked_against_its_log_as_kafkas_tool_does(tmp_path):
+    d = _segment_with_indexes(tmp_path)
+    tindex = d / "00000000000000000000.timeindex"
+    r = pylog("dump", "--verify-index-only", tindex)
+    assert r.returncode == 0 and r.stderr == b""
+    last = len(tindex.read_bytes()) // 12 - 1
+    ts, offset = struct.unpack_from(">qi", tindex.read_bytes(), last * 12)
+    _put_entry(tindex, last, ">qi", ts + 5, offset)
+    r = pylog("dump", "--verify-index-only", tindex)
+    assert r.stderr.decode().splitlines() == [f"Found timestamp mismatch in :{tindex}",
+                                              f"  Index timestamp: {ts + 5}, log timestamp: {ts}"]
+
+
+@pytest.mark.parametrize("kind, fmt, entry, error", [
+    ("index", ">ii", (-5, 0), "has non-zero size but the last offset is -5 which is less than the base offset 0"),
+    ("timeindex", ">qi", (1000, 3), "has non-zero size but the last timestamp is 1000 which is less than the first"),
+])
+def test_the_index_sanity_check_is_kafkas_startup_check(tmp_path, kind, fmt, entry, error):
+    d = _segment_with_indexes(tmp_path)
+    path = d / f"00000000000000000000.{kind}"
+    assert pylog("dump", "--index-sanity-check", path).stdout.decode().splitlines()[-1] == \
+        f"{path} passed sanity check."
+    _put_entry(path, len(path.read_bytes()) // struct.calcsize(fmt) - 1, fmt, *entry)
+    r = pylog("dump", "--index-sanity-check", path)
+    assert r.returncode == 1 and error in r.stderr.decode() and "passed" not in r.stdout.decode()
