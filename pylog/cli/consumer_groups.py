@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import os
 import re
+import sys
 
 from pylog.errors import GroupNotEmptyError, InvalidArgumentError, UnknownTopicError
 from pylog.partition_dir import partition_dir_name
@@ -152,28 +153,40 @@ def _log_end_offset(root: str, topic: str, partition: int) -> int | None:
         return log.log_end_offset
 
 
-_DESCRIBE = "{:<15} {:<15} {:<10} {:<15} {:<15} {:<15} {:<50} {:<15} {}"
-
-
 def describe(root: str, group: str, state) -> None:
+    """Kafka's ``--describe [--offsets]``: a row per partition with an offset or an owner;
+    columns as wide as their longest value (15 at least), as Kafka sizes them."""
     offsets = state.offsets.get(group, {})
     members = _live_members(root, group)
     owner = {tp: (m, c, h) for m, (c, h, tps) in members.items() for tp in tps}
     if not _exists(root, group, state, members):
         return
-    print()
     if not members:
-        print(f"Consumer group '{group}' has no active members.")
-        print()
-    print(_DESCRIBE.format("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID",
-                           "HOST", "CLIENT-ID"))
+        _no_active_members(group)
+    rows = []
     for tp in sorted(set(offsets) | set(owner)):
         current = offsets[tp].offset if tp in offsets else None
         end = _log_end_offset(root, *tp)
         lag = "-" if current is None or end is None else max(0, end - current)
         m, c, h = owner.get(tp, ("-", "-", "-"))
-        print(_DESCRIBE.format(group, tp[0], tp[1], "-" if current is None else current,
-                               "-" if end is None else end, lag, m, h, c))
+        rows.append((group, tp[0], tp[1], "-" if current is None else current, "-" if end is None else end, lag,
+                     m, h, c))
+    widths = {0: 15, 1: 15, 6: 15, 7: 15}  # GROUP, TOPIC, CONSUMER-ID, HOST grow with their values
+    for row in rows:
+        for i in widths:
+            widths[i] = max(widths[i], len(str(row[i])))
+    line = (f"{{:<{widths[0]}}} {{:<{widths[1]}}} {{:<10}} {{:<15}} {{:<15}} {{:<15}} {{:<{widths[6]}}} "
+            f"{{:<{widths[7]}}} {{}}")
+    print()
+    print(line.format("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+                      "CLIENT-ID"))
+    for row in rows:
+        print(line.format(*row))
+
+
+def _no_active_members(group: str) -> None:
+    """Kafka's note for an empty group, on stderr (stdout keeps the table)."""
+    print(f"\nConsumer group '{group}' has no active members.", file=sys.stderr)
 
 
 def _known(root: str, group: str, state, members: dict | None = None) -> bool:
@@ -192,22 +205,24 @@ def _exists(root: str, group: str, state, members: dict | None = None) -> bool:
     return False
 
 
-_MEMBERS = "{:<15} {:<50} {:<15} {:<15} {:<12} {}"
-
-
 def describe_members(root: str, group: str, state, *, verbose: bool = False) -> None:
-    """Kafka's ``--describe --members [--verbose]``: one line per live member."""
+    """Kafka's ``--describe --members [--verbose]``: one line per live member, columns
+    as wide as their longest value (15 at least)."""
     if not _exists(root, group, state):
         return
     members = _live_members(root, group)
-    print()
     if not members:
-        print(f"Consumer group '{group}' has no active members.")
+        _no_active_members(group)
         return
-    print(_MEMBERS.format("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
-                          "ASSIGNMENT" if verbose else "").rstrip())
-    for member, (client, host, tps) in sorted(members.items()):
-        print(_MEMBERS.format(group, member, host, client, len(tps), _assignment(tps) if verbose else "").rstrip())
+    rows = [(group, member, host, client, len(tps), _assignment(tps) if verbose else "")
+            for member, (client, host, tps) in sorted(members.items())]
+    widths = [max(15, *(len(str(row[i])) for row in rows)) for i in range(4)]
+    line = " ".join(f"{{:<{w}}}" for w in widths) + " {:<15} {}"
+    print()
+    print(line.format("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT" if verbose else "")
+          .rstrip())
+    for row in rows:
+        print(line.format(*row).rstrip())
 
 
 def _assignment(tps) -> str:

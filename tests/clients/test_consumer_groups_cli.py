@@ -18,6 +18,12 @@ def run(capsys, *argv) -> str:
     return capsys.readouterr().out
 
 
+def run_with_stderr(capsys, *argv) -> tuple[str, str]:
+    assert main(list(argv)) == 0
+    got = capsys.readouterr()
+    return got.out, got.err
+
+
 def test_describe_and_reset_offsets(root, capsys):
     make_topic(root, "events", 2)
     with Producer(root) as p:
@@ -29,10 +35,12 @@ def test_describe_and_reset_offsets(root, capsys):
                    "all 20 records read")
         c.commit()
     assert run(capsys, "consumer-groups", root, "--list").split() == ["g1"]
-    lines = run(capsys, "consumer-groups", root, "--describe", "--group", "g1").splitlines()
-    assert "has no active members" in lines[1]
-    assert lines[3].split()[:6] == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"]
-    assert [ln.split()[:6] for ln in lines[4:]] == [["g1", "events", str(p), "10", "10", "0"] for p in (0, 1)]
+    out, err = run_with_stderr(capsys, "consumer-groups", root, "--describe", "--group", "g1")
+    assert err == "\nConsumer group 'g1' has no active members.\n"  # on stderr, as Kafka's tool says it
+    lines = out.splitlines()
+    assert lines[0] == "" and lines[1].split()[:6] == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET",
+                                                       "LOG-END-OFFSET", "LAG"]
+    assert [ln.split()[:6] for ln in lines[2:]] == [["g1", "events", str(p), "10", "10", "0"] for p in (0, 1)]
     run(capsys, "consumer-groups", root, "--reset-offsets", "--group", "g1", "--topic", "events:0", "--to-offset",
         "4", "--dry-run")
     with Consumer(root, "g1") as c:
@@ -50,7 +58,7 @@ def test_a_brokers_consumer_offsets_are_listed_and_described(tmp_path, capsys):
     root = str(tmp_path / "d")
     assert run(capsys, "consumer-groups", root, "--list").split() == ["GroupA"]
     lines = run(capsys, "consumer-groups", root, "--describe", "--group", "GroupA").splitlines()
-    assert lines[4].split()[:6] == ["GroupA", "foo", "0", "204", "204", "0"]
+    assert lines[2].split()[:6] == ["GroupA", "foo", "0", "204", "204", "0"]
 
 
 @needs_samples
@@ -96,8 +104,8 @@ def test_describe_members_and_state_of_a_live_group_and_of_an_empty_one(root, ca
         assert members[1][0] == "g" and members[1][3:] == ["worker-1", "3", "t(0,1,2)"]
         state = _table(run(capsys, "consumer-groups", root, "--describe", "--group", "g", "--state"))
         assert state[1][0] == "g" and state[1][-3:] == ["range", "Stable", "1"]
-    out = run(capsys, "consumer-groups", root, "--describe", "--group", "g", "--members")
-    assert "Consumer group 'g' has no active members." in out
+    out, err = run_with_stderr(capsys, "consumer-groups", root, "--describe", "--group", "g", "--members")
+    assert out == "" and "Consumer group 'g' has no active members." in err
     assert _table(run(capsys, "consumer-groups", root, "--describe", "--group", "g", "--state"))[1][-3:] == \
         ["-", "Empty", "0"]
 
@@ -152,3 +160,17 @@ def test_bad_consumer_groups_commands_say_what_and_change_nothing(root, capsys, 
     assert says in out
     with Consumer(root, "g") as c:
         assert [c.committed(("t", p)) for p in range(3)] == [5, 5, 5]
+
+
+def test_describe_columns_are_as_wide_as_their_longest_value_as_kafka_sizes_them(root, capsys):
+    name = "a-topic-with-a-rather-long-name"
+    make_topic(root, name, 1)
+    with Consumer(root, "a-group-with-a-long-name", client_id="w") as c:
+        c.subscribe([name])
+        poll_until(c, c.assignment, "an assignment")
+        lines = run(capsys, "consumer-groups", root, "--describe", "--group", "a-group-with-a-long-name").splitlines()
+        header, row = lines[1], lines[2]
+        assert header.index("TOPIC") == len("a-group-with-a-long-name") + 1
+        assert header.index("PARTITION") == row.index(" 0 ") + 1 == header.index("TOPIC") + len(name) + 1
+        member = row.split()[6]
+        assert header.index("HOST") == header.index("CONSUMER-ID") + len(member) + 1
