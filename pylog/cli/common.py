@@ -99,6 +99,17 @@ def table(rows: list[dict], columns: list[str]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
+def kafka_table(rows: list[dict], columns: list[str]) -> str:
+    """A table as Kafka's admin tools print one (TransactionsCommand's prettyPrintTable):
+    each cell but the last padded to its column's width and followed by a tab."""
+    widths = [max([len(c)] + [len(str(r.get(c, ""))) for r in rows]) for c in columns]
+
+    def line(cells) -> str:
+        cells = [str(c) for c in cells]
+        return "".join(c.ljust(w) + "\t" for c, w in zip(cells[:-1], widths)) + cells[-1]
+    return "\n".join([line(columns)] + [line(r.get(c, "") for c in columns) for r in rows])
+
+
 def parse_properties(items: list[str] | None, known: dict[str, str]) -> dict[str, str]:
     """``--property name=value`` arguments as a dict, each name one of ``known`` (name ->
     what it does); defaults are the caller's. Raises :class:`InputFormatError`."""

@@ -20,7 +20,7 @@
 
 from __future__ import annotations
 
-from pylog.cli.common import add_timeout_argument, open_manager, table, taken_log, writer_pool
+from pylog.cli.common import add_timeout_argument, kafka_table, open_manager, taken_log, writer_pool
 from pylog.errors import InvalidArgumentError, UnknownTopicError
 from pylog.record.encode import now_ms
 
@@ -50,6 +50,9 @@ def add_parser(sub) -> None:
     c.add_argument("--max-transaction-timeout", type=int, default=MAX_TRANSACTION_TIMEOUT_MIN, metavar="MIN",
                    help=f"open at least this many minutes since the producer's last write "
                         f"(default {MAX_TRANSACTION_TIMEOUT_MIN})")
+    c.add_argument("--broker-id", type=int, metavar="ID",
+                   help="Kafka's way to name the broker whose partitions to search: the log dir is that broker "
+                        "(every partition in it is searched)")
     c.set_defaults(run=run_find_hanging)
     c = commands.add_parser("abort", help="write the ABORT marker ending an open transaction")
     _add_partition_arguments(c)
@@ -75,7 +78,7 @@ def _transaction_states(root: str) -> dict:
 def run_list(args) -> int:
     rows = [{"TransactionalId": tid, "Coordinator": f"__transaction_state-{p}", "ProducerId": meta.producer_id,
              "TransactionState": meta.state} for tid, (p, meta) in _transaction_states(args.root).items()]
-    print(table(rows, ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]))
+    print(kafka_table(rows, ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]))
     return 0
 
 
@@ -85,14 +88,14 @@ def run_describe(args) -> int:
         raise InvalidArgumentError(f"transactional id {args.transactional_id!r} is not in {args.root}'s "
                                    f"__transaction_state")
     p, meta = found
-    ongoing = meta.state == "Ongoing" and meta.start_ms >= 0
+    started = meta.start_ms >= 0  # Kafka shows the start whenever the coordinator has one, in any state
     row = {"CoordinatorId": f"__transaction_state-{p}", "TransactionalId": args.transactional_id,
            "ProducerId": meta.producer_id, "ProducerEpoch": meta.producer_epoch, "TransactionState": meta.state,
            "TransactionTimeoutMs": meta.timeout_ms,
-           "CurrentTransactionStartTimeMs": meta.start_ms if ongoing else "None",
-           "TransactionDurationMs": now_ms() - meta.start_ms if ongoing else "None",
-           "TopicPartitions": ",".join(f"{t}-{q}" for t, q in sorted(meta.partitions)) or "None"}
-    print(table([row], list(row)))
+           "CurrentTransactionStartTimeMs": meta.start_ms if started else "None",
+           "TransactionDurationMs": now_ms() - meta.start_ms if started else "None",
+           "TopicPartitions": ",".join(f"{t}-{q}" for t, q in sorted(meta.partitions))}
+    print(kafka_table([row], list(row)))
     return 0
 
 
@@ -102,9 +105,9 @@ def run_describe_producers(args) -> int:
     rows = [{"ProducerId": ps.producer_id, "ProducerEpoch": ps.producer_epoch,
              "LatestCoordinatorEpoch": ps.coordinator_epoch, "LastSequence": ps.last_sequence,
              "LastTimestamp": ps.last_timestamp,
-             "CurrentTransactionStartOffset": -1 if ps.current_txn_start_offset is None
+             "CurrentTransactionStartOffset": "None" if ps.current_txn_start_offset is None
              else ps.current_txn_start_offset} for ps in producers]
-    print(table(rows, ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence", "LastTimestamp",
+    print(kafka_table(rows, ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence", "LastTimestamp",
                        "CurrentTransactionStartOffset"]))
     return 0
 
@@ -149,7 +152,7 @@ def run_find_hanging(args) -> int:
         raise InvalidArgumentError(f"--max-transaction-timeout must be at least 0, got {args.max_transaction_timeout}")
     rows = hanging_transactions(args.root, args.topic, args.partition,
                                 max_timeout_ms=args.max_transaction_timeout * 60_000)
-    print(table(rows, ["Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch", "StartOffset",
+    print(kafka_table(rows, ["Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch", "StartOffset",
                        "LastTimestamp", "Duration(min)"]))
     return 0
 

@@ -121,3 +121,34 @@ def test_active_producers_of_a_reader_are_the_writer_s(tmp_path):
             assert r.active_producers() == w.active_producers()
         assert [(p.producer_id, p.last_sequence, p.current_txn_start_offset) for p in w.active_producers()] == \
             [(0, 6, None), (1, 6, None), (2, 5, None), (9, 0, 20)]
+
+
+def test_tables_are_kafkas_padded_tab_separated_cells_with_none_for_no_value(tmp_path):
+    """As TransactionsCommand prints them: each cell but the last padded to its column and
+    followed by a tab; an idempotent producer's CurrentTransactionStartOffset is None."""
+    root = tmp_path / "root"
+    with LogManager(root) as m:
+        m.create_topic("t", 1).log(0).append([b"idempotent"], producer_id=3, producer_epoch=0, base_sequence=0)
+    lines = ok("transactions", root, "describe-producers", "--topic", "t", "--partition", "0").splitlines()
+    header, row = lines[0].split("\t"), lines[1].split("\t")
+    assert [c.rstrip() for c in header] == ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence",
+                                            "LastTimestamp", "CurrentTransactionStartOffset"]
+    assert [len(c) for c in header[:-1]] == [len(c) for c in row[:-1]] and row[0].rstrip() == "3" and row[-1] == "None"
+
+
+def test_describe_shows_a_completed_transactions_start_time(tmp_path):
+    root = tmp_path / "root"
+    producer = _in_a_transaction(root, "orders-tx", 1)
+    producer.commit_transaction()
+    producer.close()
+    header, row = (line.split("\t") for line in
+                   ok("transactions", root, "describe", "--transactional-id", "orders-tx").splitlines())
+    cells = dict(zip((c.rstrip() for c in header), (c.rstrip() for c in row)))
+    assert cells["TransactionState"] == "CompleteCommit" and cells["CurrentTransactionStartTimeMs"].isdigit()
+
+
+def test_find_hanging_takes_kafkas_broker_id_the_log_dir_being_that_broker(tmp_path):
+    root = tmp_path / "root"
+    _left_open(root)
+    rows = _rows(ok("transactions", root, "find-hanging", "--broker-id", "0"))
+    assert [(row[0], row[1], row[2]) for row in rows] == [("t", "0", "7")]
