@@ -52,6 +52,17 @@ def add_parser(sub) -> None:
     p.add_argument("--if-exists", action="store_true", help="with --alter, --describe, --delete: no error if "
                                                              "no topic matches")
     add_exclude_internal_argument(p)
+    kinds = p.add_mutually_exclusive_group()
+    kinds.add_argument("--topics-with-overrides", dest="describe_only", action="store_const", const="overrides",
+                       help="with --describe: only the topics with settings of their own, their lines alone")
+    for flag, what in (("--under-replicated-partitions", "whose ISR is smaller than their replicas (none: "
+                                                         "one replica each)"),
+                       ("--unavailable-partitions", "without a live leader (none: the log dir leads them)"),
+                       ("--under-min-isr-partitions", "whose ISR is under min.insync.replicas (none)"),
+                       ("--at-min-isr-partitions", "whose ISR is exactly min.insync.replicas (all: one in-sync "
+                                                   "replica, Kafka's default minimum 1)")):
+        kinds.add_argument(flag, dest="describe_only", action="store_const", const=flag.strip("-"),
+                           help=f"with --describe: only the partition lines of the partitions {what}")
     p.set_defaults(run=run)
 
 
@@ -67,7 +78,9 @@ def run(args) -> int:
                 print(name)
         elif args.action == "describe":
             for name in names:
-                print(describe(manager, name))
+                text = describe(manager, name, only=args.describe_only)
+                if text:
+                    print(text)
         elif args.action == "alter":
             _alter(manager, names, args)
         else:
@@ -122,8 +135,12 @@ def _alter(manager, names: list[str], args) -> None:
             _write_topic_id(manager, name, topic_id)
 
 
-def describe(manager, name: str) -> str:
-    """Kafka's ``--describe`` lines of one topic."""
+def describe(manager, name: str, *, only: str | None = None) -> str:
+    """Kafka's ``--describe`` lines of one topic: its line and a line per partition, or
+    what one of Kafka's filters keeps (``only``: ``overrides``, the topic line of a topic
+    with settings of its own; a partition filter, the partition lines it keeps; with one
+    replica a partition, led by this log dir, in sync, only ``at-min-isr-partitions``
+    keeps any: all, at Kafka's default ``min.insync.replicas`` of 1)."""
     partitions = manager.partitions(name)
     defaults = LogConfig().to_kafka()
     configs = ",".join(f"{k}={v}" for k, v in sorted(manager.topic_config(name).to_kafka().items())
@@ -132,6 +149,11 @@ def describe(manager, name: str) -> str:
     head = f"Topic: {name}" + (f"\tTopicId: {topic_id}" if topic_id else "")
     node = node_id(manager.root)
     lines = [f"{head}\tPartitionCount: {len(partitions)}\tReplicationFactor: 1\tConfigs: {configs}"]
+    if only == "overrides":
+        return lines[0] if configs else ""
+    if only is not None:
+        lines = []
+        partitions = partitions if only == "at-min-isr-partitions" else []
     lines += [f"\tTopic: {name}\tPartition: {p}\tLeader: {node}\tReplicas: {node}\tIsr: {node}\tElr: N/A"
               f"\tLastKnownElr: N/A" for p in partitions]
     return "\n".join(lines)

@@ -42,6 +42,23 @@ def test_create_list_describe_as_kafka_topics(tmp_path):
     ok("topics", root, "--create", "--topic", "orders", "--if-not-exists")
 
 
+def test_describe_filters_keep_what_kafkas_keep_on_a_one_replica_log_dir(tmp_path):
+    """One replica a partition, led by the log dir and in sync: nothing is under-replicated,
+    unavailable or under min ISR; every partition is at Kafka's default minimum ISR of 1;
+    --topics-with-overrides prints the topic lines of topics with settings of their own."""
+    root = tmp_path / "root"
+    ok("topics", root, "--create", "--topic", "plain")
+    ok("topics", root, "--create", "--topic", "tuned", "--partitions", "2", "--config", "retention.ms=1000")
+    overrides = ok("topics", root, "--describe", "--topics-with-overrides").splitlines()
+    assert len(overrides) == 1 and overrides[0].startswith("Topic: tuned\t")
+    for flag in ("--under-replicated-partitions", "--unavailable-partitions", "--under-min-isr-partitions"):
+        assert ok("topics", root, "--describe", flag) == ""
+    at_min = ok("topics", root, "--describe", "--at-min-isr-partitions").splitlines()
+    assert [line.split("\t")[1:3] for line in at_min] == [["Topic: plain", "Partition: 0"],
+                                                          ["Topic: tuned", "Partition: 0"],
+                                                          ["Topic: tuned", "Partition: 1"]]
+
+
 def test_alter_only_grows_and_keeps_the_topic_id(tmp_path):
     root = tmp_path / "root"
     ok("topics", root, "--create", "--topic", "t", "--partitions", "2")
