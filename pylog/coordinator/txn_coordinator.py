@@ -62,7 +62,9 @@ class TxnMetadata:
         return {"producerId": self.producer_id, "previousProducerId": -1, "nextProducerId": -1,
                 "producerEpoch": self.producer_epoch, "transactionTimeoutMs": self.timeout_ms,
                 "transactionStatus": STATUS[self.state],
-                "transactionPartitions": [{"topic": t, "partitionIds": ps} for t, ps in by_topic.items()],
+                # null in the Empty state, as Kafka's TransactionLog writes it
+                "transactionPartitions": None if self.state == "Empty" else
+                [{"topic": t, "partitionIds": ps} for t, ps in by_topic.items()],
                 "transactionLastUpdateTimestampMs": self.last_update_ms,
                 "transactionStartTimestampMs": self.start_ms, "clientTransactionVersion": 0}
 
@@ -218,4 +220,5 @@ class TransactionCoordinator:
             with self.pool.writer(topic, p) as log:
                 log.append_txn_marker(meta.producer_id, meta.producer_epoch, commit)
         meta.state = "CompleteCommit" if commit else "CompleteAbort"
+        meta.partitions = set()  # as Kafka's prepareComplete: the markers are written, nothing is pending
         self._write(transactional_id, meta)

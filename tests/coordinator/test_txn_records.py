@@ -62,3 +62,20 @@ def test_null_partitions_and_tombstone_json():
 def test_a_key_of_another_type_is_an_unknown_record_type():
     assert TXN_RECORDS.dump_text(i16(1) + string("x"), None, 9) == ("Unknown record type 1 at offset 9, skipping.",
                                                                    None)
+
+
+def test_the_coordinator_writes_partitions_as_kafka_does_null_when_empty_none_once_complete(tmp_path):
+    """Kafka's TransactionLog writes a null partition list in the Empty state, and its
+    prepareComplete clears the partitions: the markers are written, nothing is pending."""
+    from pylog import Log, LogManager
+    from pylog.clients import Producer
+    with LogManager(tmp_path) as m:
+        m.create_topic("t", 1)
+    with Producer(tmp_path, transactional_id="tx", transaction_state_partitions=1) as p:
+        p.begin_transaction()
+        p.send("t", b"v")
+        p.commit_transaction()
+    with Log.open(tmp_path / "__transaction_state-0", read_only=True) as log:
+        values = [TXN_RECORDS.decode(r.key, r.value).value for r in log.records()]
+    assert [(v["transactionStatus"], v["transactionPartitions"]) for v in values] == [
+        (0, None), (1, [{"topic": "t", "partitionIds": [0]}]), (2, [{"topic": "t", "partitionIds": [0]}]), (4, [])]
