@@ -17,9 +17,9 @@ import threading
 from dataclasses import replace
 from typing import Callable
 
+from pylog.arguments import check_bool
 from pylog.closing import close_all
 from pylog.errors import InvalidArgumentError, LeaderNotAvailableError, LogClosedError, ReplicationError
-from pylog.arguments import check_bool
 from pylog.partition_dir import directory_path, parse_partition_dir
 from pylog.record.encode import now_ms
 from pylog.replication.acks import PendingAppend
@@ -114,7 +114,7 @@ class ReplicaSet:
         """Kafka's isr-expiration task (every half ``replica_lag_time_max_ms``) and the
         high-watermark checkpoint."""
         while not self._closed.wait(max(self.replica_lag_time_max_ms / 2000, 0.01)):
-            self.check_isr()
+            self._expire_isr()
 
     def close(self) -> None:
         """Stop the fetchers and close every replica's log cleanly (high watermarks
@@ -280,6 +280,9 @@ class ReplicaSet:
         watermark. Runs every half ``replica_lag_time_max_ms`` with ``fetchers``, and at the
         start of each ``replicate`` round."""
         self._check_open()
+        return self._expire_isr()
+
+    def _expire_isr(self) -> tuple[int, ...]:
         out = self._shrink_isr()
         rep = self._replicas.get(self._state.leader)
         if rep is not None:
