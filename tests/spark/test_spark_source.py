@@ -357,6 +357,25 @@ def test_read_committed_leaves_out_aborted_transactions(spark, reader, tmp_path)
     assert len(df.collect()) == 5
 
 
+def test_read_committed_leaves_out_aborted_transactions_of_a_segment_without_its_txnindex(spark, reader, tmp_path):
+    """A segment copied without its ``.txnindex`` (or whose index lost entries): the aborted
+    transactions come from the log's ABORT markers, with either reader, as Kafka's recovery
+    rebuilds the index."""
+    import os
+    from pylog import Log
+    root = tmp_path / "txn"
+    with Log.open(root / "t-0") as log:
+        log.append([b"plain"])
+        log.append([b"aborted-1", b"aborted-2"], producer_id=9, producer_epoch=0, base_sequence=0,
+                   is_transactional=True)
+        log.append_txn_marker(9, 0, commit=False)
+        log.append([b"kept"], producer_id=9, producer_epoch=0, base_sequence=2, is_transactional=True)
+        log.append_txn_marker(9, 0, commit=True)
+    os.remove(root / "t-0" / "00000000000000000000.txnindex")
+    df = read_with(spark, reader).option("isolationLevel", "read_committed").load(str(root))
+    assert sorted(r.value for r in df.collect()) == [b"kept", b"plain"] and df.count() == 2
+
+
 def test_session_takes_a_builder_a_master_url_or_nothing_and_registers_the_format(spark, root):
     """``pylog.spark.session("local[2]")`` is what a user types first; it used to fail
     with AttributeError. With a session running, each form returns it, format registered."""

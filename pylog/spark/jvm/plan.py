@@ -3,7 +3,10 @@
 A long-lived process (one per Spark driver, so a query pays no Python start): each line on
 stdin is a request ``{"options": {...}, "pruned": {...}}`` (the query's options, the bounds
 of pushed filters); each reply is one line, ``{"root", "committed", "failOnDataLoss",
-"ranges": [[topic, partition, start, end], ...]}``, or ``{"error": message}`` for bad
+"ranges": [[topic, partition, start, end, aborted], ...]}`` (``aborted``, for a
+``read_committed`` query: ``[[producer id, first offset], ...]`` of the aborted transactions
+overlapping the range, as the log's checked ``.txnindex`` files, or a replay of the log where
+they are missing or wrong, give them; else ``[]``), or ``{"error": message}`` for bad
 options or offsets. A request ``{"check": path}`` (at ``load()``) is answered ``{}`` when
 ``path`` is a log dir to read, else with the error. It ends when stdin closes. One option parser and one range planner
 serve both readers (docs/spark.md).
@@ -30,9 +33,28 @@ def plan_request(request: dict) -> dict:
         if key in pruned:
             pruned[key] = set(pruned[key])
     ranges = prune_ranges(plan_ranges(opts), pruned)
-    return {"root": opts.root, "committed": opts.isolation == "committed",
-            "failOnDataLoss": opts.fail_on_data_loss,
-            "ranges": [[r.topic, r.partition, r.start, r.end] for r in ranges]}
+    committed = opts.isolation == "committed"
+    aborted = _aborted_transactions(opts.root, ranges) if committed else {}
+    return {"root": opts.root, "committed": committed, "failOnDataLoss": opts.fail_on_data_loss,
+            "ranges": [[r.topic, r.partition, r.start, r.end, aborted.get(r, [])] for r in ranges]}
+
+
+def _aborted_transactions(root: str, ranges) -> dict:
+    """``{range: [[producer id, first offset], ...]}``: what a committed fetch at each
+    range's start learns of the aborted transactions from there on (Kafka's
+    FetchResponse.abortedTransactions), so the JVM reader skips exactly what the Python
+    reader skips. O(segments of each range) once each log's transaction indexes are checked."""
+    from pylog.log import Log
+    from pylog.partition_dir import partition_dir_name
+    out = {}
+    for r in ranges:
+        if r.start >= r.end:
+            continue
+        with Log.open(f"{root}/{partition_dir_name(r.topic, r.partition)}", read_only=True) as log:
+            fetch = log.read(r.start, 1, isolation="committed", max_offset=r.end)
+            out[r] = [[t.producer_id, t.first_offset] for t in fetch.aborted_transactions or ()
+                      if t.first_offset < r.end]
+    return out
 
 
 def main() -> int:

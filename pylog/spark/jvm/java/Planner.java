@@ -42,8 +42,12 @@ final class Planner {
         for (JsonNode r : reply.get("ranges")) {
             String topic = r.get(0).asText();
             int partition = r.get(1).asInt();
+            long[][] aborted = new long[r.get(4).size()][];
+            for (int i = 0; i < aborted.length; i++) {
+                aborted[i] = new long[] {r.get(4).get(i).get(0).asLong(), r.get(4).get(i).get(1).asLong()};
+            }
             plan.ranges.add(new RangePartition(new File(root, topic + "-" + partition).getPath(), topic, partition,
-                r.get(2).asLong(), r.get(3).asLong(), committed, failOnDataLoss));
+                r.get(2).asLong(), r.get(3).asLong(), committed, failOnDataLoss, aborted));
         }
         return plan;
     }

@@ -69,7 +69,7 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
         while (true) {
             try {
                 List<File> live = SegmentFiles.live(dir);
-                if (aborts == null && part.committed) aborts = Transactions.load(live, part.start, part.end);
+                if (aborts == null && part.committed) aborts = Transactions.of(part.aborted);
                 segments = fromFloorOf(live, offset);
                 break;
             } catch (FileNotFoundException | NoSuchFileException e) {
