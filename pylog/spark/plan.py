@@ -200,8 +200,10 @@ def prune_ranges(ranges: list[OffsetRange], pruned: dict) -> list[OffsetRange]:
 def _seek_timestamps(ranges, timestamp_ms: int):
     """Ranges moved past every record older than ``timestamp_ms``. The seek looks for
     ``timestamp_ms - 1`` so that no record at exactly the bound is skipped, whatever the
-    time index holds; partitions with no record that late drop out."""
-    if not ranges:
+    time index holds; partitions with no record that late drop out. A bound at or below
+    -1 keeps every record (a record without a timestamp, -1, is that late), so it seeks
+    nothing."""
+    if not ranges or timestamp_ms <= -1:
         return ranges
     firsts = {}
     out = []

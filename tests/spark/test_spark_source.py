@@ -323,6 +323,24 @@ def test_timestamp_pushdown_seeks_without_losing_late_or_early_records(spark, re
         spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
 
 
+@needs_samples
+def test_a_timestamp_bound_below_zero_keeps_the_records_without_a_timestamp(spark, reader, tmp_path):
+    """Magic-0 messages have no timestamp (-1): a filter ``timestamp >= <before 1970>`` keeps
+    them, pushed down or not."""
+    import shutil
+    from tests.conftest import SAMPLES
+    shutil.copytree(SAMPLES / "reference" / "v0-gzip", tmp_path / "old-0")
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    try:
+        df = read_with(spark, reader).load(str(tmp_path))
+        total = df.count()
+        assert total > 0
+        assert df.where("timestamp >= timestamp_millis(-86400000)").count() == total
+        assert df.where("timestamp >= timestamp_millis(0)").count() == 0
+    finally:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
+
+
 def test_reader_and_partitions_pickle_for_shipping_to_workers(root):
     import pickle
     from pylog.spark.options import parse_read_options
