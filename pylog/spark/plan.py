@@ -8,6 +8,8 @@ import os
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
 from pylog.cli.common import is_partition_dir, open_manager
 from pylog.errors import InvalidConfigError, OffsetOutOfRangeError, PylogError, UnknownTopicError
 from pylog.layout import INTERNAL_TOPICS
@@ -232,10 +234,16 @@ def read_range(r: OffsetRange, *, include_headers: bool = False, isolation: str 
         while offset < r.end:
             fetch = log.read(offset, FETCH_BYTES, isolation=isolation, max_offset=r.end)
             if fetch.size_bytes == 0:
-                break
+                # a legacy compressed wrapper holding offsets on both sides of r.end lies past
+                # the bound (its offset is its last inner one): read it, keep what is in range
+                fetch = log.read(offset, FETCH_BYTES, isolation=isolation)
+                if fetch.size_bytes == 0:
+                    break
             cols = fetch.columns(include_headers=include_headers)
-            if cols.num_rows:
-                yield cols.to_arrow(r.topic, r.partition, include_headers=include_headers)
+            in_range = int(np.searchsorted(cols.offsets, r.end)) if cols.num_rows else 0
+            if in_range:
+                batch = cols.to_arrow(r.topic, r.partition, include_headers=include_headers)
+                yield batch if in_range == cols.num_rows else batch.slice(0, in_range)
             nxt = fetch.next_offset
             if nxt <= offset:
                 break

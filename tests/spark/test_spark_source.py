@@ -341,6 +341,22 @@ def test_a_timestamp_bound_below_zero_keeps_the_records_without_a_timestamp(spar
         spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
 
 
+@needs_samples
+@pytest.mark.parametrize("cuts", [[0, 8], [0, 2, 4, 6, 8, 9], [1, 4, 9]], ids=str)
+def test_ranges_cutting_a_legacy_compressed_wrapper_read_each_record_once(tmp_path, cuts):
+    """A v1 lz4 wrapper of three records carries the offset of its last one: ranges ending
+    or starting inside it (endingOffsets, maxRecordsPerPartition, a stream's micro-batches)
+    still read every record of theirs, once."""
+    import shutil
+    from pylog.spark.plan import OffsetRange, read_range
+    from tests.conftest import SAMPLES
+    shutil.copytree(SAMPLES / "reference" / "v1-lz4", tmp_path / "t-0")
+    got = [offset for start, end in zip(cuts, cuts[1:])
+           for batch in read_range(OffsetRange(str(tmp_path), "t", 0, start, end))
+           for offset in batch.column("offset").to_pylist()]
+    assert got == list(range(cuts[0], cuts[-1]))
+
+
 def test_reader_and_partitions_pickle_for_shipping_to_workers(root):
     import pickle
     from pylog.spark.options import parse_read_options
