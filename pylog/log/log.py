@@ -392,6 +392,13 @@ class Log(contextlib.AbstractContextManager):
         offset = self.log_start_offset if start_offset is None else max(start_offset, self.log_start_offset)
         while True:
             fetch = self.read(offset, max_bytes, isolation=isolation, max_offset=end_offset)
+            if fetch.size_bytes == 0 and end_offset is not None and offset < end_offset:
+                # a legacy compressed wrapper holding offsets on both sides of end_offset lies
+                # past the bound (its offset is its last inner one): read it, keep what is below
+                fetch = self.read(offset, max_bytes, isolation=isolation)
+                if fetch.size_bytes:
+                    yield [r for r in fetch.records() if r.offset < end_offset]
+                return
             if fetch.size_bytes == 0:
                 return
             yield fetch.records()

@@ -78,3 +78,15 @@ def test_kafka_partition_last_stable_offset_from_its_snapshot_agrees_with_a_whol
     with Log.open(part_dir, read_only=True) as fresh, Log.open(part_dir, read_only=True) as whole:
         list(whole.records(isolation="committed"))
         assert fresh.last_stable_offset == whole.last_stable_offset
+
+
+@needs_samples
+@pytest.mark.parametrize("start, end", [(0, 8), (2, 4), (1, 2), (8, 9)])
+def test_records_between_offsets_inside_legacy_compressed_wrappers(tmp_path, start, end):
+    """A v1 lz4 wrapper of three records carries the offset of its last one; a range
+    ending or starting inside one still yields each of its records."""
+    import shutil
+    from tests.conftest import SAMPLES
+    shutil.copytree(SAMPLES / "reference" / "v1-lz4", tmp_path / "t-0")
+    with Log.open(tmp_path / "t-0", read_only=True) as log:
+        assert [r.offset for r in log.records(start, end)] == list(range(start, end))
