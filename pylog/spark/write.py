@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from pylog.errors import InvalidRecordError
+from pylog.errors import InvalidRecordError, UnknownTopicError
 from pylog.partitioner import partition_for_key
 from pylog.record.encode import encode_batch
 from pylog.record.record import Record
@@ -77,15 +77,28 @@ def _bytes(v, what: str):
 
 
 def commit_staged(root: str, messages, default_partitions: int) -> None:
-    """Append every staged batch to its partition (creating topics as needed)."""
+    """Append every staged batch to its partition, creating the topics that do not exist
+    with enough partitions for every row of theirs (``default_partitions`` at least). A
+    partition an existing topic lacks is refused (:class:`UnknownTopicError`) before
+    anything is appended."""
     from pylog.manager import LogManager
     with LogManager(root) as manager:
+        existing = set(manager.topics())
+        highest: dict[str, int] = {}  # the highest partition each topic's rows name
+        for m in messages:
+            for topic, part, _, _ in m.parts:
+                highest[topic] = max(highest.get(topic, 0), part)
+        for topic, part in sorted(highest.items()):
+            if topic in existing and part >= len(manager.partitions(topic)):
+                raise UnknownTopicError(f"topic {topic!r} has no partition {part} in {root} (it has "
+                                        f"{len(manager.partitions(topic))}); nothing was written")
+        for topic, part in sorted(highest.items()):
+            if topic not in existing:
+                manager.create_topic(topic, max(default_partitions, part + 1))
         for m in messages:
             with open(m.path, "rb") as f:
                 data = f.read()
             for topic, part, pos, size in m.parts:
-                if topic not in manager.topics():
-                    manager.create_topic(topic, max(default_partitions, part + 1))
                 manager.log(topic, part).append_batches(data[pos:pos + size])
 
 

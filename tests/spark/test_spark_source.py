@@ -220,6 +220,20 @@ def test_a_write_naming_a_partition_the_topic_lacks_fails_before_commit(spark, t
     assert not list((root / ".pylog-staging").glob("*/*"))
 
 
+def test_a_write_creating_a_topic_makes_it_with_a_partition_for_every_row(spark, tmp_path):
+    """Rows naming partitions 0 and 3 of a topic the log dir lacks: the topic is created
+    with 4 partitions (it was created with 1 from the first staged part, that part
+    appended, then the commit failed on partition 3 leaving it behind)."""
+    root = tmp_path / "out"
+    root.mkdir()
+    df = spark.createDataFrame([("t", "v0", 0), ("t", "v3", 3)], "topic string, value string, partition int")
+    df.coalesce(1).write.format("pylog").mode("append").save(str(root))
+    back = sorted((r.partition, r.value) for r in spark.read.format("pylog").load(str(root)).collect())
+    assert back == [(0, b"v0"), (3, b"v3")]
+    with LogManager(root, read_only=True) as m:
+        assert m.partitions("t") == [0, 1, 2, 3]
+
+
 def test_streaming_available_now_consumes_appends_in_micro_batches(spark, tmp_path):
     root = tmp_path / "stream"
     with LogManager(root) as m:
