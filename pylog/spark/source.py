@@ -181,18 +181,23 @@ class PylogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return out
 
     def initialOffset(self) -> dict:
+        """Where a new stream starts: ``startingTimestamp`` or ``startingOffsetsByTimestamp``
+        when given (they take precedence, as in Spark's Kafka source), else
+        ``startingOffsets`` (latest by default)."""
+        opts = self.opts
         latest = self._latest()
-        if self.opts.starting == "latest":
+        by_time = opts.starting_timestamp is not None or opts.starting_by_timestamp is not None
+        if opts.starting == "latest" and not by_time:
             return latest
-        with plan.open_manager(self.opts.root, read_only=True) as manager:
+        with plan.open_manager(opts.root, read_only=True) as manager:
             out = {}
             for t, parts in latest.items():
                 for p in parts:
                     log = manager.log(t, int(p))
                     start = log.log_start_offset
-                    if isinstance(self.opts.starting, dict):
-                        start = plan._resolve(log, t, int(p), self.opts.starting, None, None, starting=True,
-                                              opts=self.opts)
+                    if by_time or isinstance(opts.starting, dict):
+                        start = plan._resolve(log, t, int(p), opts.starting, opts.starting_by_timestamp,
+                                              opts.starting_timestamp, starting=True, opts=opts)
                     out.setdefault(t, {})[p] = start
             return out
 

@@ -234,6 +234,22 @@ def test_a_write_creating_a_topic_makes_it_with_a_partition_for_every_row(spark,
         assert m.partitions("t") == [0, 1, 2, 3]
 
 
+@pytest.mark.parametrize("option, value", [("startingTimestamp", "1700000000005"),
+                                           ("startingOffsetsByTimestamp", '{"s": {"0": 1700000000005}}')])
+def test_a_new_stream_starts_at_its_starting_timestamp(spark, tmp_path, option, value):
+    """As in Spark's Kafka source, a starting timestamp takes precedence over
+    startingOffsets (latest by default) for a new stream."""
+    root = tmp_path / "stream"
+    with LogManager(root) as m:
+        m.create_topic("s", 1).append([Record(b"v%d" % i, timestamp=1_700_000_000_000 + i) for i in range(10)])
+    got = []
+    q = (spark.readStream.format("pylog").option(option, value).load(str(root))
+         .writeStream.foreachBatch(lambda df, _: got.extend(r.offset for r in df.select("offset").collect()))
+         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+    q.awaitTermination(120)
+    assert sorted(got) == [5, 6, 7, 8, 9]
+
+
 def test_streaming_available_now_consumes_appends_in_micro_batches(spark, tmp_path):
     root = tmp_path / "stream"
     with LogManager(root) as m:
