@@ -212,8 +212,9 @@ class Log(contextlib.AbstractContextManager):
         from the log end. With ``producer_id``/``producer_epoch``/``base_sequence`` it is
         idempotent: an exact retry returns the original offsets and writes nothing.
         ``timestamp``: the create time of the records without their own (default: now), or
-        a list holding each record's. Durable after the next flush. Bad options raise :class:`InvalidArgumentError`, records that
-        cannot be encoded :class:`InvalidArgumentError` too, before anything is written.
+        a list holding each record's. Durable after the next flush. Bad options raise
+        :class:`InvalidArgumentError`, records that cannot be encoded
+        :class:`InvalidArgumentError` too, before anything is written.
         Cost: O(bytes) to encode, one write."""
         self._local.check_writable()
         options = dict(producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
@@ -387,21 +388,33 @@ class Log(contextlib.AbstractContextManager):
                 check_int(offset, name, OFFSET_RANGE)
         return itertools.chain.from_iterable(self._record_lists(start_offset, end_offset, isolation, max_bytes))
 
+    def read_to(self, offset: int, end_offset: int, max_bytes: int = 1 << 20, *,
+                isolation: str = "uncommitted") -> FetchData:
+        """:meth:`read` up to ``end_offset`` (``max_offset``), except that a legacy (v0/v1)
+        compressed wrapper holding offsets on both sides of ``end_offset`` comes whole (its
+        offset is its last inner one, past the bound, so the bounded read stops before it):
+        the caller keeps its records below ``end_offset``. Cost: :meth:`read`'s, twice
+        when such a wrapper is met."""
+        fetch = self.read(offset, max_bytes, isolation=isolation, max_offset=end_offset)
+        if fetch.size_bytes == 0 and offset < end_offset:
+            fetch = self.read(offset, max_bytes, isolation=isolation)
+        return fetch
+
     def _record_lists(self, start_offset, end_offset, isolation: str, max_bytes: int):
         """The records of each read of :meth:`records`, a list a read."""
         offset = self.log_start_offset if start_offset is None else max(start_offset, self.log_start_offset)
         while True:
-            fetch = self.read(offset, max_bytes, isolation=isolation, max_offset=end_offset)
-            if fetch.size_bytes == 0 and end_offset is not None and offset < end_offset:
-                # a legacy compressed wrapper holding offsets on both sides of end_offset lies
-                # past the bound (its offset is its last inner one): read it, keep what is below
+            if end_offset is None:
                 fetch = self.read(offset, max_bytes, isolation=isolation)
-                if fetch.size_bytes:
-                    yield [r for r in fetch.records() if r.offset < end_offset]
-                return
+            else:
+                fetch = self.read_to(offset, end_offset, max_bytes, isolation=isolation)
             if fetch.size_bytes == 0:
                 return
-            yield fetch.records()
+            records = fetch.records()
+            if end_offset is not None and records and records[-1].offset >= end_offset:
+                yield [r for r in records if r.offset < end_offset]  # a wrapper read_to gave whole
+                return
+            yield records
             if fetch.next_offset <= offset:
                 return
             offset = fetch.next_offset

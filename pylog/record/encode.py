@@ -331,10 +331,8 @@ def _native_values(records) -> bytes | None:
     first = records[0]
     if type(first) is bytes:  # without C, encode_values' loop beats numpy here
         return None if _speedups is None else _encode_columns(records, None, None)
-    if type(first) is tuple and set(map(type, records)) == {tuple} and set(map(len, records)) == {2}:
-        keys, values = zip(*records)
-        return _encode_columns(list(values), list(keys), None)
-    return None
+    pairs = _pairs(records) if type(first) is tuple else None
+    return None if pairs is None else _encode_columns(pairs[1], pairs[0], None)
 
 
 def _fast_values(records):

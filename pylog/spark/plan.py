@@ -232,15 +232,11 @@ def read_range(r: OffsetRange, *, include_headers: bool = False, isolation: str 
                                             f"(log start is {log.log_start_offset})")
             offset = log.log_start_offset
         while offset < r.end:
-            fetch = log.read(offset, FETCH_BYTES, isolation=isolation, max_offset=r.end)
+            fetch = log.read_to(offset, r.end, FETCH_BYTES, isolation=isolation)
             if fetch.size_bytes == 0:
-                # a legacy compressed wrapper holding offsets on both sides of r.end lies past
-                # the bound (its offset is its last inner one): read it, keep what is in range
-                fetch = log.read(offset, FETCH_BYTES, isolation=isolation)
-                if fetch.size_bytes == 0:
-                    break
+                break
             cols = fetch.columns(include_headers=include_headers)
-            in_range = int(np.searchsorted(cols.offsets, r.end)) if cols.num_rows else 0
+            in_range = int(np.searchsorted(cols.offsets, r.end)) if cols.num_rows else 0  # a wrapper read_to gave whole
             if in_range:
                 batch = cols.to_arrow(r.topic, r.partition, include_headers=include_headers)
                 yield batch if in_range == cols.num_rows else batch.slice(0, in_range)

@@ -404,9 +404,10 @@ def test_auto_discovery_module_names_the_format():
     assert pyspark_pylog.DefaultSource.name() == "pylog"
 
 
-def test_read_committed_leaves_out_aborted_transactions(spark, reader, tmp_path):
+def _transactions(root, *, left_open: bool) -> None:
+    """t-0 under ``root``: a plain record, an aborted transaction of two, a committed one of
+    one, and with ``left_open`` a transaction of another producer still open."""
     from pylog import Log
-    root = tmp_path / "txn"
     with Log.open(root / "t-0") as log:
         log.append([b"plain"])
         log.append([b"aborted-1", b"aborted-2"], producer_id=9, producer_epoch=0, base_sequence=0,
@@ -414,7 +415,13 @@ def test_read_committed_leaves_out_aborted_transactions(spark, reader, tmp_path)
         log.append_txn_marker(9, 0, commit=False)
         log.append([b"kept"], producer_id=9, producer_epoch=0, base_sequence=2, is_transactional=True)
         log.append_txn_marker(9, 0, commit=True)
-        log.append([b"open"], producer_id=10, producer_epoch=0, base_sequence=0, is_transactional=True)
+        if left_open:
+            log.append([b"open"], producer_id=10, producer_epoch=0, base_sequence=0, is_transactional=True)
+
+
+def test_read_committed_leaves_out_aborted_transactions(spark, reader, tmp_path):
+    root = tmp_path / "txn"
+    _transactions(root, left_open=True)
     df = read_with(spark, reader).option("isolationLevel", "read_committed").load(str(root))
     assert sorted(r.value for r in df.collect()) == [b"kept", b"plain"]
     df = read_with(spark, reader).load(str(root))
@@ -426,15 +433,8 @@ def test_read_committed_leaves_out_aborted_transactions_of_a_segment_without_its
     transactions come from the log's ABORT markers, with either reader, as Kafka's recovery
     rebuilds the index."""
     import os
-    from pylog import Log
     root = tmp_path / "txn"
-    with Log.open(root / "t-0") as log:
-        log.append([b"plain"])
-        log.append([b"aborted-1", b"aborted-2"], producer_id=9, producer_epoch=0, base_sequence=0,
-                   is_transactional=True)
-        log.append_txn_marker(9, 0, commit=False)
-        log.append([b"kept"], producer_id=9, producer_epoch=0, base_sequence=2, is_transactional=True)
-        log.append_txn_marker(9, 0, commit=True)
+    _transactions(root, left_open=False)
     os.remove(root / "t-0" / "00000000000000000000.txnindex")
     df = read_with(spark, reader).option("isolationLevel", "read_committed").load(str(root))
     assert sorted(r.value for r in df.collect()) == [b"kept", b"plain"] and df.count() == 2
