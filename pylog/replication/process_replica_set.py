@@ -196,7 +196,9 @@ class ProcessReplicaSet:
                                                  timeout_ms=timeout_ms, leader_epoch=state.leader_epoch)
 
     def records(self, start_offset: int = 0):
-        """The leader's records from ``start_offset`` up to its high watermark (consumer Fetch)."""
+        """The leader's records from ``start_offset`` up to its high watermark, one consumer
+        Fetch (at most 1 MiB) at a time. A Fetch may end inside a batch, as Kafka's does:
+        the batches before the cut are read, the cut one is fetched whole next time."""
         self._check_open()
         check_int(start_offset, "start_offset", OFFSET_RANGE)
         offset = start_offset
@@ -204,11 +206,15 @@ class ProcessReplicaSet:
             resp, raw = self._leader_fetch(offset)
             if not raw:
                 return
-            for batch in decode_batches(raw):
+            fetched_from = offset
+            for batch in decode_batches(raw, allow_incomplete=True):
                 for record in batch:
                     if record.offset >= offset:
                         yield record
                 offset = batch.last_offset + 1
+            if offset == fetched_from:
+                raise ReplicationError(f"the leader of {self.name} answered a Fetch at offset {offset} with "
+                                       f"{len(raw)} bytes holding no whole batch")
 
     def _leader_fetch(self, offset: int) -> tuple[FetchResponse, bytes]:
         state = self.state

@@ -285,3 +285,14 @@ def test_failing_a_replica_that_is_down_already_changes_nothing_and_closed_sets_
         with pytest.raises(LogClosedError):
             call()
     assert rs.process(1) is None
+
+
+def test_records_reads_past_a_fetch_that_ends_inside_a_batch(tmp_path):
+    """A consumer Fetch answers at most 1 MiB and may end inside a batch, as Kafka's does:
+    ``records`` stops before the partial batch and fetches it whole next time."""
+    with ProcessReplicaSet(tmp_path, "big-0", replicas=1) as rs:
+        for i in range(12):  # batches of ~100 KB: 1.2 MB, so the first fetch cuts the 11th
+            rs.append([b"%06d" % (i * 100 + j) + b"x" * 994 for j in range(100)])
+        got = [int(r.value[:6]) for r in rs.records()]
+        assert got == list(range(1200))
+        assert [int(r.value[:6]) for r in rs.records(1050)] == list(range(1050, 1200))
