@@ -20,7 +20,7 @@ import os
 import uuid
 
 from pylog.checkpoint import read_partition_metadata, write_partition_metadata
-from pylog.cli.common import add_exclude_internal_argument, open_manager, wanted_topics
+from pylog.cli.common import add_exclude_internal_argument, internal_topic, open_manager, wanted_topics
 from pylog.config import LogConfig
 from pylog.errors import InvalidArgumentError, InvalidConfigError, PylogError, UnknownTopicError
 from pylog.layout import PARTITION_METADATA
@@ -84,9 +84,21 @@ def run(args) -> int:
         elif args.action == "alter":
             _alter(manager, names, args)
         else:
-            for name in names:
-                manager.delete_topic(name)
+            _delete(manager, names, args.topic)
     return 0
+
+
+def _delete(manager, names: list[str], topic: str) -> None:
+    """Delete the topics ``names`` (those ``topic`` matched), none of them when one is
+    internal: __consumer_offsets holds every group's offsets, __transaction_state every
+    transactional id (kafka-topics.sh refuses them too)."""
+    internal = [n for n in names if internal_topic(n)]
+    if internal:
+        hint = "" if internal == [topic] else f" (--topic {topic!r} matches it; --exclude-internal-topics leaves it out)"
+        raise InvalidArgumentError(f"Topic {internal[0]} is a kafka internal topic and is not allowed to be marked "
+                                   f"for deletion{hint}; nothing was deleted")
+    for name in names:
+        manager.delete_topic(name)
 
 
 def _matching(manager, args) -> list[str]:

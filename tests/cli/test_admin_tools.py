@@ -99,6 +99,30 @@ def test_delete_is_refused_while_a_writer_holds_the_topic(tmp_path):
         assert _tree(root) == before
 
 
+@pytest.mark.parametrize("topic", ["__consumer_offsets", "__transaction_state", ".*"])
+def test_delete_refuses_kafkas_internal_topics_and_deletes_nothing(tmp_path, topic):
+    """Deleting __consumer_offsets loses every group's offsets, __transaction_state every
+    transactional id: refused as kafka-topics.sh refuses it, a pattern matching one too."""
+    root = tmp_path / "root"
+    with LogManager(root) as m:
+        m.create_topic("t", 1)
+        m.create_topic("__consumer_offsets", 2)
+        m.create_topic("__transaction_state", 2)
+    before = _tree(root)
+    err = one_line_error("topics", root, "--delete", "--topic", topic)
+    assert "is a kafka internal topic and is not allowed to be marked for deletion" in err, err
+    assert _tree(root) == before
+
+
+def test_delete_of_a_pattern_leaves_internal_topics_out_when_told(tmp_path):
+    root = tmp_path / "root"
+    with LogManager(root) as m:
+        m.create_topic("t", 1)
+        m.create_topic("__consumer_offsets", 2)
+    ok("topics", root, "--delete", "--topic", ".*", "--exclude-internal-topics")
+    assert ok("topics", root, "--list") == "__consumer_offsets\n"
+
+
 def _offsets_topic(root):
     with LogManager(root) as m:
         t = m.create_topic("t", 12)
