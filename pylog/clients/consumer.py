@@ -37,7 +37,7 @@ from pylog.errors import (
 from pylog.layout import INT32_MAX, INT64_MAX, INTERNAL_TOPICS
 from pylog.log import Log
 from pylog.partition_dir import partition_dir_name
-from pylog.record.record import Record
+from pylog.record.record import Record, _short
 
 
 _log = logging.getLogger("pylog.consumer")
@@ -63,10 +63,86 @@ class OffsetAndMetadata(NamedTuple):
     metadata: str = ""
 
 
-#: A record as ``poll`` returns it: a :class:`~pylog.record.Record` read from its partition,
-#: so besides ``offset``, ``timestamp``, ``key``, ``value`` and ``headers`` it answers
-#: ``topic``, ``partition`` and ``timestamp_type`` (kafka-python's ``ConsumerRecord`` fields).
-ConsumerRecord = Record
+class ConsumerRecord(Record):
+    """A record as ``poll`` returns it: a :class:`~pylog.record.Record` read from its
+    partition, with kafka-python's ``ConsumerRecord`` fields: ``topic``, ``partition``,
+    ``leader_epoch`` (of its batch), ``offset``, ``timestamp``, ``timestamp_type``
+    (Kafka's name: ``"CreateTime"`` or ``"LogAppendTime"``), ``key``, ``value``,
+    ``headers``, ``serialized_key_size`` and ``serialized_value_size`` (bytes; -1 for
+    None). The records of one leader epoch share a subclass that carries it
+    (:func:`_epoch_class`), so a record read from the log becomes one by a class change,
+    not a copy."""
+
+    __slots__ = ()
+    leader_epoch = -1
+
+    @property
+    def serialized_key_size(self) -> int:
+        return -1 if self.key is None else len(self.key)
+
+    @property
+    def serialized_value_size(self) -> int:
+        return -1 if self.value is None else len(self.value)
+
+    def __repr__(self) -> str:
+        return (f"ConsumerRecord(topic={self.topic!r}, partition={self.partition!r}, "
+                f"leader_epoch={self.leader_epoch!r}, offset={self.offset!r}, timestamp={self.timestamp!r}, "
+                f"timestamp_type={self.timestamp_type!r}, key={_short(self.key)}, value={_short(self.value)}, "
+                f"headers={self.headers!r})")
+
+    def __reduce__(self):
+        sizes = (self.serialized_key_size, self.serialized_value_size) if isinstance(self, _DeserializedRecord) \
+            else None
+        return _consumer_record, (self.leader_epoch, self.value, self.key, self.timestamp, self.headers, self.offset,
+                                  self.topic, self.partition, self.timestamp_type, sizes)
+
+
+class _DeserializedRecord(ConsumerRecord):
+    """A record whose key or value went through a deserializer: the sizes are those of its bytes."""
+    __slots__ = ("leader_epoch", "serialized_key_size", "serialized_value_size")
+
+
+def _consumer_record(leader_epoch, value, key, timestamp, headers, offset, topic, partition, timestamp_type,
+                     sizes) -> ConsumerRecord:
+    """A pickled :class:`ConsumerRecord` back."""
+    record = (_epoch_class(leader_epoch) if sizes is None else _DeserializedRecord)(value, key, timestamp,
+                                                                                     headers, offset)
+    record.topic, record.partition, record.timestamp_type = topic, partition, timestamp_type
+    if sizes is not None:
+        record.leader_epoch, (record.serialized_key_size, record.serialized_value_size) = leader_epoch, sizes
+    return record
+
+
+_EPOCH_CLASSES: dict[int, type] = {}
+
+
+def _epoch_class(leader_epoch: int) -> type:
+    """The :class:`ConsumerRecord` subclass of the records of ``leader_epoch`` (one per
+    epoch seen by the process: a few)."""
+    cls = _EPOCH_CLASSES.get(leader_epoch)
+    if cls is None:
+        cls = _EPOCH_CLASSES[leader_epoch] = type("ConsumerRecord", (ConsumerRecord,),
+                                                  {"__slots__": (), "leader_epoch": leader_epoch,
+                                                   "__module__": __name__})
+    return cls
+
+
+def _as_consumer_records(records: list, batches: list) -> list:
+    """``records`` (read in offset order from ``batches``) made :class:`ConsumerRecord`
+    of their batch's leader epoch, in place. O(records + batches), a class change each."""
+    epochs = {b.partition_leader_epoch for b in batches if not b.is_control}
+    if len(epochs) == 1:
+        cls = _epoch_class(epochs.pop())
+        for r in records:
+            r.__class__ = cls
+        return records
+    ends = [(b.last_offset, b.partition_leader_epoch) for b in batches if not b.is_control]
+    i = 0
+    for r in records:
+        while ends[i][0] < r.offset:
+            i += 1
+        r.__class__ = _epoch_class(ends[i][1])
+    return records
 
 
 class GroupMetadata(NamedTuple):
@@ -301,6 +377,14 @@ class Consumer:
         for tp in partitions or list(self._positions):
             self.seek(tp, self._end_offset(self._log(self._check_assigned(tp))))
 
+    def highwater(self, tp) -> int:
+        """The high watermark of the assigned partition ``tp`` (kafka-python's
+        ``highwater``): the end of what a ``read_uncommitted`` fetch may return, read from
+        the partition now rather than from the last fetch. O(1) besides a refresh."""
+        log = self._log(self._check_assigned(tp))
+        log.refresh()
+        return log.high_watermark
+
     def _end_offset(self, log: Log) -> int:
         log.refresh()
         return log.last_stable_offset if self.isolation == "committed" else log.log_end_offset
@@ -410,6 +494,8 @@ class Consumer:
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float)) or not timeout_ms >= 0:
             raise InvalidArgumentError(f"timeout_ms must be a number >= 0, not {timeout_ms!r}")
         check_int(max_records, "max_records", (1, INT32_MAX))
+        if self._member is None and not self._manual:
+            raise ClientStateError("poll() before subscribe() or assign(): the consumer reads no partition")
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
             self._watch.drain()
@@ -481,7 +567,7 @@ class Consumer:
                 if not fetch.size_bytes:
                     continue
                 position = self._positions[tp]
-                records = fetch.records()
+                records = _as_consumer_records(fetch.records(), fetch.batches())
                 if records and records[0].offset < position:  # the batch began before the position
                     records = [r for r in records if r.offset >= position]
                 if not records:
@@ -526,8 +612,12 @@ class Consumer:
                 return out
             # a new record: the decoded one is not tracked by the cycle collector (Record's doc),
             # and what a deserializer returns may hold anything
-            out.append(Record(value, key, record.timestamp, record.headers, record.offset))
-            out[-1].topic, out[-1].partition, out[-1].timestamp_type = tp.topic, tp.partition, record.timestamp_type
+            copy = _DeserializedRecord(value, key, record.timestamp, record.headers, record.offset)
+            copy.topic, copy.partition, copy.timestamp_type = tp.topic, tp.partition, record.timestamp_type
+            copy.leader_epoch = record.leader_epoch
+            copy.serialized_key_size, copy.serialized_value_size = record.serialized_key_size, \
+                record.serialized_value_size
+            out.append(copy)
         return out
 
     def _fetch_columns(self, max_records: int) -> dict:

@@ -390,3 +390,69 @@ def test_commit_async_of_a_member_the_group_dropped_gives_the_error_to_the_callb
         poll_until(survivor, lambda: survivor.assignment() == {TP}, what="survivor owning t-0")
         zombie.commit_async({TP: 1}, callback=lambda offsets, error: outcomes.append((offsets, type(error))))
     assert outcomes in ([({TP: 1}, UnknownMemberIdError)], [({TP: 1}, IllegalGenerationError)])
+
+
+# -- kafka-python's ConsumerRecord and calls ----------------------------------------------------
+
+def test_a_polled_record_has_kafka_pythons_consumer_record_fields_and_says_where_it_is(root):
+    make_topic(root, "t", 1)
+    with Producer(root) as p:
+        p.send("t", b"value", key=b"key").get()
+        p.send("t", None).get()
+    with Consumer(root, auto_offset_reset="earliest") as c:
+        c.assign([TP])
+        keyed, tombstone = c.poll(1000)[TP]
+    assert (keyed.topic, keyed.partition, keyed.offset, keyed.timestamp_type) == ("t", 0, 0, "CreateTime")
+    assert keyed.leader_epoch == 0
+    assert (keyed.serialized_key_size, keyed.serialized_value_size) == (3, 5)
+    assert (tombstone.serialized_key_size, tombstone.serialized_value_size) == (-1, -1)
+    assert "topic='t'" in repr(keyed) and "partition=0" in repr(keyed) and "offset=0" in repr(keyed)
+
+
+def test_a_deserialized_record_keeps_the_sizes_of_its_bytes_and_its_leader_epoch(root):
+    make_topic(root, "t", 1, [(0, [(b"k1", b"[1, 2]")])])
+    with Consumer(root, auto_offset_reset="earliest", key_deserializer=bytes.decode,
+                  value_deserializer=lambda v: v.decode().split(",")) as c:
+        c.assign([TP])
+        (record,) = c.poll(1000)[TP]
+    assert (record.key, record.value) == ("k1", ["[1", " 2]"])
+    assert (record.serialized_key_size, record.serialized_value_size, record.leader_epoch) == (2, 6, 0)
+    assert "topic='t'" in repr(record)
+
+
+def test_polling_before_subscribe_or_assign_is_a_state_error(root):
+    make_topic(root, "t", 1)
+    with Consumer(root, "g") as c:
+        with pytest.raises(ClientStateError, match="subscribe"):
+            c.poll(0)
+        with pytest.raises(ClientStateError, match="subscribe"):
+            next(iter(c))
+        c.assign([TP])
+        assert c.poll(0) == {}
+        c.unsubscribe()
+        with pytest.raises(ClientStateError, match="subscribe"):
+            c.poll_columns(0)
+
+
+def test_highwater_is_the_high_watermark_of_an_assigned_partition(root):
+    make_topic(root, "t", 1, [(0, [b"a", b"b", b"c"])])
+    with Consumer(root, auto_offset_reset="earliest") as c:
+        c.assign([TP])
+        assert c.highwater(TP) == 3
+        with Producer(root) as p:
+            p.send("t", b"d").get()
+        c.poll(1000)
+        assert c.highwater(TP) == 4
+        with pytest.raises(InvalidArgumentError, match="not assigned"):
+            c.highwater(TopicPartition("t", 1))
+
+
+def test_a_pickled_consumer_record_keeps_its_fields(root):
+    import pickle
+    make_topic(root, "t", 1, [(0, [(b"k", b"v")])])
+    for options in ({}, {"value_deserializer": bytes.decode}):
+        with Consumer(root, auto_offset_reset="earliest", **options) as c:
+            c.assign([TP])
+            (record,) = c.poll(1000)[TP]
+        copy = pickle.loads(pickle.dumps(record))
+        assert repr(copy) == repr(record) and copy.serialized_value_size == 1 and copy.leader_epoch == 0
