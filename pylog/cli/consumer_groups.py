@@ -62,6 +62,13 @@ def add_parser(sub) -> None:
     p.set_defaults(run=run)
 
 
+#: Kafka's warning for --reset-offsets without --dry-run or --execute (a dry run, for now)
+NO_EXECUTE_WARNING = ("WARN: No action will be performed as the --execute option is missing. In version 5.0, this "
+                      "command will require either --dry-run or --execute to be specified. You should add the "
+                      "--dry-run option explicitly if you are scripting this command and want to keep the current "
+                      "default behavior without prompting.")
+
+
 def _check_options(args) -> None:
     """Options that only go with one action are refused elsewhere, as Kafka's tool does."""
     only = {"describe": ("offsets", "members", "state", "verbose"),
@@ -77,6 +84,8 @@ def _check_options(args) -> None:
 def run(args) -> int:
     from pylog.coordinator.offsets_reader import read_group_state
     _check_options(args)
+    if args.reset_offsets and not (args.dry_run or args.execute):
+        print(NO_EXECUTE_WARNING, file=sys.stderr)
     state = read_group_state(args.root)
     groups = sorted(set(state.offsets) | set(state.groups))
     if args.list:
@@ -96,7 +105,7 @@ def run(args) -> int:
                 describe(args.root, g, state)
         return 0
     if args.delete_offsets:
-        return delete_offsets(args, targets)
+        return delete_offsets(args, targets, state)
     if args.delete:
         return delete_groups(args.root, targets, state)
     from_file = _read_offsets_file(args.from_file, targets) if args.from_file else None
@@ -251,22 +260,29 @@ def describe_state(root: str, group: str, state) -> None:
                         current, len(live)))
 
 
-def delete_offsets(args, groups: list[str]) -> int:
-    """Kafka's ``--delete-offsets``: one status line per partition; 1 if any failed."""
+def delete_offsets(args, groups: list[str], state) -> int:
+    """Kafka's ``--delete-offsets``: one status line per partition; 1 if any failed (every
+    one when the group does not exist, and then nothing is written)."""
     from pylog.coordinator.group_coordinator import GroupCoordinator
     from pylog.manager import LogManager
     if len(groups) != 1:
         raise InvalidArgumentError("--delete-offsets takes one --group")
     if not args.topic:
         raise InvalidArgumentError("--delete-offsets needs --topic TOPIC[:P,...]")
-    partitions = _topic_partitions(args.topic, LogManager(args.root, read_only=True))
-    coordinator = GroupCoordinator.for_root(args.root)
-    try:
-        results = coordinator.delete_offsets(groups[0], partitions)
-    finally:
-        coordinator.release()
-    topics = ", ".join(dict.fromkeys(t for t, _ in partitions))
-    print(f"Request succeed for deleting offsets with topic {topics} group {groups[0]}")
+    group = groups[0]
+    with LogManager(args.root, read_only=True) as manager:
+        partitions = _topic_partitions(args.topic, manager)
+    if not _known(args.root, group, state):
+        print(f"\nError: '{group}' does not exist.")
+        results = dict.fromkeys(partitions, "The group id does not exist.")
+    else:
+        coordinator = GroupCoordinator.for_root(args.root)
+        try:
+            results = coordinator.delete_offsets(group, partitions)
+        finally:
+            coordinator.release()
+        topics = ", ".join(dict.fromkeys(t for t, _ in partitions))
+        print(f"Request succeed for deleting offsets with topic {topics} group {group}")
     print()
     print("{:<30} {:<15} {:<30}".format("TOPIC", "PARTITION", "STATUS"))
     for (topic, partition), error in sorted(results.items()):
