@@ -6,9 +6,10 @@ to the first uncleanable offset (the active segment, the last stable offset, and
 ``min_cleanable_dirty_ratio``; (2) map every key in the dirty range to its latest offset,
 skipping the records of aborted transactions (so that they never supersede a committed
 value), stopping early if the map is full (the next pass goes on from there); (3) rewrite the
-segments below the map's end in groups of at most ``segment_bytes`` (a segment holding the
-first uncleanable offset is cleaned up to it and copied as it is from there), keeping a record
-only if no later record of its key exists; tombstones stay until ``delete_retention_ms``
+segments below the map's end in groups of at most ``segment_bytes`` (every batch of a
+segment holding the first uncleanable offset is filtered: records from that offset on stay,
+but an aborted transaction's records go wherever they are), keeping a record only if no later
+record of its key exists; tombstones stay until ``delete_retention_ms``
 after the pass that first kept them (the batch's delete horizon); records of aborted
 transactions go, and transaction markers go as Kafka's cleaner lets them
 (``txn_markers.py``); batches keep their base and last offsets and producer fields, and a
@@ -92,7 +93,7 @@ class _Pass:
 
     offset_map: OffsetMap
     map_end: int  # records at or above it stay: the map has not seen their keys
-    upper_bound: int  # the first uncleanable offset: batches from it on are copied as they are
+    upper_bound: int  # the first uncleanable offset: records from it on keep unless aborted
     now_ms: int
     delete_horizon_ms: int  # stamped on batches that first keep a tombstone or a removable marker
     markers: TxnMarkers
@@ -219,16 +220,12 @@ def _groups(segments, segment_bytes: int):
 
 
 def _clean_segment_into(seg, cleaned, p: _Pass) -> None:
-    """Filter the batches of ``seg`` into ``cleaned``. Batches from the first uncleanable
-    offset on (a segment straddling it is cleaned up to it) are copied as they are, with
-    the ``.txnindex`` entries of their ABORT markers."""
-    uncleanable_txns = {t.last_offset: t for t in seg.txn_index.entries() if t.last_offset >= p.upper_bound}
+    """Filter every batch of ``seg`` into ``cleaned``, as Kafka's cleaner does: in a segment
+    straddling the first uncleanable offset, the batches above it keep their records (the
+    map has not seen their keys) but follow the transaction rules, so an aborted
+    transaction's records go there too."""
     for batch in seg.batches():
-        if batch.base_offset >= p.upper_bound:
-            data = bytes(batch.raw())
-            if batch.last_offset in uncleanable_txns:
-                cleaned.txn_index.append(uncleanable_txns[batch.last_offset])
-        elif batch.magic != 2:
+        if batch.magic != 2:
             data = _legacy_retained(batch, p)
         else:
             data = _v2_retained(batch, cleaned, p)

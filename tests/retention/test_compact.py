@@ -259,6 +259,40 @@ def test_a_segment_straddling_the_last_stable_offset_is_cleaned_up_to_it(tmp_pat
         assert log.check() == []
 
 
+def aborted_above_the_lso(log):
+    """A cleanable segment whose last stable offset (an open transaction of producer 8 at
+    offset 1) lies below an aborted transaction of producer 7 (offsets 2, 3), whose ABORT
+    marker (offset 5) is in the active segment. Returns the log's last stable offset."""
+    log.append([Record(b"v0", key=b"K0")])
+    log.append([Record(b"open", key=b"O")], producer_id=8, producer_epoch=0, base_sequence=0,
+               is_transactional=True)
+    log.append([Record(b"a1", key=b"A1")], producer_id=7, producer_epoch=0, base_sequence=0,
+               is_transactional=True)
+    log.append([Record(b"a2", key=b"A2")], producer_id=7, producer_epoch=0, base_sequence=1,
+               is_transactional=True)
+    log.append([Record(b"after", key=b"N")])
+    log.roll()
+    log.append_txn_marker(7, 0, commit=False)
+    return log.last_stable_offset
+
+
+def test_an_aborted_transaction_above_the_last_stable_offset_goes_from_a_cleaned_segment(tmp_path):
+    """Kafka's cleaner filters every batch of a segment it cleans, the part above the first
+    uncleanable offset too, knowing the aborted transactions from every later segment's
+    .txnindex: the aborted records go (the producer's last batch stays as a 61-byte header),
+    the open transaction and the plain record after it stay."""
+    with Log.open(tmp_path / "t-0", **CFG) as log:
+        assert aborted_above_the_lso(log) == 1
+        log.compact(force=True)
+        assert [(r.offset, r.value) for r in log.records()] == [(0, b"v0"), (1, b"open"), (4, b"after")]
+        with open(log.segments[0].log_path, "rb") as f:
+            batches = [(b.base_offset, b.producer_id, len(b), b.size) for b in decode_batches(f.read())]
+        assert batches[2] == (3, 7, 0, 61) and [b[0] for b in batches] == [0, 1, 3, 4]
+        assert [t.first_offset for t in log.segments[1].txn_index.entries()] == [2]
+        assert list(log.segments[0].txn_index.entries()) == []
+        assert log.check() == []
+
+
 def test_compaction_memory_is_bounded_by_the_walk_chunk_not_the_segment_size(tmp_path, monkeypatch):
     """A segment much larger than the batch walker's chunk is cleaned while peak memory
     stays a fraction of its size: compaction never holds a whole segment."""
