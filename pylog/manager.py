@@ -18,6 +18,8 @@ import os
 import shutil
 import threading
 import uuid
+import warnings
+import weakref
 
 from pylog.arguments import check_append_options, check_int, check_records_iterable
 from pylog.closing import close_all
@@ -28,6 +30,7 @@ from pylog.layout import (
     INT32_RANGE, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 )
 from pylog.log import AppendInfo, Log
+from pylog.log.log import release_unflushed
 from pylog.partition_dir import (
     LOG_DIR_FILES, PartitionDir, directory_path, ensure_directory, is_log_dir, parse_partition_dir,
     partition_dir_name, validate_topic,
@@ -70,6 +73,8 @@ class LogManager:
         ensure_directory(self.root, create=not read_only, what="log dir")
         self._load_topic_overrides()
         self._cleaner = None
+        finalizer = weakref.finalize(self, _release_unclosed_logs, self._logs, self.root)
+        finalizer.atexit = False  # as a dropped file: released when collected, not at exit
 
     # -- discovery -------------------------------------------------------------------------
     def _partition_dirs(self) -> dict[str, list[int]]:
@@ -126,7 +131,7 @@ class LogManager:
                 self._topic_overrides[name] = overrides
                 self._save_topic_overrides()
             for p in range(partitions):
-                self.log(name, p, create=True)
+                self._create_partition(name, p)
         return Topic(self, name)
 
     def set_topic_config(self, name: str, config: LogConfig | dict) -> None:
@@ -152,7 +157,7 @@ class LogManager:
                 f"partition(s), {partitions!r} would not be an increase (at most {MAX_PARTITIONS})")
         with self._lock:
             for p in range(current, partitions):
-                self.log(name, p, create=True)
+                self._create_partition(name, p)
         return Topic(self, name)
 
     def delete_topic(self, name: str) -> list[str]:
@@ -204,6 +209,15 @@ class LogManager:
             self._logs[key] = log
             return log
 
+    def _create_partition(self, topic: str, partition: int) -> None:
+        """Make the directory and files of ``topic``-``partition`` and close it again (one
+        already open stays open): creating a topic holds no lock or descriptor afterwards."""
+        if (topic, partition) in self._logs or self.read_only:
+            self.log(topic, partition, create=True)  # read-only: an existing one, or UnknownTopicError
+            return
+        path = os.path.join(self.root, partition_dir_name(topic, partition))
+        Log.open(path, self.topic_config(topic), io=self.io, open_files=self._open_files).close()
+
     def logs(self) -> list[Log]:
         """Every partition log, opened."""
         return [self.log(t, p) for t, parts in sorted(self._partition_dirs().items()) for p in parts]
@@ -235,7 +249,8 @@ class LogManager:
             if self._cleaner is not None:
                 self._cleaner.stop()
                 self._cleaner = None
-            logs, self._logs = list(self._logs.values()), {}
+            logs = list(self._logs.values())
+            self._logs.clear()  # the same dict: what a dropped manager releases
             close_all(log.close for log in logs)
 
     def __enter__(self) -> "LogManager":
@@ -261,6 +276,17 @@ class LogManager:
     def _save_topic_overrides(self) -> None:
         data = json.dumps(self._topic_overrides, indent=1, sort_keys=True).encode()
         self.io.write_file(os.path.join(self.root, TOPIC_CONFIGS_FILE), data)
+
+
+def _release_unclosed_logs(logs: dict, root: str) -> None:
+    """A ``LogManager`` garbage-collected without ``close()``: its open logs are released
+    (descriptors and writer locks, unflushed, so their next open recovers them), with one
+    ``ResourceWarning``, as Python closes a dropped file."""
+    if logs:
+        warnings.warn(f"unclosed LogManager of {root} (its {len(logs)} open logs are released unflushed)",
+                      ResourceWarning, stacklevel=2)
+        close_all(lambda log=log: release_unflushed(log) for log in logs.values())
+        logs.clear()
 
 
 class Topic:

@@ -8,6 +8,7 @@ segments, and swapping cleaned segments in.
 from __future__ import annotations
 
 import os
+import weakref
 
 from pylog.checkpoint import OffsetCheckpoint
 from pylog.errors import CorruptCheckpointError
@@ -19,7 +20,7 @@ class LogCleanerView:
     lasts from one pass to the next). Every member expects ``lock`` to be held."""
 
     def __init__(self, log):
-        self._log = log
+        self._log = weakref.proxy(log)  # no cycle: a dropped Log is released at once
         self._local = log._local
         self.lock = log._lock
         self.delete_horizon_ms: int | None = None

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import warnings
+import weakref
 
 from pylog import retention
 from pylog.arguments import check_choice, check_int, check_txn_marker
@@ -63,6 +65,7 @@ class Log(contextlib.AbstractContextManager):
         self._committed = CommittedReadState() if read_only else None
         self._last_flush_ms = now_ms()
         self.cleaner_view = LogCleanerView(self)
+        self._release_unclosed = unclosed_finalizer(self, self._local, self._dir)
 
     @classmethod
     def open(cls, path, config: LogConfig | dict | None = None, *, read_only: bool = False,
@@ -508,5 +511,36 @@ class Log(contextlib.AbstractContextManager):
                     self._producers.take_snapshot(self.log_end_offset)
                     clean = True
             finally:
+                self._release_unclosed.detach()
                 self._local.close()
                 self._dir.unlock(clean=clean)
+
+
+def unclosed_finalizer(log: Log, local: LocalLog, pdir) -> weakref.finalize:
+    """What releases a ``Log`` garbage-collected without ``close()``, as Python closes a
+    dropped file: its segments' descriptors and its writer lock, with a ``ResourceWarning``.
+    Nothing is flushed, so the release counts as unclean and the next open recovers above
+    the recovery point. Calling it with ``warn=False`` releases quietly (a dropped
+    ``LogManager`` warns once for all its logs). Not run at interpreter exit."""
+    finalizer = weakref.finalize(log, release_unclosed, local, pdir)
+    finalizer.atexit = False
+    return finalizer
+
+
+def release_unflushed(log: Log) -> None:
+    """Release ``log`` as a dropped one is, without its warning (its owner warned once)."""
+    detached = log._release_unclosed.detach()
+    if detached is not None:
+        _, release, args, _ = detached
+        release(*args, warn=False)
+
+
+def release_unclosed(local: LocalLog, pdir, warn: bool = True) -> None:
+    """Release what a dropped log held (see :func:`unclosed_finalizer`)."""
+    if warn:
+        warnings.warn(f"unclosed log {local.path} (released unflushed: its next open recovers it)",
+                      ResourceWarning, stacklevel=2)
+    try:
+        local.close()
+    finally:
+        pdir.unlock(clean=False)
