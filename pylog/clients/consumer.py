@@ -36,8 +36,10 @@ from pylog.errors import (
 )
 from pylog.layout import INT32_MAX, INT64_MAX, INTERNAL_TOPICS
 from pylog.log import Log
+from pylog.log.offsets import latest_offset
 from pylog.partition_dir import partition_dir_name
 from pylog.record.record import Record, _short
+from pylog.segment.open_files import OpenFiles
 
 
 _log = logging.getLogger("pylog.consumer")
@@ -59,8 +61,11 @@ class OffsetAndTimestamp(NamedTuple):
 
 
 class OffsetAndMetadata(NamedTuple):
+    """A position to commit: ``leader_epoch`` is that of the last record consumed before
+    it (Kafka's ``OffsetAndMetadata.leaderEpoch()``), None (or -1) when unknown."""
     offset: int
     metadata: str = ""
+    leader_epoch: int | None = None
 
 
 class ConsumerRecord(Record):
@@ -194,7 +199,7 @@ class Consumer:
                  max_poll_records: int = 500, fetch_max_bytes: int = 1 << 20,
                  partition_assignment_strategy=("range", "cooperative-sticky"), client_id: str = "pylog",
                  consumer_timeout_ms: float = float("inf"), exclude_internal_topics: bool = True,
-                 key_deserializer=None, value_deserializer=None):
+                 key_deserializer=None, value_deserializer=None, max_open_files: int | None = None):
         if group_id is not None and (not isinstance(group_id, str) or not group_id):
             raise InvalidArgumentError(f"group_id must be a non-empty str or None, not {group_id!r}")
         check_int(max_poll_records, "max_poll_records", (1, INT32_MAX))
@@ -225,9 +230,11 @@ class Consumer:
         self.exclude_internal_topics = exclude_internal_topics
         self.key_deserializer, self.value_deserializer = key_deserializer, value_deserializer
         self._deserialization_error: RecordDeserializationError | None = None  # raised by the next poll
+        self._open_files = OpenFiles(max_open_files)  # shared by the segments of every partition read
         self._logs: dict[TopicPartition, Log] = {}
         self._queried: dict[TopicPartition, Log] = {}
         self._positions: dict[TopicPartition, int | None] = {}
+        self._position_epochs: dict[TopicPartition, int] = {}  # leader epoch of the record before a position
         self._buffered: dict[TopicPartition, list] = {}
         self._paused: set[TopicPartition] = set()
         self._watch = DirWatch()
@@ -321,6 +328,7 @@ class Consumer:
         for tp in list(self._positions):
             if tp not in partitions:
                 self._positions.pop(tp)
+                self._position_epochs.pop(tp, None)
                 self._forget_fetched(tp)
                 self._paused.discard(tp)
                 log = self._logs.pop(tp, None)
@@ -333,14 +341,20 @@ class Consumer:
                 self._positions[tp] = None
 
     def _log(self, tp: TopicPartition) -> Log:
+        """The log of the assigned partition ``tp``, opened and watched on first use."""
         log = self._logs.get(tp)
         if log is None:
-            path = os.path.join(self.root, partition_dir_name(tp.topic, tp.partition))
-            if not os.path.isdir(path):
-                raise UnknownTopicError(f"no partition {tp.topic}-{tp.partition} in {self.root}")
-            self._watch.add(path)
-            log = self._logs[tp] = Log.open(path, read_only=True)
+            log = self._logs[tp] = self._open_log(tp)
+            self._watch.add(log.path)
         return log
+
+    def _open_log(self, tp: TopicPartition) -> Log:
+        """``tp``'s partition read-only, its segments' descriptors within the consumer's
+        ``max_open_files``; :class:`UnknownTopicError` when it does not exist."""
+        path = os.path.join(self.root, partition_dir_name(tp.topic, tp.partition))
+        if not os.path.isdir(path):
+            raise UnknownTopicError(f"no partition {tp.topic}-{tp.partition} in {self.root}")
+        return Log.open(path, read_only=True, open_files=self._open_files)
 
     # -- positions --------------------------------------------------------------------------
     def _check_assigned(self, tp) -> TopicPartition:
@@ -362,6 +376,7 @@ class Consumer:
         if not isinstance(offset, int) or offset < 0:
             raise InvalidArgumentError(f"offset must be an int >= 0, not {offset!r}")
         self._positions[tp] = offset
+        self._position_epochs.pop(tp, None)
         self._forget_fetched(tp)
         error = self._deserialization_error
         if error is not None and (error.topic, error.partition) == tuple(tp):
@@ -387,7 +402,7 @@ class Consumer:
 
     def _end_offset(self, log: Log) -> int:
         log.refresh()
-        return log.last_stable_offset if self.isolation == "committed" else log.log_end_offset
+        return latest_offset(log, self.isolation)
 
     def beginning_offsets(self, partitions) -> dict:
         return {_tp(tp): self._open_any(tp).log_start_offset for tp in partitions}
@@ -401,10 +416,7 @@ class Consumer:
         tp = _tp(tp)
         log = self._logs.get(tp) or self._queried.get(tp)
         if log is None:
-            path = os.path.join(self.root, partition_dir_name(tp.topic, tp.partition))
-            if not os.path.isdir(path):
-                raise UnknownTopicError(f"no partition {tp.topic}-{tp.partition} in {self.root}")
-            log = self._queried[tp] = Log.open(path, read_only=True)
+            log = self._queried[tp] = self._open_log(tp)
         log.refresh()
         return log
 
@@ -446,7 +458,9 @@ class Consumer:
             if committed is None:
                 committed = self._group_coordinator().committed(self.group_id)
             if tuple(tp) in committed:
-                return committed[tuple(tp)].offset
+                om = committed[tuple(tp)]
+                self._position_epochs[tp] = -1 if om.leader_epoch is None else om.leader_epoch
+                return om.offset
         return self._reset_position(tp, None)
 
     def _update_fetch_positions(self) -> None:
@@ -460,6 +474,7 @@ class Consumer:
                 self._positions[tp] = self._initial_position(tp, committed)
 
     def _reset_position(self, tp: TopicPartition, out_of_range: int | None) -> int:
+        self._position_epochs.pop(tp, None)
         log = self._log(tp)
         log.refresh()
         if self.auto_offset_reset == "none":
@@ -581,6 +596,7 @@ class Consumer:
             if records:
                 out[tp] = records
                 self._positions[tp] = records[-1].offset + 1
+                self._position_epochs[tp] = records[-1].leader_epoch
                 left -= len(records)
             if left <= 0 or self._deserialization_error is not None:
                 break
@@ -635,7 +651,9 @@ class Consumer:
             cols = decode_columns(fetch.raw(), min_offset=position, max_offset=position + left)
             if cols.num_rows:
                 out[tp] = cols
-                self._positions[tp] = int(cols.offsets[-1]) + 1
+                self._positions[tp] = last = int(cols.offsets[-1]) + 1
+                self._position_epochs[tp] = next(b.partition_leader_epoch for b in fetch.batches()
+                                                 if b.last_offset >= last - 1 and not b.is_control)
                 left -= cols.num_rows
                 if left <= 0:
                     break
@@ -654,6 +672,7 @@ class Consumer:
             if self._iter_pending:
                 tp, record = self._iter_pending.popleft()
                 self._positions[tp] = record.offset + 1
+                self._position_epochs[tp] = record.leader_epoch
                 return record
             timeout = self.consumer_timeout_ms
             got = self._poll(int(min(timeout, INT32_MAX)), self.max_poll_records, columnar=False)
@@ -716,9 +735,10 @@ class Consumer:
         self._check_open()
         if self.group_id is None:
             raise InvalidArgumentError("commit_async() needs a group_id")
-        offsets = self._commit_offsets(None if offsets is None else {_tp(tp): om for tp, om in offsets.items()})
+        given = None if offsets is None else {_tp(tp): om for tp, om in offsets.items()}
+        offsets = self._commit_offsets(given)
         try:
-            self._commit(offsets)
+            self._commit(offsets, positions=given is None)
         except GroupCoordinatorError as e:
             if callback is None:
                 _log.warning("asynchronous commit of group %r failed: %s", self.group_id, e)
@@ -734,10 +754,18 @@ class Consumer:
             return {tp: pos for tp, pos in self._positions.items() if pos is not None}
         return offsets
 
-    def _commit(self, offsets: dict | None = None) -> None:
+    def _commit(self, offsets: dict | None = None, *, positions: bool | None = None) -> None:
+        """Commit ``offsets``, by default the positions. Positions (``positions``: the
+        offsets are they) carry the leader epoch of the last record consumed, as Kafka's
+        consumer commits them; given offsets their own, if any."""
+        positions = offsets is None if positions is None else positions
         offsets = self._commit_offsets(offsets)
         if not offsets:
             return
+        if positions:
+            epochs = self._position_epochs
+            offsets = {tp: OffsetAndMetadata(offset, "", epochs[tp] if epochs.get(tp, -1) >= 0 else None)
+                       for tp, offset in offsets.items()}
         meta = self._group_metadata()
         self._group_coordinator().commit_offsets(self.group_id, offsets, generation=meta.generation_id,
                                                  member_id=meta.member_id)

@@ -456,3 +456,34 @@ def test_a_pickled_consumer_record_keeps_its_fields(root):
             (record,) = c.poll(1000)[TP]
         copy = pickle.loads(pickle.dumps(record))
         assert repr(copy) == repr(record) and copy.serialized_value_size == 1 and copy.leader_epoch == 0
+
+
+_FEW_DESCRIPTORS = r"""
+import os, resource, shutil, sys
+from pylog import Log
+from pylog.clients import Consumer, TopicPartition
+root, partitions, limit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+with Log.open(os.path.join(root, "many-0")) as log:
+    log.append([b"a", b"b"])
+for p in range(1, partitions):  # copies: no fsync per partition
+    shutil.copytree(os.path.join(root, "many-0"), os.path.join(root, "many-%d" % p))
+resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+with Consumer(root, auto_offset_reset="earliest") as c:
+    c.assign([TopicPartition("many", p) for p in range(partitions)])
+    got = 0
+    while got < 2 * partitions:
+        got += sum(len(records) for records in c.poll(1000).values())
+    print(got, c.end_offsets([TopicPartition("many", p) for p in range(partitions)])[TopicPartition("many", 7)])
+"""
+
+
+def test_a_consumer_reads_more_partitions_than_the_descriptor_limit_allows_files(tmp_path):
+    """A consumer's partitions share one ``max_open_files`` budget (half the process's
+    RLIMIT_NOFILE by default), as a LogManager's logs do: 150 partitions under a limit of
+    64 descriptors are read whole."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", _FEW_DESCRIPTORS, str(tmp_path), "150", "64"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["300", "2"]
