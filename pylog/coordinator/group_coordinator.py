@@ -22,7 +22,7 @@ import os
 import struct
 import threading
 
-from pylog.arguments import check_topic_partition
+from pylog.arguments import check_int, check_topic_partition
 from pylog.clients.per_root import PerRoot
 from pylog.clients.writers import WriterPool
 from pylog.closing import close_all
@@ -37,6 +37,7 @@ from pylog.coordinator.schema import encode
 from pylog.coordinator.tail import TailReader
 from pylog.coordinator.txn_coordinator import ensure_internal_topic
 from pylog.errors import GroupNotEmptyError, GroupSubscribedToTopicError, InvalidArgumentError
+from pylog.layout import INT32_MAX
 from pylog.partition_dir import partition_dir_name
 from pylog.record.encode import now_ms
 
@@ -141,11 +142,15 @@ class GroupCoordinator(PerRoot):
         for (topic, partition), om in sorted(checked, key=lambda item: item[0]):
             offset = getattr(om, "offset", om)
             metadata = getattr(om, "metadata", "") or ""
+            leader_epoch = getattr(om, "leader_epoch", None)
             if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset < 2**63:
                 raise InvalidArgumentError(f"offset to commit for {topic}-{partition} must be an int >= 0, "
                                            f"not {offset!r}")
+            if leader_epoch is not None and leader_epoch != -1:
+                check_int(leader_epoch, f"leader epoch to commit for {topic}-{partition}", (0, INT32_MAX))
             key = group_prefix + _string(topic) + _INT32.pack(partition)
-            value = (_VALUE_V3_HEAD.pack(OFFSET_COMMIT_VALUE_VERSION, offset, -1) + _string(metadata)
+            epoch = -1 if leader_epoch is None else leader_epoch
+            value = (_VALUE_V3_HEAD.pack(OFFSET_COMMIT_VALUE_VERSION, offset, epoch) + _string(metadata)
                      + _INT64.pack(now))
             out.append((key, value))
         return out
