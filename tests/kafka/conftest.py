@@ -1,0 +1,102 @@
+"""Fixtures for the tests that take Apache Kafka itself as the judge (tests/kafka/).
+
+Every test here carries the ``kafka`` marker. Without ``java`` or ``mvn`` they skip, naming what is
+missing; with the environment variable ``CI`` set they fail instead, as they do when the broker
+cannot start. One broker serves the whole session (``kafka_broker``); a test that stops it starts
+it again, and a module that finds it stopped gets it started before its first test.
+
+- ``kafka_jars``: interop/kafka/target/lib, prepared first when missing or stale.
+- ``kafka_tool(main_class, *args, check=True, timeout_s=120)``: runs a Java main with those jars.
+- ``kafka_broker``: the session's ``tests.kafka.broker.KafkaBroker``.
+- ``kafka_broker_factory(**server_properties)``: brokers of a test's own, stopped after it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.kafka import broker as kafka
+
+_KAFKA_DIR = Path(__file__).resolve().parent
+_session_broker: kafka.KafkaBroker | None = None
+
+
+def _unavailable(reason: str):
+    """Skip, or fail when running in CI, where the judge must be present."""
+    if os.environ.get("CI"):
+        pytest.fail(f"CI: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _KAFKA_DIR in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.kafka)
+
+
+@pytest.fixture(scope="session")
+def kafka_jars() -> Path:
+    missing = [tool for tool in ("java", "mvn") if shutil.which(tool) is None]
+    if missing:
+        _unavailable(f"{' and '.join(missing)} not on PATH: the Kafka interoperability tests need "
+                     f"Java 17+ and Maven (interop/kafka/prepare)")
+    try:
+        kafka.prepare()
+    except (RuntimeError, OSError) as e:
+        _unavailable(f"cannot prepare Kafka's jars: {e}")
+    return kafka.LIB
+
+
+@pytest.fixture(scope="session")
+def kafka_tool(kafka_jars):
+    """``kafka_tool(main_class, *args, check=True, timeout_s=120, input=None)``."""
+    return kafka.run_java
+
+
+def _start(broker: kafka.KafkaBroker) -> None:
+    try:
+        broker.start()
+    except AssertionError as e:
+        broker.stop(kill=True)
+        _unavailable(f"the Kafka broker cannot start: {e}")
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(kafka_jars, tmp_path_factory) -> kafka.KafkaBroker:
+    global _session_broker
+    broker = kafka.KafkaBroker(tmp_path_factory.mktemp("kafka-broker"))
+    _start(broker)
+    _session_broker = broker
+    yield broker
+    _session_broker = None
+    broker.stop()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _kafka_broker_running(request):
+    """A module whose tests use the session broker finds it running, whatever the last module did."""
+    uses_broker = any("kafka_broker" in getattr(item, "fixturenames", ())
+                      for item in request.session.items if item.module is request.module)
+    if uses_broker and _session_broker is not None and not _session_broker.running:
+        _session_broker.start()
+
+
+@pytest.fixture
+def kafka_broker_factory(kafka_jars, tmp_path):
+    """``kafka_broker_factory(**server_properties)`` starts a broker of the test's own
+    (underscores in names stand for dots: ``log_segment_bytes=1024``)."""
+    brokers: list[kafka.KafkaBroker] = []
+
+    def _make(**server_properties) -> kafka.KafkaBroker:
+        broker = kafka.KafkaBroker(tmp_path / f"broker-{len(brokers)}", **server_properties)
+        brokers.append(broker)
+        _start(broker)
+        return broker
+
+    yield _make
+    for broker in brokers:
+        broker.stop(kill=True)
