@@ -8,6 +8,7 @@ from __future__ import annotations
 import binascii
 import json
 import os
+import re
 import sys
 
 from pylog.errors import CorruptIndexError, InvalidArgumentError, InvalidRecordError, PylogError, RecordFormatError
@@ -50,15 +51,16 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     """Dump each file by its suffix (the text after the name's last dot, as Kafka picks);
     a file that cannot be read is reported on stderr and the others are still dumped."""
+    summaries = Summaries()
     dumpers = {
-        LOG_SUFFIX: lambda path: dump_log(path, args, f"Log starting offset: {_base_offset(path)}"),
-        KRAFT_SNAPSHOT_SUFFIX: lambda path: dump_log(path, args, snapshot_title(os.path.basename(path))),
-        INDEX_SUFFIX: lambda path: dump_index(path, args, time_index=False),
-        TIME_INDEX_SUFFIX: lambda path: dump_index(path, args, time_index=True),
+        LOG_SUFFIX: lambda path: dump_log(path, args, f"Log starting offset: {_base_offset(path)}", summaries),
+        KRAFT_SNAPSHOT_SUFFIX: lambda path: dump_log(path, args, snapshot_title(os.path.basename(path)), summaries),
+        INDEX_SUFFIX: lambda path: dump_index(path, args, summaries, time_index=False),
+        TIME_INDEX_SUFFIX: lambda path: dump_index(path, args, summaries, time_index=True),
         TXN_INDEX_SUFFIX: dump_txn_index,
         SNAPSHOT_SUFFIX: dump_snapshot,
     }
-    paths = [*args.paths, *(f for f in args.files.split(",") if f)]
+    paths = [java_path(p) for p in (*args.paths, *(f for f in args.files.split(",") if f))]
     if not paths:
         raise InvalidArgumentError("no files to dump: give them as arguments or with --files a.log,b.index")
     if args.max_bytes < 0:
@@ -79,7 +81,58 @@ def run(args) -> int:
             except PylogError as e:
                 print(f"pylog dump: error: {e}", file=sys.stderr)
                 status = 1
+    summaries.print()
     return status
+
+
+def java_path(path) -> str:
+    """A path as Java's ``File`` prints it: repeated separators as one, no trailing one."""
+    text = re.sub("/+", "/", os.fspath(path))
+    return text[:-1] if len(text) > 1 and text.endswith("/") else text
+
+
+def java_absolute_path(path: str) -> str:
+    """Java's ``File.getAbsolutePath()``: the working directory joined, nothing normalised."""
+    return path if os.path.isabs(path) else java_path(os.path.join(os.getcwd(), path))
+
+
+class Summaries:
+    """What DumpLogSegments reports on stderr after the last file, as it prints it: the
+    index mismatches of each .index (highest index offset first, one line an offset), the
+    time index errors, then each log's non-consecutive offsets (by the offset before the
+    gap, the last gap after it kept). Files in the order they were dumped; Kafka's come in
+    a HashMap's order (docs/cli.md)."""
+
+    def __init__(self):
+        self.index_mismatches: dict[str, dict[int, int]] = {}
+        self.time_mismatches: dict[str, list] = {}
+        self.time_out_of_order: dict[str, list] = {}
+        self.time_not_found: dict[str, list] = {}
+        self.non_consecutive: dict[str, dict[int, int]] = {}
+
+    def print(self) -> None:
+        for path, by_offset in self.index_mismatches.items():
+            _print_err(f"Mismatches in :{path}")
+            for a in sorted(by_offset, reverse=True):
+                _print_err(f"  Index offset: {a}, log offset: {by_offset[a]}")
+        for heading, pairs_by_path, line in (
+                ("Found timestamp mismatch in :", self.time_mismatches, "  Index timestamp: {}, log timestamp: {}"),
+                ("Found out of order timestamp in :", self.time_out_of_order,
+                 "  Index timestamp: {}, Previously indexed timestamp: {}"),
+                ("The following indexed offsets are not found in :", self.time_not_found,
+                 "Indexed offset: {}, found log offset: {}")):
+            for path, pairs in pairs_by_path.items():
+                _print_err(heading + path)
+                for a, b in pairs:
+                    _print_err(line.format(a, b))
+        for path, by_offset in self.non_consecutive.items():
+            _print_err(f"Non-consecutive offsets in {path}")
+            for a in sorted(by_offset):
+                _print_err(f"  {a} is followed by {by_offset[a]}")
+
+
+def _print_err(line: str) -> None:
+    print(line, file=sys.stderr)
 
 
 def _base_offset(path: str) -> int:
@@ -93,7 +146,7 @@ def _bool(b) -> str:
     return "true" if b else "false"
 
 
-def dump_log(path: str, args, title: str) -> None:
+def dump_log(path: str, args, title: str, summaries: Summaries) -> None:
     """Print ``title``, then every batch (and with deep iteration every record) of a
     segment or KRaft snapshot. O(file size)."""
     print(title)
@@ -103,14 +156,14 @@ def dump_log(path: str, args, title: str) -> None:
         data = f.read(args.max_bytes)
     valid = 0
     last_offset = -1
-    non_consecutive = []
+    non_consecutive: dict[int, int] = {}
     try:
         for batch in decode_batches(data, allow_incomplete=True, path=path):
             print(batch_line(batch))
             if deep:
                 for record in _records(batch):
-                    if last_offset != -1 and record.offset != last_offset + 1:
-                        non_consecutive.append((last_offset, record.offset))
+                    if record.offset != last_offset + 1:  # Kafka's check, also of the first record
+                        non_consecutive[last_offset] = record.offset
                     last_offset = record.offset
                     print(record_line(batch, record, args))
             valid = batch.position + batch.size
@@ -120,9 +173,7 @@ def dump_log(path: str, args, title: str) -> None:
     if trailing > 0 and args.max_bytes == INT32_MAX:  # a --max-bytes cut is not damage
         print(f"Found {trailing} invalid bytes at the end of {os.path.basename(path)}")
     if non_consecutive:
-        print(f"Non-consecutive offsets in {os.path.abspath(path)}", file=sys.stderr)
-        for a, b in non_consecutive:
-            print(f"  {a} is followed by {b}", file=sys.stderr)
+        summaries.non_consecutive.setdefault(java_absolute_path(path), {}).update(non_consecutive)
 
 
 def _records(batch):
@@ -158,7 +209,7 @@ def record_line(batch, record, args) -> str:
         if batch.magic >= 2:
             seq = -1 if batch.base_sequence < 0 else \
                 (batch.base_sequence + record.offset - batch.base_offset) % SEQUENCE_MODULUS
-            parts.append(f" sequence: {seq} headerKeys: [{','.join(k for k, _ in record.headers)}]")
+            parts.append(f" sequence: {seq} headerKeys: [{','.join(_header_key(k) for k, _ in record.headers)}]")
         else:
             # a wrapper's inner messages passed their own CRC check when decoded
             valid = batch.is_valid() if batch.compression_id == 0 else True
@@ -205,8 +256,100 @@ def _control_text(batch, record) -> str:
     return text or f"controlType: {record.control_type}({record.control_type_id})"
 
 
+def _header_key(key: str) -> str:
+    """A header key as Kafka prints it (keys that are not UTF-8 are read with surrogateescape)."""
+    return java_utf8_text(key.encode("utf-8", "surrogateescape"))
+
+
 def _text(b: bytes) -> str:
-    return b.decode("utf-8", "replace")
+    """Bytes as Kafka's StringDecoder makes them text (:func:`java_utf8_text`)."""
+    return java_utf8_text(bytes(b))
+
+
+REPLACEMENT = "\ufffd"
+
+
+def java_utf8_text(data: bytes) -> str:
+    """``data`` decoded as Java's ``new String(data, UTF_8)`` decodes it, so that bytes that
+    are not UTF-8 print as Kafka's tool prints them. Valid UTF-8 decodes alike; Java replaces
+    malformed input by its own rules (one U+FFFD for a whole encoded surrogate, where Python's
+    ``errors="replace"`` writes three). O(len(data))."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "".join(_java_utf8_chars(data))
+
+
+def _continues(b: int) -> bool:
+    return b & 0xC0 == 0x80
+
+
+def _java_utf8_chars(data: bytes):
+    """The characters of JDK 17's ``String.decodeUTF8_UTF16`` with replacement, byte rule
+    for byte rule."""
+    n = len(data)
+    i = 0
+    while i < n:
+        b1 = data[i]
+        i += 1
+        if b1 < 0x80:
+            yield chr(b1)
+        elif 0xC2 <= b1 <= 0xDF:
+            if i < n and _continues(data[i]):
+                yield chr((b1 & 0x1F) << 6 | data[i] & 0x3F)
+                i += 1
+            else:
+                yield REPLACEMENT
+                if i >= n:
+                    return
+        elif 0xE0 <= b1 <= 0xEF:
+            i, char, stop = _three_bytes(data, i, b1)
+            yield char
+            if stop:
+                return
+        elif 0xF0 <= b1 <= 0xF7:
+            i, char, stop = _four_bytes(data, i, b1)
+            yield char
+            if stop:
+                return
+        else:
+            yield REPLACEMENT
+
+
+def _three_bytes(data: bytes, i: int, b1: int) -> tuple[int, str, bool]:
+    """(next index, character, stop) for a three-byte lead at ``i - 1``."""
+    n = len(data)
+    if i + 1 < n:
+        b2, b3 = data[i], data[i + 1]
+        bad_second = (b1 == 0xE0 and b2 & 0xE0 == 0x80) or not _continues(b2)
+        if bad_second or not _continues(b3):
+            return i + (0 if bad_second else 1), REPLACEMENT, False
+        c = (b1 & 0x0F) << 12 | (b2 & 0x3F) << 6 | b3 & 0x3F
+        return i + 2, REPLACEMENT if 0xD800 <= c <= 0xDFFF else chr(c), False
+    if i < n and ((b1 == 0xE0 and data[i] & 0xE0 == 0x80) or not _continues(data[i])):
+        return i, REPLACEMENT, False
+    return i, REPLACEMENT, True
+
+
+def _bad_four_byte_start(b1: int, b2: int) -> bool:
+    return b1 > 0xF4 or (b1 == 0xF0 and not 0x90 <= b2 <= 0xBF) or (b1 == 0xF4 and b2 & 0xF0 != 0x80) \
+        or not _continues(b2)
+
+
+def _four_bytes(data: bytes, i: int, b1: int) -> tuple[int, str, bool]:
+    """(next index, character, stop) for a four-byte lead at ``i - 1``."""
+    n = len(data)
+    if i + 2 < n:
+        b2, b3, b4 = data[i], data[i + 1], data[i + 2]
+        c = (b1 & 0x07) << 18 | (b2 & 0x3F) << 12 | (b3 & 0x3F) << 6 | b4 & 0x3F
+        if _continues(b2) and _continues(b3) and _continues(b4) and 0x10000 <= c <= 0x10FFFF:
+            return i + 3, chr(c), False
+        skipped = 0 if _bad_four_byte_start(b1, b2) else (1 if not _continues(b3) else 2)
+        return i + skipped, REPLACEMENT, False
+    if b1 > 0xF4 or (i < n and _bad_four_byte_start(b1, data[i])):
+        return i, REPLACEMENT, False
+    i += 1
+    return i, REPLACEMENT, not (i < n and not _continues(data[i]))
 
 
 def _json_text(b: bytes) -> str:
@@ -221,7 +364,7 @@ def _json_text(b: bytes) -> str:
 VALUE_DECODERS = {"utf8": _text, "json": _json_text, "hex": lambda b: binascii.hexlify(b).decode()}
 
 
-def dump_index(path: str, args, *, time_index: bool) -> None:
+def dump_index(path: str, args, summaries: Summaries, *, time_index: bool) -> None:
     """An offset or time index as Kafka's tool prints it: each entry (stopping at the
     first zero entry after the first, as Kafka does for a preallocated file), checked
     against the segment's ``.log``; ``--index-sanity-check`` runs the check a log's open
@@ -241,9 +384,9 @@ def dump_index(path: str, args, *, time_index: bool) -> None:
     log_data = open(log_path, "rb").read() if os.path.exists(log_path) else None
     entries = [entry.unpack_from(data, i * entry.size) for i in range(n)]
     if time_index:
-        _dump_time_entries(path, base, entries, log_data, args)
+        _dump_time_entries(path, base, entries, log_data, args, summaries)
     else:
-        _dump_offset_entries(path, base, entries, log_data, args)
+        _dump_offset_entries(path, base, entries, log_data, args, summaries)
 
 
 def _sanity_check(path: str, base: int, data: bytes, time_index: bool) -> None:
@@ -258,15 +401,15 @@ def _sanity_check(path: str, base: int, data: bytes, time_index: bool) -> None:
         first_a, _ = entry.unpack_from(data, 0)
         last_offset = base + (last_b if time_index else last_a)
         if time_index and last_a < first_a:
-            raise CorruptIndexError(f"Corrupt time index found, time index file ({os.path.abspath(path)}) has "
+            raise CorruptIndexError(f"Corrupt time index found, time index file ({java_absolute_path(path)}) has "
                                     f"non-zero size but the last timestamp is {last_a} which is less than the first "
                                     f"timestamp {first_a}", path=path)
         if last_offset < base:
-            raise CorruptIndexError(f"Corrupt {what} found, {what} file ({os.path.abspath(path)}) has non-zero size "
+            raise CorruptIndexError(f"Corrupt {what} found, {what} file ({java_absolute_path(path)}) has non-zero size "
                                     f"but the last offset is {last_offset} which is less than the "
                                     f"{'first' if time_index else 'base'} offset {base}", path=path)
     if len(data) % entry.size:
-        raise CorruptIndexError(f"{'Time index' if time_index else 'Index'} file {os.path.abspath(path)} is corrupt, "
+        raise CorruptIndexError(f"{'Time index' if time_index else 'Index'} file {java_absolute_path(path)} is corrupt, "
                                 f"found {len(data)} bytes which is neither positive nor a multiple of {entry.size}",
                                 path=path)
     print(f"{path} passed sanity check.")
@@ -277,24 +420,22 @@ def _first_batch_at(log_data: bytes, position: int, size: int):
     return next(decode_batches(log_data[position:position + size], allow_incomplete=True), None)
 
 
-def _dump_offset_entries(path: str, base: int, entries: list, log_data, args) -> None:
-    mismatches = []
+def _dump_offset_entries(path: str, base: int, entries: list, log_data, args, summaries: Summaries) -> None:
+    mismatches: dict[int, int] = {}
     for i, (relative, position) in enumerate(entries):
         offset = base + relative
         if offset == base and i > 0:
             break
         head = None if log_data is None else _first_batch_at(log_data, position, args.max_message_size)
         if head is not None and head.last_offset != offset:
-            mismatches.append((offset, head.last_offset))
+            mismatches[offset] = head.last_offset
         if not args.verify_index_only:
             print(f"offset: {offset} position: {position}")
     if mismatches:
-        print(f"Mismatches in :{os.path.abspath(path)}", file=sys.stderr)
-        for a, b in mismatches:
-            print(f"  Index offset: {a}, log offset: {b}", file=sys.stderr)
+        summaries.index_mismatches.setdefault(java_absolute_path(path), {}).update(mismatches)
 
 
-def _dump_time_entries(path: str, base: int, entries: list, log_data, args) -> None:
+def _dump_time_entries(path: str, base: int, entries: list, log_data, args, summaries: Summaries) -> None:
     """Each entry's batch is found from the offset index's position for it; its largest
     record timestamp must be the entry's, and the entries' timestamps must rise."""
     from pylog.index import OffsetIndex
@@ -324,23 +465,11 @@ def _dump_time_entries(path: str, base: int, entries: list, log_data, args) -> N
             previous = ts
     finally:
         offsets.close()
-    _time_index_errors(os.path.abspath(path), mismatched, out_of_order, not_found)
-
-
-def _time_index_errors(path: str, mismatched: list, out_of_order: list, not_found: list) -> None:
-    """Kafka's TimeIndexDumpErrors, on stderr."""
-    if mismatched:
-        print(f"Found timestamp mismatch in :{path}", file=sys.stderr)
-        for a, b in mismatched:
-            print(f"  Index timestamp: {a}, log timestamp: {b}", file=sys.stderr)
-    if out_of_order:
-        print(f"Found out of order timestamp in :{path}", file=sys.stderr)
-        for a, b in out_of_order:
-            print(f"  Index timestamp: {a}, Previously indexed timestamp: {b}", file=sys.stderr)
-    if not_found:
-        print("The following indexed offsets are not found in the log.", file=sys.stderr)
-        for a, b in not_found:
-            print(f"Indexed offset: {a}, found log offset: {b}", file=sys.stderr)
+    absolute = java_absolute_path(path)
+    for found, into in ((mismatched, summaries.time_mismatches), (out_of_order, summaries.time_out_of_order),
+                        (not_found, summaries.time_not_found)):
+        if found:
+            into.setdefault(absolute, []).extend(found)
 
 
 def dump_txn_index(path: str) -> None:

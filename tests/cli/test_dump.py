@@ -352,3 +352,32 @@ def test_the_index_sanity_check_is_kafkas_startup_check(tmp_path, kind, fmt, ent
     _put_entry(path, len(path.read_bytes()) // struct.calcsize(fmt) - 1, fmt, *entry)
     r = pylog("dump", "--index-sanity-check", path)
     assert r.returncode == 1 and error in r.stderr.decode() and "passed" not in r.stdout.decode()
+
+
+# --- text and stderr summaries as Kafka's tool prints them ---------------------------------
+
+def test_bytes_that_are_not_utf8_print_as_javas_string_decoder_prints_them(tmp_path):
+    """Java replaces an encoded surrogate (ED A0 80) with one U+FFFD, where Python's
+    errors="replace" writes three."""
+    with Log.open(tmp_path / "t-0") as log:
+        log.append([Record(b"v\xed\xa0\x80w\xc0", key=b"k\xed\xbf\xbf", headers=[("h\udced\udca0\udc80", None)],
+                           timestamp=T)])
+    path = tmp_path / "t-0" / "00000000000000000000.log"
+    assert dump_lines("--print-data-log", "--files", path)[3] == (
+        f"| offset: 0 CreateTime: {T} keySize: 4 valueSize: 6 sequence: -1 headerKeys: [h\ufffd] "
+        "key: k\ufffd payload: v\ufffdw\ufffd")
+
+
+def test_stderr_summaries_follow_every_file_as_kafka_prints_them(tmp_path):
+    """Non-consecutive offsets are checked from -1 (a log that starts past 0 has one), and
+    each summary is printed after the last file's dump."""
+    paths = []
+    for name, start in (("a-0", 5), ("b-0", 0)):
+        with Log.open(tmp_path / name) as log:
+            log.truncate_fully_and_start_at(start)
+            log.append([b"x", b"y"])
+        paths.append(tmp_path / name / f"{start:020d}.log")
+    out = pylog("dump", "--deep-iteration", "--files", ",".join(map(str, paths)))
+    assert out.returncode == 0
+    assert out.stdout.decode().splitlines()[-1].startswith("| offset: 1 ")
+    assert out.stderr.decode().splitlines() == [f"Non-consecutive offsets in {paths[0]}", "  -1 is followed by 5"]
