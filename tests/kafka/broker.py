@@ -57,6 +57,10 @@ DEFAULT_SERVER_PROPERTIES = {
     "log.retention.check.interval.ms": "500",
     "log.cleaner.backoff.ms": "500",
     "log.initial.task.delay.ms": "0",
+    # Checkpoints (high watermarks, log start offsets) follow within a second, so that a
+    # SIGKILL soon after a write leaves them current.
+    "replica.high.watermark.checkpoint.interval.ms": "500",
+    "log.flush.start.offset.checkpoint.interval.ms": "500",
 }
 
 STARTED_LINE = "Kafka Server started"
@@ -237,6 +241,10 @@ class KafkaBroker:
         config_args = [a for k, v in (configs or {}).items() for a in ("--config", f"{k}={v}")]
         self.admin("topics", "--create", "--topic", topic, "--partitions", str(partitions),
                    "--replication-factor", "1", *config_args)
+
+    def create_topics(self, specs: list[dict]) -> None:
+        """Create several topics in one request: ``{"topic": T, "partitions": N, "configs": {...}}`` each."""
+        self.clients("create-topics", lines=specs)
 
     def clients(self, *args: str, lines: list[dict] | None = None, check: bool = True,
                 timeout_s: float = 120) -> list[dict]:

@@ -8,7 +8,8 @@ it again, and a module that finds it stopped gets it started before its first te
 - ``kafka_jars``: interop/kafka/target/lib, prepared first when missing or stale.
 - ``kafka_tool(main_class, *args, check=True, timeout_s=120)``: runs a Java main with those jars.
 - ``kafka_broker``: the session's ``tests.kafka.broker.KafkaBroker``.
-- ``kafka_broker_factory(**server_properties)``: brokers of a test's own, stopped after it.
+- ``kafka_broker_factory(**server_properties)``: brokers of a test's own, stopped after it;
+  ``kafka_module_broker_factory`` the same for a module's fixtures, stopped after the module.
 """
 
 from __future__ import annotations
@@ -85,18 +86,33 @@ def _kafka_broker_running(request):
         _session_broker.start()
 
 
-@pytest.fixture
-def kafka_broker_factory(kafka_jars, tmp_path):
-    """``kafka_broker_factory(**server_properties)`` starts a broker of the test's own
-    (underscores in names stand for dots: ``log_segment_bytes=1024``)."""
+def _broker_factory(root: Path):
+    """A ``make(**server_properties)`` starting brokers under ``root``, and their list."""
     brokers: list[kafka.KafkaBroker] = []
 
-    def _make(**server_properties) -> kafka.KafkaBroker:
-        broker = kafka.KafkaBroker(tmp_path / f"broker-{len(brokers)}", **server_properties)
+    def make(**server_properties) -> kafka.KafkaBroker:
+        broker = kafka.KafkaBroker(root / f"broker-{len(brokers)}", **server_properties)
         brokers.append(broker)
         _start(broker)
         return broker
 
-    yield _make
+    return make, brokers
+
+
+@pytest.fixture
+def kafka_broker_factory(kafka_jars, tmp_path):
+    """``kafka_broker_factory(**server_properties)`` starts a broker of the test's own
+    (underscores in names stand for dots: ``log_segment_bytes=1024``)."""
+    make, brokers = _broker_factory(tmp_path)
+    yield make
+    for broker in brokers:
+        broker.stop(kill=True)
+
+
+@pytest.fixture(scope="module")
+def kafka_module_broker_factory(kafka_jars, tmp_path_factory):
+    """``kafka_broker_factory`` for module-scoped fixtures: brokers stopped after the module."""
+    make, brokers = _broker_factory(tmp_path_factory.mktemp("kafka-module-brokers"))
+    yield make
     for broker in brokers:
         broker.stop(kill=True)
