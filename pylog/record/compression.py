@@ -1,11 +1,13 @@
 """Kafka's five codecs, with Kafka's framings (docs/format/batch.md#compression).
 
-- gzip: RFC 1952 members (stdlib ``zlib``).
+- gzip: RFC 1952 members (stdlib ``zlib``), with the header Java's GZIPOutputStream writes.
 - snappy: xerial framing on write (16-byte header, 32 KiB blocks), xerial or raw
   snappy on read (``cramjam``, the Rust ``snap`` codec, which python-snappy also uses).
-- lz4: LZ4 frames with independent 64 KiB blocks and no checksums (``lz4`` package).
+- lz4: LZ4 frames with independent 64 KiB blocks and no checksums (``lz4`` package); the
+  fast compressor at Kafka's default level 9, the high-compression one at other levels.
   Magic-0 data carries Kafka's old broken header checksum; it is repaired before decoding.
-- zstd: standard frames (``zstandard`` package).
+- zstd: standard frames without a content size, ending in an empty last block, as Kafka's
+  streaming ZstdOutputStream writes them (``zstandard`` package).
 
 Decompression output is bounded by ``max_output_bytes`` so a crafted input cannot make
 pylog allocate more than it implies; past the bound a :class:`InvalidRecordError` says so.
@@ -18,6 +20,7 @@ import struct
 import zlib
 
 import cramjam
+import lz4.block as _lz4b
 import lz4.frame as _lz4f
 import zstandard
 
@@ -37,6 +40,18 @@ _XERIAL_HEADER = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
 _XERIAL_MAGIC = _XERIAL_HEADER[:8]
 _XERIAL_BLOCK_BYTES = 32 * 1024
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
+#: FLG (version 1, independent blocks, no checksums, no content size) and BD (64 KiB blocks)
+_LZ4_DESCRIPTOR = b"\x60\x40"
+_LZ4_BLOCK_BYTES = 64 * 1024
+_LZ4_UNCOMPRESSED_FLAG = 0x80000000
+_LZ4_END_MARK = b"\x00\x00\x00\x00"
+#: Java's GZIPOutputStream header: magic, deflate, no flags, no time, no extra flags, OS unknown
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+
+#: Kafka's default levels (compression.gzip.level, compression.lz4.level, compression.zstd.level)
+GZIP_DEFAULT_LEVEL = 6
+LZ4_DEFAULT_LEVEL = 9
+ZSTD_DEFAULT_LEVEL = 3
 
 #: What the codec libraries raise for bytes they cannot decompress (each its own type).
 _CODEC_ERRORS = (zlib.error, cramjam.DecompressionError, RuntimeError, zstandard.ZstdError, ValueError)
@@ -62,24 +77,56 @@ def compress(codec: int, data: bytes, level: int | None = None, *, magic: int = 
     if codec == NONE:
         return bytes(data)
     if codec == GZIP:
-        c = zlib.compressobj(6 if level is None or level < 0 else level, zlib.DEFLATED, 31)
-        return c.compress(data) + c.flush()
+        return _gzip_compress(data, GZIP_DEFAULT_LEVEL if level is None or level < 0 else level)
     if codec == SNAPPY:
         return _xerial_compress(data)
     if codec == LZ4:
-        out = _lz4f.compress(data, compression_level=0 if level is None else level,
-                             block_size=_lz4f.BLOCKSIZE_MAX64KB, block_linked=False,
-                             content_checksum=False, store_size=False)
+        out = _lz4_compress(data, level)
         return _break_lz4_header_checksum(out) if magic == 0 else out
     if codec == ZSTD:
         if magic < 2:
             raise UnsupportedCompressionError("zstd needs record batch magic 2")
-        lvl = 3 if level is None else level
-        c = _zstd_compressors.get(lvl)
-        if c is None:
-            c = _zstd_compressors[lvl] = zstandard.ZstdCompressor(level=lvl)
-        return c.compress(data)
+        return _zstd_compress(data, ZSTD_DEFAULT_LEVEL if level is None else level)
     raise UnsupportedCompressionError(f"unknown compression id {codec}")
+
+
+def _gzip_compress(data, level: int) -> bytes:
+    """One gzip member with the header Java's GZIPOutputStream writes (no time, no extra
+    flags, OS 255), so that with the same zlib the bytes are Kafka's."""
+    c = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS)
+    body = c.compress(data) + c.flush()
+    return _GZIP_HEADER + body + struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)
+
+
+def _lz4_compress(data, level: int | None) -> bytes:
+    """Kafka's lz4 frame: 64 KiB independent blocks, no checksums. Kafka compresses with
+    lz4's fast compressor at its default level (9, and pylog's levels up to 0), with the
+    high-compression one at any other level."""
+    if level is None or level <= 0 or level == LZ4_DEFAULT_LEVEL:
+        return _lz4f.compress(data, compression_level=0 if level is None or level == LZ4_DEFAULT_LEVEL else level,
+                              block_size=_lz4f.BLOCKSIZE_MAX64KB, block_linked=False,
+                              content_checksum=False, store_size=False)
+    parts = [_LZ4_MAGIC, _LZ4_DESCRIPTOR, bytes([(xxh32(_LZ4_DESCRIPTOR) >> 8) & 0xFF])]
+    mv = memoryview(data)
+    for i in range(0, len(mv), _LZ4_BLOCK_BYTES):
+        block = mv[i:i + _LZ4_BLOCK_BYTES]
+        packed = _lz4b.compress(block, mode="high_compression", compression=level, store_size=False)
+        if len(packed) >= len(block):  # stored as it is, the size's high bit set
+            parts += [struct.pack("<I", len(block) | _LZ4_UNCOMPRESSED_FLAG), bytes(block)]
+        else:
+            parts += [struct.pack("<I", len(packed)), packed]
+    parts.append(_LZ4_END_MARK)
+    return b"".join(parts)
+
+
+def _zstd_compress(data, level: int) -> bytes:
+    """A zstd frame as Kafka's ZstdOutputStream writes it: no content size, the data's
+    blocks flushed, then an empty last block."""
+    c = _zstd_compressors.get(level)
+    if c is None:
+        c = _zstd_compressors[level] = zstandard.ZstdCompressor(level=level, write_content_size=False)
+    stream = c.compressobj()
+    return stream.compress(data) + stream.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK) + stream.flush()
 
 
 def decompress(codec: int, data, *, magic: int = 2, max_output_bytes: int | None = None) -> bytes:
