@@ -12,6 +12,7 @@ marker is kept by the logs themselves (pylog/log_dir.py).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -127,9 +128,7 @@ class LogManager:
             existing = self._partition_dirs().get(name)
             if existing and len(existing) != partitions:
                 raise InvalidConfigError(f"topic {name!r} already exists with {len(existing)} partitions")
-            if overrides or name not in self._topic_overrides:
-                self._topic_overrides[name] = overrides
-                self._save_topic_overrides()
+            self._update_topic_overrides(name, lambda current: overrides if overrides or current is None else current)
             for p in range(partitions):
                 self._create_partition(name, p)
         return Topic(self, name)
@@ -137,13 +136,32 @@ class LogManager:
     def set_topic_config(self, name: str, config: LogConfig | dict) -> None:
         """Record ``config`` as topic ``name``'s overrides in topic-configs.json (Kafka's
         AlterConfigs), checked before anything is written; logs opened from now on use them.
-        Opens no log, so a topic can be declared before its partitions hold files."""
+        Opens no log, so a topic can be declared before its partitions hold files.
+        Other topics' entries are kept as the file holds them now (see
+        :meth:`alter_topic_config`). Cost: one locked read and one fsynced write of the file."""
         validate_topic(name)
         overrides = _overrides_of(config)
         build_config(self.config, overrides)
-        with self._lock:
-            self._topic_overrides[name] = overrides
-            self._save_topic_overrides()
+        self._update_topic_overrides(name, lambda current: overrides)
+
+    def alter_topic_config(self, name: str, changes: dict | None = None, *, remove=()) -> dict:
+        """Set ``changes`` (field names and values) and take the fields named in ``remove``
+        back to the manager's defaults in topic ``name``'s overrides, keeping the others
+        (Kafka's IncrementalAlterConfigs); returns the overrides now recorded. The file is
+        read again and written under the log dir's lock of topic-configs.json, which every
+        writer in every process takes, so concurrent changes to other fields or topics are
+        kept; the result is checked whole before anything is written
+        (:class:`InvalidConfigError`). Durable on return. Cost: as :meth:`set_topic_config`."""
+        validate_topic(name)
+        changes, remove = dict(changes or {}), list(remove)
+        build_config(self.config, changes)
+        unknown = sorted(set(remove) - set(vars(self.config)))
+        if unknown:
+            raise InvalidConfigError(f"cannot remove unknown setting(s) {', '.join(map(str, unknown))}")
+
+        def altered(current: dict | None) -> dict:
+            return {**{k: v for k, v in (current or {}).items() if k not in remove}, **changes}
+        return self._update_topic_overrides(name, altered)
 
     def add_partitions(self, name: str, partitions: int) -> "Topic":
         """Grow topic ``name`` to ``partitions`` partitions (Kafka's CreatePartitions: a
@@ -182,8 +200,7 @@ class LogManager:
                 pdir.write_offsets({n: None for n in CHECKPOINT_FILES})
                 shutil.rmtree(doomed)
                 removed.append(log.path)
-            self._topic_overrides.pop(name, None)
-            self._save_topic_overrides()
+            self._update_topic_overrides(name, lambda current: None)
         return removed
 
     def topic(self, name: str) -> "Topic":
@@ -273,9 +290,36 @@ class LogManager:
             raise InvalidConfigError(f"{path} does not hold a JSON object")
         self._topic_overrides = {t: dict(v) for t, v in data.items()}
 
-    def _save_topic_overrides(self) -> None:
-        data = json.dumps(self._topic_overrides, indent=1, sort_keys=True).encode()
-        self.io.write_file(os.path.join(self.root, TOPIC_CONFIGS_FILE), data)
+    def _update_topic_overrides(self, name: str, change) -> dict:
+        """Under the log dir's lock of topic-configs.json (every writer's, in every process):
+        read the file again, replace topic ``name``'s entry by ``change(current entry or
+        None)`` (None removes it), check it and write the file if it changed. Returns the
+        new entry ({} when removed)."""
+        with self._lock, topic_configs_lock(self.root):
+            self._load_topic_overrides()
+            current = self._topic_overrides.get(name)
+            new = change(current)
+            if new is not None:
+                build_config(self.config, new)
+            if new != current:
+                if new is None:
+                    del self._topic_overrides[name]
+                else:
+                    self._topic_overrides[name] = new
+                data = json.dumps(self._topic_overrides, indent=1, sort_keys=True).encode()
+                self.io.write_file(os.path.join(self.root, TOPIC_CONFIGS_FILE), data)
+            return dict(new or {})
+
+
+@contextlib.contextmanager
+def topic_configs_lock(root: str):
+    """Hold the log dir's lock of ``topic-configs.json``: one byte of the clients' lock file,
+    exclusive against every other holder, in this process or another (OFD locks; the
+    kernel releases it when a process dies). Not reentrant."""
+    from pylog.clients.locks import LockFile, Mutex, name_byte  # clients import this module
+    from pylog.clients.writers import CLIENTS_LOCK_FILE
+    with LockFile(os.path.join(root, CLIENTS_LOCK_FILE)) as lock_file, Mutex(lock_file, name_byte(TOPIC_CONFIGS_FILE)):
+        yield
 
 
 def _release_unclosed_logs(logs: dict, root: str) -> None:

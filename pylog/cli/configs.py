@@ -12,8 +12,6 @@ opens it again or calls ``Log.update_config``.
 
 from __future__ import annotations
 
-import os
-
 from pylog.cli.common import open_manager
 from pylog.config import KAFKA_FIELDS, LogConfig, kafka_name
 from pylog.errors import InvalidArgumentError, InvalidConfigError, UnknownTopicError
@@ -79,9 +77,8 @@ def alter(root: str, topic: str, add: dict[str, str], delete: list[str]) -> None
     ``topic``'s settings; everything is checked before the file is written, under the
     clients' lock of topic-configs.json. :class:`UnknownTopicError`,
     :class:`InvalidConfigError`."""
-    from pylog.clients.locks import LockFile, Mutex, name_byte
-    from pylog.clients.writers import CLIENTS_LOCK_FILE, ring
-    from pylog.manager import TOPIC_CONFIGS_FILE, LogManager
+    from pylog.clients.writers import ring
+    from pylog.manager import LogManager
     both = sorted(set(add) & set(delete))
     if both:
         raise InvalidArgumentError(f"{', '.join(both)} both added and deleted")
@@ -90,12 +87,9 @@ def alter(root: str, topic: str, add: dict[str, str], delete: list[str]) -> None
     if unknown:
         raise InvalidConfigError(f"unknown topic setting(s) {', '.join(unknown)}")
     deleted = {KAFKA_FIELDS[k].name for k in delete}
-    with LockFile(os.path.join(root, CLIENTS_LOCK_FILE)) as lock_file, \
-            Mutex(lock_file, name_byte(TOPIC_CONFIGS_FILE)):
-        with LogManager(root) as manager:  # reads topic-configs.json under the lock
-            _check_topic(manager, topic)
-            overrides = {k: v for k, v in manager.topic_overrides(topic).items() if k not in deleted}
-            manager.set_topic_config(topic, {**overrides, **added})
+    with LogManager(root) as manager:
+        _check_topic(manager, topic)
+        manager.alter_topic_config(topic, added, remove=deleted)  # under the lock of topic-configs.json
     ring(root)  # client processes holding the topic's logs take the new settings now
 
 

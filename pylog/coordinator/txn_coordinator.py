@@ -92,13 +92,13 @@ def apply_txn_records(states: dict, records) -> None:
 def ensure_internal_topic(root: str, topic: str, partitions: int) -> None:
     """Create the partition directories of an internal topic (empty directories are empty
     partitions; a writer creates the files) and record it as compacted, once."""
-    from pylog.manager import TOPIC_CONFIGS_FILE, LogManager
+    from pylog.manager import LogManager
     if os.path.isdir(os.path.join(root, partition_dir_name(topic, partitions - 1))):
         return
-    with LockFile(os.path.join(root, CLIENTS_LOCK_FILE)) as lf, Mutex(lf, name_byte(TOPIC_CONFIGS_FILE)):
-        LogManager(root).set_topic_config(topic, {"cleanup_policy": "compact"})
-        for p in range(partitions):
-            os.makedirs(os.path.join(root, partition_dir_name(topic, p)), exist_ok=True)
+    with LogManager(root) as manager:  # settings given to the topic before are kept
+        manager.alter_topic_config(topic, {"cleanup_policy": "compact"})
+    for p in range(partitions):
+        os.makedirs(os.path.join(root, partition_dir_name(topic, p)), exist_ok=True)
 
 
 class TransactionCoordinator:
