@@ -16,7 +16,7 @@ from pylog.index.txn_index import read_txn_entries
 from pylog.layout import INDEX_SUFFIX, INT32_MAX, KRAFT_SNAPSHOT_SUFFIX, LOG_SUFFIX, OFFSET_INDEX_ENTRY, \
     SEQUENCE_MODULUS, SNAPSHOT_SUFFIX, TIME_INDEX_ENTRY, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
 from pylog.record.batch import decode_batches
-from pylog.record.kraft import control_text, snapshot_title
+from pylog.record.kraft import control_text, metadata_text, snapshot_title
 
 RECORD_INDENT = "|"
 
@@ -42,6 +42,8 @@ def add_parser(sub) -> None:
                           help="print keys and payloads as __consumer_offsets records (implies --print-data-log)")
     decoders.add_argument("--transaction-log-decoder", action="store_true",
                           help="print keys and payloads as __transaction_state records (implies --print-data-log)")
+    decoders.add_argument("--cluster-metadata-decoder", action="store_true",
+                          help="print payloads as KRaft cluster metadata records (implies --print-data-log)")
     decoders.add_argument("--value-decoder", choices=list(VALUE_DECODERS),
                           help="print payloads as utf8 text (the default, Kafka's StringDecoder), compact json "
                                "or hex (implies --print-data-log)")
@@ -230,7 +232,8 @@ def record_line(batch, record, args) -> str:
 def _print_data(args) -> bool:
     """Kafka prints keys and payloads with --print-data-log or any decoder option."""
     return args.print_data_log or getattr(args, "offsets_decoder", False) or \
-        getattr(args, "transaction_log_decoder", False) or getattr(args, "value_decoder", None) is not None
+        getattr(args, "transaction_log_decoder", False) or getattr(args, "cluster_metadata_decoder", False) or \
+        getattr(args, "value_decoder", None) is not None
 
 
 def _payload_parser(args):
@@ -242,6 +245,8 @@ def _payload_parser(args):
     if getattr(args, "transaction_log_decoder", False):
         from pylog.coordinator.txn_records import TXN_RECORDS
         return lambda r: TXN_RECORDS.dump_text(r.key, r.value, r.offset)
+    if getattr(args, "cluster_metadata_decoder", False):  # no keys for metadata records, as Kafka's parser
+        return lambda r: (None, metadata_text(r.value, r.offset))
     decode_value = VALUE_DECODERS[getattr(args, "value_decoder", None) or "utf8"]
     return lambda r: (None if r.key is None else _text(r.key), None if r.value is None else decode_value(r.value))
 

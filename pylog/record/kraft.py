@@ -1,4 +1,4 @@
-"""KRaft snapshot files and the control records of the metadata log
+"""KRaft snapshot files, the control records of the metadata log and its metadata records
 (docs/format/kraft-snapshot.md): read only, for ``pylog dump``.
 
 A snapshot ``<20-digit end offset>-<10-digit epoch>.checkpoint`` is a run of v2 batches
@@ -14,6 +14,7 @@ import base64
 import json
 import re
 
+from pylog.coordinator.schema import Field, Message, decode, json_text, json_tree
 from pylog.errors import CorruptCheckpointError, InvalidRecordError
 from pylog.layout import (
     CONTROL_TYPE_NAMES, INT16, INT32, INT64, KRAFT_BOOTSTRAP_FILENAME, KRAFT_SNAPSHOT_SUFFIX, OFFSET_DIGITS,
@@ -58,6 +59,10 @@ class _Fields:
         out = self._buf[self._pos:end]
         self._pos = end
         return out
+
+    @property
+    def position(self) -> int:
+        return self._pos
 
     def int16(self) -> int:
         return INT16.unpack(self._take(2))[0]
@@ -162,3 +167,57 @@ def control_text(type_id: int, value: bytes | None) -> str | None:
         raise InvalidRecordError(f"{name} control record has version {message['version']}; "
                                  f"versions 0 to {max_version} are defined")
     return label + json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+
+
+# --- cluster metadata records (DumpLogSegments --cluster-metadata-decoder) -----------------
+
+#: Each record of the metadata log (and of a KRaft snapshot's data batches) is a value of
+#: uvarint frame version (1), uvarint record type, uvarint version, then the record's message
+#: in the flexible encoding; no key.
+METADATA_FRAME_VERSION = 1
+
+#: record type -> (Kafka's MetadataRecordType name, schema): the types a formatted log dir's
+#: bootstrap snapshot holds, and a few simple ones. Others print a skip notice (docs/cli.md).
+_METADATA_RECORDS = {
+    2: ("TOPIC_RECORD", Message("TopicRecord", "0", "0+", (Field("name", "string"), Field("topicId", "uuid")))),
+    4: ("CONFIG_RECORD", Message("ConfigRecord", "0", "0+", (
+        Field("resourceType", "int8"), Field("resourceName", "string"), Field("name", "string"),
+        Field("value", "string", nullable="0+")))),
+    9: ("REMOVE_TOPIC_RECORD", Message("RemoveTopicRecord", "0", "0+", (Field("topicId", "uuid"),))),
+    11: ("USER_SCRAM_CREDENTIAL_RECORD", Message("UserScramCredentialRecord", "0", "0+", (
+        Field("name", "string"), Field("mechanism", "int8"), Field("salt", "bytes"), Field("storedKey", "bytes"),
+        Field("serverKey", "bytes"), Field("iterations", "int32")))),
+    12: ("FEATURE_LEVEL_RECORD", Message("FeatureLevelRecord", "0", "0+", (
+        Field("name", "string"), Field("featureLevel", "int16")))),
+    15: ("PRODUCER_IDS_RECORD", Message("ProducerIdsRecord", "0", "0+", (
+        Field("brokerId", "int32"), Field("brokerEpoch", "int64"), Field("nextProducerId", "int64")))),
+    20: ("NO_OP_RECORD", Message("NoOpRecord", "0", "0+", ())),
+}
+
+
+def metadata_text(value: bytes | None, offset: int) -> str:
+    """A cluster metadata record's payload as DumpLogSegments prints it:
+    ``{"type":"FEATURE_LEVEL_RECORD","version":0,"data":{...}}``, or
+    ``Error at OFFSET, skipping. REASON`` for one it cannot decode. O(len(value))."""
+    try:
+        type_name, version, data = _metadata_record(value)
+    except InvalidRecordError as e:
+        return f"Error at {offset}, skipping. {e.reason}"
+    return json_text({"type": type_name, "version": version, "data": data})
+
+
+def _metadata_record(value: bytes | None) -> tuple[str, int, dict]:
+    if value is None:
+        raise InvalidRecordError("a metadata record has a value")
+    f = _Fields(bytes(value), "metadata")
+    frame = f.uvarint()
+    if frame != METADATA_FRAME_VERSION:
+        raise InvalidRecordError(f"Could not deserialize metadata record due to unknown frame version {frame}"
+                                 f" (expected {METADATA_FRAME_VERSION})")
+    type_id, version = f.uvarint(), f.uvarint()
+    known = _METADATA_RECORDS.get(type_id)
+    if known is None:
+        raise InvalidRecordError(f"pylog does not decode metadata record type {type_id}")
+    name, message = known
+    message.check_version(version)
+    return name, version, json_tree(message, version, decode(message, version, bytes(value)[f.position:]))

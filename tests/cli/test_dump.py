@@ -381,3 +381,16 @@ def test_stderr_summaries_follow_every_file_as_kafka_prints_them(tmp_path):
     assert out.returncode == 0
     assert out.stdout.decode().splitlines()[-1].startswith("| offset: 1 ")
     assert out.stderr.decode().splitlines() == [f"Non-consecutive offsets in {paths[0]}", "  -1 is followed by 5"]
+
+
+def test_cluster_metadata_decoder_prints_feature_levels_as_kafka_and_skips_types_it_does_not_decode(tmp_path):
+    feature = uvarint(1) + uvarint(12) + uvarint(0) + compact_string("metadata.version") + struct.pack(">h", 27) \
+        + NO_TAGS
+    unknown_type = uvarint(1) + uvarint(3) + uvarint(0) + NO_TAGS
+    with Log.open(tmp_path / "__cluster_metadata-0") as log:
+        log.append([Record(feature, timestamp=T), Record(unknown_type, timestamp=T)])
+    path = tmp_path / "__cluster_metadata-0" / "00000000000000000000.log"
+    lines = dump_lines("--cluster-metadata-decoder", "--skip-record-metadata", "--files", path)
+    assert lines[3:] == [
+        '| payload: {"type":"FEATURE_LEVEL_RECORD","version":0,"data":{"name":"metadata.version","featureLevel":27}}',
+        "| payload: Error at 1, skipping. pylog does not decode metadata record type 3"]
