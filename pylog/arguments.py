@@ -43,6 +43,23 @@ def check_bool(value, name: str) -> bool:
     return value
 
 
+def check_name(value, name: str, *, max_bytes: int = 32767):
+    """``value`` if it is a non-empty str of at most ``max_bytes`` bytes in UTF-8 (a client
+    id, a group or transactional id: Kafka writes them as int16-length strings)."""
+    if not isinstance(value, str) or not value:
+        raise InvalidArgumentError(f"{name} must be a non-empty str, not {value!r}")
+    if len(value.encode()) > max_bytes:
+        raise InvalidArgumentError(f"{name} is {len(value.encode())} bytes in UTF-8, more than {max_bytes}")
+    return value
+
+
+def check_function(value, name: str):
+    """``value`` if it is None or callable (a serializer, a deserializer)."""
+    if value is not None and not callable(value):
+        raise InvalidArgumentError(f"{name} must be a function or None, not {value!r}")
+    return value
+
+
 def check_choice(value, name: str, choices) -> str:
     """``value`` if it is one of ``choices`` (strings)."""
     if not isinstance(value, str) or value not in choices:

@@ -330,3 +330,97 @@ def test_an_append_that_would_carry_the_log_end_past_int64_is_refused(tmp_path, 
     with refused(tmp_path, InvalidOffsetError):
         log.append([b"y"])
     assert log.log_end_offset == 2**63 - 1 and log.read(2**63 - 2).records()[0].value == b"x"
+
+
+# -- clients and replication ------------------------------------------------------------------------
+# Every public client and replication entry point checks its arguments before it touches a file.
+
+from pylog.clients import Consumer, OffsetAndMetadata, Producer, TopicPartition  # noqa: E402
+from pylog.errors import ClientStateError  # noqa: E402
+from pylog.replication import ProcessReplicaSet, ReplicaSet  # noqa: E402
+
+TP = TopicPartition("t", 0)
+
+
+@pytest.fixture
+def client_root(tmp_path):
+    root = str(tmp_path / "logs")
+    with LogManager(root) as m:
+        m.create_topic("t", 1)
+    with Producer(root) as p:
+        p.send("t", b"v").get()
+    return root
+
+
+@pytest.mark.parametrize("offsets, group", [
+    (None, "g"), ({TP: 1}, 5), ([1], "g"), ({TP: -1}, "g"), ({TP: "1"}, "g"), ({"x": 1}, "g"), ({TP: 1}, ""),
+    ({TP: OffsetAndMetadata(1, 5)}, "g"), ({TP: 1}, None),
+], ids=repr)
+def test_send_offsets_to_transaction_refuses_bad_arguments_before_writing(client_root, offsets, group):
+    with Producer(client_root, transactional_id="tx") as p:
+        p.begin_transaction()
+        with refused(client_root, InvalidArgumentError):
+            p.send_offsets_to_transaction(offsets, group)
+        p.abort_transaction()
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda c: c.subscribe(pattern="["), InvalidArgumentError),
+    (lambda c: c.subscribe(pattern=5), InvalidArgumentError),
+    (lambda c: c.subscribe(["t"], listener=5), InvalidArgumentError),
+    (lambda c: c.subscribe(5), InvalidArgumentError),
+    (lambda c: c.subscribe([5]), InvalidTopicError),
+    (lambda c: c.subscribe(["bad topic!"]), InvalidTopicError),
+    (lambda c: c.subscribe(["t"], pattern="t"), InvalidArgumentError),
+    (lambda c: (c.assign([TP]), c.commit([1])), InvalidArgumentError),
+    (lambda c: (c.assign([TP]), c.commit({TP: -1})), InvalidArgumentError),
+    (lambda c: (c.assign([TP]), c.commit({"t": 1})), InvalidArgumentError),
+    (lambda c: (c.assign([TP]), c.commit_async(5)), InvalidArgumentError),
+    (lambda c: c.assign(5), InvalidArgumentError),
+], ids=range(12))
+def test_consumer_calls_refuse_bad_arguments_before_writing(client_root, call, error):
+    with Consumer(client_root, "g", enable_auto_commit=False) as c:
+        with refused(client_root, error):
+            call(c)
+
+
+@pytest.mark.parametrize("options", [
+    dict(session_timeout_ms="x"), dict(session_timeout_ms=0), dict(heartbeat_interval_ms=-1),
+    dict(heartbeat_interval_ms=20_000, session_timeout_ms=10_000), dict(max_poll_interval_ms=0),
+    dict(fetch_max_bytes="big"), dict(enable_auto_commit="yes"), dict(auto_commit_interval_ms=-5),
+    dict(client_id=5), dict(consumer_timeout_ms=-1), dict(consumer_timeout_ms="x"),
+    dict(exclude_internal_topics=1), dict(key_deserializer=5), dict(value_deserializer="json"),
+    dict(partition_assignment_strategy="bogus"), dict(partition_assignment_strategy=5), dict(max_poll_records=0),
+    dict(group_id=5),
+], ids=repr)
+def test_consumer_refuses_bad_settings_when_made(client_root, options):
+    with refused(client_root, InvalidArgumentError):
+        Consumer(client_root, **{"group_id": "g", **options})
+
+
+@pytest.mark.parametrize("options", [
+    dict(transactional_id="a", transaction_timeout_ms=2**40), dict(transactional_id="a", transaction_timeout_ms=-1),
+    dict(transactional_id="a", transaction_timeout_ms=0), dict(transactional_id="a", transaction_timeout_ms="x"),
+    dict(transactional_id=""), dict(transactional_id=5), dict(transactional_id="x" * 40_000),
+    dict(enable_idempotence="yes"), dict(compression_type="bogus"), dict(max_block_ms=-1), dict(client_id=5),
+    dict(key_serializer=5), dict(value_serializer="json"), dict(linger_ms=-1), dict(batch_size="x"),
+    dict(transactional_id="a", transaction_state_partitions=0),
+], ids=range(16))
+def test_producer_refuses_bad_settings_before_writing(client_root, options):
+    with refused(client_root, InvalidArgumentError):
+        Producer(client_root, **options)
+
+
+def test_producer_transaction_timeout_takes_kafkas_bounds(client_root):
+    """Kafka's broker takes 1 ms up to its transaction.max.timeout.ms (15 minutes)."""
+    with Producer(client_root, transactional_id="a", transaction_timeout_ms=900_000):
+        pass
+    with refused(client_root, InvalidArgumentError):
+        Producer(client_root, transactional_id="a", transaction_timeout_ms=900_001)
+
+
+@pytest.mark.parametrize("replica_set", [ReplicaSet, ProcessReplicaSet])
+@pytest.mark.parametrize("replicas", [10**6, [0, 2**40], 0, -1, [0, 0]], ids=repr)
+def test_replica_sets_refuse_replica_counts_and_ids_out_of_range_at_once(tmp_path, replica_set, replicas):
+    with refused(tmp_path, InvalidArgumentError):
+        replica_set(tmp_path / "rs", "p-0", replicas=replicas)

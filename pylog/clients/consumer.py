@@ -26,7 +26,9 @@ import re
 import time
 from typing import NamedTuple
 
-from pylog.arguments import check_int, check_topic_partition
+from pylog.arguments import (
+    check_bool, check_choice, check_function, check_int, check_name, check_topic_partition,
+)
 from pylog.clients.wakeup import DirWatch
 from pylog.closing import close_all
 from pylog.errors import (
@@ -37,7 +39,7 @@ from pylog.errors import (
 from pylog.layout import INT32_MAX, INT64_MAX, INTERNAL_TOPICS
 from pylog.log import Log
 from pylog.log.offsets import latest_offset
-from pylog.partition_dir import partition_dir_name
+from pylog.partition_dir import partition_dir_name, validate_topic
 from pylog.record.record import Record, _short
 from pylog.segment.open_files import OpenFiles
 
@@ -173,6 +175,76 @@ _RESETS = ("earliest", "latest", "none")
 TXN_CHECK_INTERVAL_MS = 1000
 
 
+def _check_settings(*, group_id, auto_offset_reset, enable_auto_commit, auto_commit_interval_ms, isolation_level,
+                    session_timeout_ms, heartbeat_interval_ms, max_poll_interval_ms, max_poll_records,
+                    fetch_max_bytes, partition_assignment_strategy, client_id, consumer_timeout_ms,
+                    exclude_internal_topics, key_deserializer, value_deserializer) -> None:
+    """The ``Consumer``'s settings, checked when it is made, before it reads or writes a
+    file: :class:`InvalidArgumentError` naming the first out of range (Kafka's rules:
+    the heartbeat interval below the session timeout). O(1)."""
+    from pylog.clients.assignors import ASSIGNORS
+    if group_id is not None:
+        check_name(group_id, "group_id")
+    check_choice(auto_offset_reset, "auto_offset_reset", _RESETS)
+    check_choice(isolation_level, "isolation_level", tuple(_ISOLATION))
+    check_bool(enable_auto_commit, "enable_auto_commit")
+    check_bool(exclude_internal_topics, "exclude_internal_topics")
+    check_int(auto_commit_interval_ms, "auto_commit_interval_ms", (0, INT32_MAX))
+    check_int(session_timeout_ms, "session_timeout_ms", (1, INT32_MAX))
+    check_int(heartbeat_interval_ms, "heartbeat_interval_ms", (1, session_timeout_ms - 1))
+    check_int(max_poll_interval_ms, "max_poll_interval_ms", (1, INT32_MAX))
+    check_int(max_poll_records, "max_poll_records", (1, INT32_MAX))
+    check_int(fetch_max_bytes, "fetch_max_bytes", (0, INT32_MAX))
+    check_name(client_id, "client_id")
+    if isinstance(consumer_timeout_ms, bool) or not isinstance(consumer_timeout_ms, (int, float)) \
+            or not consumer_timeout_ms >= 0:
+        raise InvalidArgumentError(f"consumer_timeout_ms must be a number >= 0 (inf: never), not "
+                                   f"{consumer_timeout_ms!r}")
+    check_function(key_deserializer, "key_deserializer")
+    check_function(value_deserializer, "value_deserializer")
+    names = partition_assignment_strategy
+    if not isinstance(names, (list, tuple)) or not names or any(not isinstance(a, str) or a not in ASSIGNORS
+                                                                 for a in names):
+        raise InvalidArgumentError(f"partition_assignment_strategy must name assignors among {sorted(ASSIGNORS)}, "
+                                   f"not {names!r}")
+
+
+def _checked_subscription(topics, pattern, listener) -> tuple[set, re.Pattern | None]:
+    """``subscribe``'s arguments as (topic names, compiled pattern), or
+    :class:`InvalidArgumentError` (:class:`InvalidTopicError` for a name Kafka refuses)
+    before the consumer joins anything."""
+    if isinstance(topics, str):
+        topics = [topics]
+    if not isinstance(topics, (list, tuple, set, frozenset)):
+        raise InvalidArgumentError(f"topics must be a list of topic names, not {topics!r}")
+    topics = {validate_topic(t) for t in topics}
+    compiled = None
+    if pattern is not None:
+        if topics:
+            raise InvalidArgumentError("subscribe() takes topics or a pattern, not both")
+        if not isinstance(pattern, str):
+            raise InvalidArgumentError(f"pattern must be a str (a regular expression), not {pattern!r}")
+        try:
+            compiled = re.compile(pattern)
+        except re.error as e:
+            raise InvalidArgumentError(f"pattern {pattern!r} is not a regular expression: {e}") from None
+    if listener is not None and not all(callable(getattr(listener, m, None))
+                                        for m in ("on_partitions_revoked", "on_partitions_assigned")):
+        raise InvalidArgumentError(f"listener must have on_partitions_revoked and on_partitions_assigned "
+                                   f"(a ConsumerRebalanceListener), not {listener!r}")
+    return topics, compiled
+
+
+def _given_offsets(offsets) -> dict | None:
+    """A commit's ``offsets`` keyed by :class:`TopicPartition` (None: the positions),
+    checked whole before the commit touches a file."""
+    if offsets is None:
+        return None
+    from pylog.coordinator.group_coordinator import checked_offsets
+    checked_offsets(offsets)
+    return {_tp(tp): om for tp, om in offsets.items()}
+
+
 class Consumer:
     """Reads records of the topics of the log dir ``root``.
 
@@ -200,19 +272,16 @@ class Consumer:
                  partition_assignment_strategy=("range", "cooperative-sticky"), client_id: str = "pylog",
                  consumer_timeout_ms: float = float("inf"), exclude_internal_topics: bool = True,
                  key_deserializer=None, value_deserializer=None, max_open_files: int | None = None):
-        if group_id is not None and (not isinstance(group_id, str) or not group_id):
-            raise InvalidArgumentError(f"group_id must be a non-empty str or None, not {group_id!r}")
-        check_int(max_poll_records, "max_poll_records", (1, INT32_MAX))
-        if auto_offset_reset not in _RESETS:
-            raise InvalidArgumentError(f"auto_offset_reset must be one of {_RESETS}, not {auto_offset_reset!r}")
-        if isolation_level not in _ISOLATION:
-            raise InvalidArgumentError(f"isolation_level must be one of {tuple(_ISOLATION)}, "
-                                       f"not {isolation_level!r}")
-        from pylog.clients.assignors import ASSIGNORS
-        unknown = [a for a in partition_assignment_strategy if a not in ASSIGNORS]
-        if unknown or not partition_assignment_strategy:
-            raise InvalidArgumentError(f"partition_assignment_strategy must name assignors among "
-                                       f"{sorted(ASSIGNORS)}, not {list(partition_assignment_strategy)!r}")
+        if isinstance(partition_assignment_strategy, str):
+            partition_assignment_strategy = (partition_assignment_strategy,)
+        _check_settings(group_id=group_id, auto_offset_reset=auto_offset_reset, enable_auto_commit=enable_auto_commit,
+                        auto_commit_interval_ms=auto_commit_interval_ms, isolation_level=isolation_level,
+                        session_timeout_ms=session_timeout_ms, heartbeat_interval_ms=heartbeat_interval_ms,
+                        max_poll_interval_ms=max_poll_interval_ms, max_poll_records=max_poll_records,
+                        fetch_max_bytes=fetch_max_bytes, partition_assignment_strategy=partition_assignment_strategy,
+                        client_id=client_id, consumer_timeout_ms=consumer_timeout_ms,
+                        exclude_internal_topics=exclude_internal_topics, key_deserializer=key_deserializer,
+                        value_deserializer=value_deserializer)
         if not os.path.isdir(root):
             raise LogDirNotFoundError(f"log dir {root} does not exist or is not a directory")
         self.root = os.path.abspath(root)
@@ -258,6 +327,8 @@ class Consumer:
         if self._member is not None or self._subscription or self._pattern:
             raise ClientStateError("assign() after subscribe(): call unsubscribe() first")
         self._check_open()
+        if isinstance(partitions, (str, bytes)) or not hasattr(partitions, "__iter__"):
+            raise InvalidArgumentError(f"assign() takes a list of TopicPartition, not {partitions!r}")
         partitions = {_tp(tp) for tp in partitions}
         self._manual = True
         self._set_assignment(partitions)
@@ -272,10 +343,9 @@ class Consumer:
             raise ClientStateError("subscribe() after assign(): call unsubscribe() first")
         if self.group_id is None:
             raise InvalidArgumentError("subscribe() needs a group_id; use assign() without one")
-        if isinstance(topics, str):
-            topics = [topics]
-        self._subscription = set(topics)
-        self._pattern = re.compile(pattern) if pattern is not None else None
+        topics, compiled = _checked_subscription(topics, pattern, listener)
+        self._subscription = topics
+        self._pattern = compiled
         self._listener = listener or ConsumerRebalanceListener()
         if self._member is None:
             from pylog.clients.group_member import GroupMember
@@ -724,7 +794,7 @@ class Consumer:
         self._check_open()
         if self.group_id is None:
             raise InvalidArgumentError("commit() needs a group_id")
-        self._commit(None if offsets is None else {_tp(tp): om for tp, om in offsets.items()})
+        self._commit(_given_offsets(offsets))
 
     def commit_async(self, offsets: dict | None = None, callback=None) -> None:
         """``commit``, with the outcome given to ``callback(offsets, error)`` (error None
@@ -735,7 +805,7 @@ class Consumer:
         self._check_open()
         if self.group_id is None:
             raise InvalidArgumentError("commit_async() needs a group_id")
-        given = None if offsets is None else {_tp(tp): om for tp, om in offsets.items()}
+        given = _given_offsets(offsets)
         offsets = self._commit_offsets(given)
         try:
             self._commit(offsets, positions=given is None)

@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Sequence
 
-from pylog.arguments import check_int
+from pylog.arguments import check_bool, check_choice, check_function, check_int, check_name
 from pylog.clients.bulk import RECORD_OVERHEAD_BYTES, bulk_items, item_bytes, record_item
 from pylog.clients.producer_ids import allocate_producer_id
 from pylog.clients.writers import WriterPool
@@ -41,7 +41,7 @@ from pylog.errors import (
     ClientStateError, ClientTimeoutError, InvalidArgumentError, LogDirNotFoundError, ProducerFencedError,
     RecordTooLargeError, SerializationError, TransactionAbortableError, UnknownTopicError,
 )
-from pylog.layout import INT32_MAX, INT64_MAX
+from pylog.layout import COMPRESSION_NAMES, INT32_MAX, INT64_MAX
 from pylog.partitioner import partition_for_key, partitions_for_keys
 from pylog.record.encode import now_ms
 from pylog.record.record import Record
@@ -299,10 +299,11 @@ class Producer:
                  linger_ms: int = 0, batch_size: int = 16384, compression_type: str | None = None,
                  max_block_ms: int = 60_000, transaction_timeout_ms: int = 60_000, client_id: str = "pylog",
                  transaction_state_partitions: int | None = None, key_serializer=None, value_serializer=None):
-        check_int(linger_ms, "linger_ms", (0, INT32_MAX))
-        check_int(batch_size, "batch_size", (0, INT32_MAX))
-        if transactional_id is not None and not enable_idempotence:
-            raise InvalidArgumentError("a transactional producer must be idempotent (enable_idempotence=True)")
+        _check_settings(transactional_id=transactional_id, enable_idempotence=enable_idempotence,
+                        linger_ms=linger_ms, batch_size=batch_size, compression_type=compression_type,
+                        max_block_ms=max_block_ms, transaction_timeout_ms=transaction_timeout_ms, client_id=client_id,
+                        transaction_state_partitions=transaction_state_partitions, key_serializer=key_serializer,
+                        value_serializer=value_serializer)
         if not os.path.isdir(root):
             raise LogDirNotFoundError(f"log dir {root} does not exist or is not a directory")
         self.root = os.path.abspath(root)
@@ -663,12 +664,13 @@ class Producer:
         """Commit ``offsets`` (``{TopicPartition: OffsetAndMetadata | int}``) for the
         consumer group ``group`` (its id, or ``consumer.group_metadata()``) in this
         transaction: they take effect if and only if it commits."""
-        from pylog.coordinator.group_coordinator import GroupCoordinator
+        from pylog.coordinator.group_coordinator import GroupCoordinator, checked_offsets
         self._require_txn()
+        group_id, generation, member_id = _group_identity(group)
+        checked_offsets(offsets)  # before the transaction takes in the offsets partition
         if self._groups is None:
             self._groups = GroupCoordinator.for_root(self.root)
         coordinator = self._groups
-        group_id, generation, member_id = _group_identity(group)
         tp = coordinator.offsets_partition(group_id)
         if tp not in self._txn_partitions:
             self._add_to_txn([tp])
@@ -765,8 +767,43 @@ class Producer:
         self.close()
 
 
+#: Kafka's broker default ``transaction.max.timeout.ms``: the longest transaction timeout it takes.
+TRANSACTION_MAX_TIMEOUT_MS = 900_000
+#: The most ``__transaction_state`` partitions a producer may ask for.
+MAX_TRANSACTION_STATE_PARTITIONS = 1000
+
+
+def _check_settings(*, transactional_id, enable_idempotence, linger_ms, batch_size, compression_type, max_block_ms,
+                    transaction_timeout_ms, client_id, transaction_state_partitions, key_serializer,
+                    value_serializer) -> None:
+    """The ``Producer``'s settings, checked before it touches the log dir:
+    :class:`InvalidArgumentError` naming the first that is out of range. O(1)."""
+    check_int(linger_ms, "linger_ms", (0, INT32_MAX))
+    check_int(batch_size, "batch_size", (0, INT32_MAX))
+    check_int(max_block_ms, "max_block_ms", (0, INT32_MAX))
+    check_int(transaction_timeout_ms, "transaction_timeout_ms", (1, TRANSACTION_MAX_TIMEOUT_MS))
+    check_bool(enable_idempotence, "enable_idempotence")
+    check_name(client_id, "client_id")
+    if compression_type is not None:
+        check_choice(compression_type, "compression_type", COMPRESSION_NAMES)
+    check_function(key_serializer, "key_serializer")
+    check_function(value_serializer, "value_serializer")
+    if transaction_state_partitions is not None:
+        check_int(transaction_state_partitions, "transaction_state_partitions", (1, MAX_TRANSACTION_STATE_PARTITIONS))
+    if transactional_id is not None:
+        check_name(transactional_id, "transactional_id")
+        if not enable_idempotence:
+            raise InvalidArgumentError("a transactional producer must be idempotent (enable_idempotence=True)")
+
+
 def _group_identity(group) -> tuple[str, int, str]:
-    """(group id, generation, member id) from a group id or a consumer's group metadata."""
+    """(group id, generation, member id) from a group id or a consumer's
+    ``group_metadata()``; :class:`InvalidArgumentError` for anything else."""
     if isinstance(group, str):
-        return group, -1, ""
-    return group.group_id, group.generation_id, group.member_id
+        return check_name(group, "group id"), -1, ""
+    if not all(hasattr(group, field) for field in ("group_id", "generation_id", "member_id")):
+        raise InvalidArgumentError(f"group must be a group id (str) or a consumer's group_metadata(), not {group!r}")
+    check_int(group.generation_id, "generation_id", (-1, INT32_MAX))
+    if not isinstance(group.member_id, str):
+        raise InvalidArgumentError(f"member_id must be a str, not {group.member_id!r}")
+    return check_name(group.group_id, "group id"), group.generation_id, group.member_id

@@ -21,8 +21,9 @@ from __future__ import annotations
 import os
 import struct
 import threading
+from collections.abc import Mapping
 
-from pylog.arguments import check_int, check_topic_partition
+from pylog.arguments import check_int, check_name, check_topic_partition
 from pylog.clients.per_root import PerRoot
 from pylog.clients.writers import WriterPool
 from pylog.closing import close_all
@@ -37,7 +38,7 @@ from pylog.coordinator.schema import encode
 from pylog.coordinator.tail import TailReader
 from pylog.coordinator.txn_coordinator import ensure_internal_topic
 from pylog.errors import GroupNotEmptyError, GroupSubscribedToTopicError, InvalidArgumentError
-from pylog.layout import INT32_MAX
+from pylog.layout import INT32_MAX, INT64_MAX
 from pylog.partition_dir import partition_dir_name
 from pylog.record.encode import now_ms
 
@@ -48,6 +49,8 @@ _INT32, _INT64, _INT16 = struct.Struct(">i"), struct.Struct(">q"), struct.Struct
 GROUP_METADATA_VALUE_VERSION = 3
 SUBSCRIPTION_VERSION = 1
 ASSIGNMENT_VERSION = 0
+#: The longest string of a coordinator record (an int16 length).
+MAX_STRING_BYTES = 32767
 
 
 class GroupCoordinator(PerRoot):
@@ -134,23 +137,13 @@ class GroupCoordinator(PerRoot):
     def offset_records(self, group_id: str, offsets: dict) -> list:
         """``(key, value)`` OffsetCommit records (key type 1, value version 3), encoded
         directly: the same bytes as the schema codec (tests/clients check it), at about a
-        microsecond each."""
+        microsecond each. Checks ``offsets`` first (:func:`checked_offsets`)."""
         now = now_ms()
-        group_prefix = _OFFSET_COMMIT_KEY_TYPE + _string(group_id)
+        group_prefix = _OFFSET_COMMIT_KEY_TYPE + _string(check_name(group_id, "group id"))
         out = []
-        checked = [(check_topic_partition(tp, "partition to commit"), om) for tp, om in offsets.items()]
-        for (topic, partition), om in sorted(checked, key=lambda item: item[0]):
-            offset = getattr(om, "offset", om)
-            metadata = getattr(om, "metadata", "") or ""
-            leader_epoch = getattr(om, "leader_epoch", None)
-            if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset < 2**63:
-                raise InvalidArgumentError(f"offset to commit for {topic}-{partition} must be an int >= 0, "
-                                           f"not {offset!r}")
-            if leader_epoch is not None and leader_epoch != -1:
-                check_int(leader_epoch, f"leader epoch to commit for {topic}-{partition}", (0, INT32_MAX))
+        for (topic, partition), offset, metadata, leader_epoch in checked_offsets(offsets):
             key = group_prefix + _string(topic) + _INT32.pack(partition)
-            epoch = -1 if leader_epoch is None else leader_epoch
-            value = (_VALUE_V3_HEAD.pack(OFFSET_COMMIT_VALUE_VERSION, offset, epoch) + _string(metadata)
+            value = (_VALUE_V3_HEAD.pack(OFFSET_COMMIT_VALUE_VERSION, offset, leader_epoch) + _string(metadata)
                      + _INT64.pack(now))
             out.append((key, value))
         return out
@@ -221,9 +214,35 @@ class GroupCoordinator(PerRoot):
             return results
 
 
+def checked_offsets(offsets) -> list:
+    """``offsets`` (``{(topic, partition): offset | OffsetAndMetadata}``) as sorted
+    ``((topic, partition), offset, metadata, leader_epoch)`` (leader epoch -1 when not
+    known), or :class:`InvalidArgumentError` naming the first bad entry. Touches no file,
+    so a commit is checked before anything of it is written. O(n log n)."""
+    if not isinstance(offsets, Mapping):
+        raise InvalidArgumentError(f"offsets to commit must be a dict of {{TopicPartition: OffsetAndMetadata or "
+                                   f"int}}, not {type(offsets).__name__}")
+    out = []
+    for tp, om in offsets.items():
+        topic, partition = check_topic_partition(tp, "partition to commit")
+        offset = getattr(om, "offset", om)
+        metadata = getattr(om, "metadata", "") or ""
+        leader_epoch = getattr(om, "leader_epoch", None)
+        check_int(offset, f"offset to commit for {topic}-{partition}", (0, INT64_MAX))
+        if not isinstance(metadata, str) or len(metadata.encode()) > MAX_STRING_BYTES:
+            raise InvalidArgumentError(f"metadata to commit for {topic}-{partition} must be a str of at most "
+                                       f"{MAX_STRING_BYTES} bytes, not {metadata!r:.80}")
+        if leader_epoch is None or leader_epoch == -1:
+            leader_epoch = -1
+        else:
+            check_int(leader_epoch, f"leader epoch to commit for {topic}-{partition}", (0, INT32_MAX))
+        out.append(((topic, partition), offset, metadata, leader_epoch))
+    return sorted(out, key=lambda item: item[0])
+
+
 def _string(text: str) -> bytes:
     raw = text.encode()
-    if len(raw) > 32767:
+    if len(raw) > MAX_STRING_BYTES:
         raise InvalidArgumentError(f"string of {len(raw)} bytes is too long for a coordinator record")
     return _INT16.pack(len(raw)) + raw
 

@@ -14,19 +14,27 @@ from pylog.layout import INT32_MAX, INT64_MAX
 from pylog.replication.state import NO_LEADER, PartitionState
 
 
+#: The most replicas a set takes: each is a log (and, in a ``ProcessReplicaSet``, a process),
+#: and Kafka's own partitions rarely have more than a handful.
+MAX_REPLICAS = 64
+
+
 def check_replica_settings(replicas, min_insync_replicas, **settings_ms) -> tuple[int, ...]:
-    """The replica ids ``replicas`` names (a count, or distinct ids >= 0), with
-    ``min_insync_replicas`` in [1, replicas] and each of ``settings_ms`` (times and sizes)
-    an int >= 1, or :class:`InvalidArgumentError` naming the first that is not, before a
-    replica set starts anything."""
+    """The replica ids ``replicas`` names (a count in [1, ``MAX_REPLICAS``], or as many
+    distinct ids in [0, INT32_MAX]: Kafka's broker ids), with ``min_insync_replicas`` in
+    [1, replicas] and each of ``settings_ms`` (times and sizes) an int >= 1, or
+    :class:`InvalidArgumentError` naming the first that is not, before a replica set
+    starts anything. O(replicas)."""
     if isinstance(replicas, int) and not isinstance(replicas, bool):
+        check_int(replicas, "replicas", (1, MAX_REPLICAS))
         ids = list(range(replicas))
     elif isinstance(replicas, (list, tuple, range)):
+        check_int(len(replicas), "the number of replicas", (1, MAX_REPLICAS))
         ids = list(replicas)
     else:
         raise InvalidArgumentError(f"replicas must be a count or a list of replica ids, not {replicas!r}")
-    if not ids or len(set(ids)) != len(ids) or any(type(r) is not int or r < 0 for r in ids):
-        raise InvalidArgumentError(f"replicas must be distinct ids >= 0, not {replicas!r}")
+    if len(set(ids)) != len(ids) or any(type(r) is not int or not 0 <= r <= INT32_MAX for r in ids):
+        raise InvalidArgumentError(f"replicas must be distinct ids in [0, {INT32_MAX}], not {replicas!r}")
     check_int(min_insync_replicas, "min_insync_replicas", (1, len(ids)))
     for name, value in settings_ms.items():
         check_int(value, name, (1, INT32_MAX if name.endswith("bytes") else INT64_MAX))
