@@ -2,14 +2,12 @@
 
 A pass: (1) pick the dirty range, from the first dirty offset (``cleaner-offset-checkpoint``)
 to the first uncleanable offset (the active segment, the last stable offset, and
-``min_compaction_lag_ms``); skip unless the dirty share of the cleanable bytes reaches
+``min_compaction_lag_ms``, taken down to the base of the segment holding it); skip unless the dirty share of the cleanable bytes reaches
 ``min_cleanable_dirty_ratio``; (2) map every key in the dirty range to its latest offset,
 skipping the records of aborted transactions (so that they never supersede a committed
 value), stopping early if the map is full (the next pass goes on from there); (3) rewrite the
-segments below the map's end in groups of at most ``segment_bytes`` (every batch of a
-segment holding the first uncleanable offset is filtered: records from that offset on stay,
-but an aborted transaction's records go wherever they are), keeping a record only if no later
-record of its key exists; tombstones stay until ``delete_retention_ms``
+segments below the map's end (whole segments) in groups of at most ``segment_bytes``,
+keeping a record only if no later record of its key exists; tombstones stay until ``delete_retention_ms``
 after the pass that first kept them (the batch's delete horizon); records of aborted
 transactions go, and transaction markers go as Kafka's cleaner lets them
 (``txn_markers.py``); batches keep their base and last offsets and producer fields, and a
@@ -76,6 +74,10 @@ def compact(log, now_ms: int | None = None, *, budget_bytes: int = DEFAULT_BUDGE
 
 
 def _first_uncleanable_offset(log: CleanerView, now: int) -> int:
+    """Kafka's (LogCleanerManager.cleanableOffsets, then calculateCleanableBytes): the least
+    of the active segment's base, the last stable offset and the base of the first segment
+    within ``min_compaction_lag_ms``, taken down to the base offset of the segment holding
+    it, so that a pass cleans whole segments only and never reaches the unstable part."""
     bound = min(log.active_segment.base_offset, log.last_stable_offset, log.high_watermark)
     lag = log.config.min_compaction_lag_ms
     if lag > 0:
@@ -83,8 +85,10 @@ def _first_uncleanable_offset(log: CleanerView, now: int) -> int:
             if seg.base_offset >= bound:
                 break
             if now - seg.largest_timestamp() < lag:
-                return seg.base_offset
-    return bound
+                bound = seg.base_offset
+                break
+    holding = [seg.base_offset for seg in log.segments if seg.base_offset <= bound]
+    return holding[-1] if holding else bound
 
 
 @dataclass
@@ -93,7 +97,7 @@ class _Pass:
 
     offset_map: OffsetMap
     map_end: int  # records at or above it stay: the map has not seen their keys
-    upper_bound: int  # the first uncleanable offset: records from it on keep unless aborted
+    upper_bound: int  # the first uncleanable offset, a segment's base
     now_ms: int
     delete_horizon_ms: int  # stamped on batches that first keep a tombstone or a removable marker
     markers: TxnMarkers
@@ -220,10 +224,8 @@ def _groups(segments, segment_bytes: int):
 
 
 def _clean_segment_into(seg, cleaned, p: _Pass) -> None:
-    """Filter every batch of ``seg`` into ``cleaned``, as Kafka's cleaner does: in a segment
-    straddling the first uncleanable offset, the batches above it keep their records (the
-    map has not seen their keys) but follow the transaction rules, so an aborted
-    transaction's records go there too."""
+    """Filter every batch of ``seg`` into ``cleaned`` (a segment wholly below the first
+    uncleanable offset)."""
     for batch in seg.batches():
         if batch.magic != 2:
             data = _legacy_retained(batch, p)

@@ -235,40 +235,19 @@ def test_an_emptied_batch_kept_for_its_producer_is_kafkas_61_byte_header(tmp_pat
         log.append([Record(b"c", key=b"K")], producer_id=7, producer_epoch=3, base_sequence=2)
 
 
-def test_a_segment_straddling_the_last_stable_offset_is_cleaned_up_to_it(tmp_path):
-    with Log.open(tmp_path / "t-0", **CFG) as log:
-        log.append([Record(b"old", key=b"K")])
-        log.append([Record(b"new", key=b"K")])
-        _txn(log, 7, 0, [Record(b"aborted", key=b"A")], commit=False)
-        log.append([Record(b"open", key=b"K")], producer_id=8, producer_epoch=0, base_sequence=0,
-                   is_transactional=True)
-        log.append([Record(b"after", key=b"N")])
-        log.roll()
-        log.append([Record(b"y", key=b"y")])
-        lso = log.last_stable_offset
-        assert lso == 4 and log.segments[1].base_offset == 6
-        log.compact(force=True)
-        kept = [(r.offset, r.value) for r in log.records()]
-        # below the LSO: the superseded and the aborted record go; from it on nothing is touched,
-        # and the open transaction's record does not supersede the committed one
-        assert kept == [(1, b"new"), (4, b"open"), (5, b"after"), (6, b"y")]
-        assert [t.first_offset for s in log.segments for t in s.txn_index.entries()] == [2]
-        log.append_txn_marker(8, 0, commit=False)
-        assert [(r.offset, r.value) for r in log.records(isolation="committed")] == [
-            (1, b"new"), (5, b"after"), (6, b"y")]
-        assert log.check() == []
-
-
-def aborted_above_the_lso(log):
-    """A cleanable segment whose last stable offset (an open transaction of producer 8 at
-    offset 1) lies below an aborted transaction of producer 7 (offsets 2, 3), whose ABORT
-    marker (offset 5) is in the active segment. Returns the log's last stable offset."""
-    log.append([Record(b"v0", key=b"K0")])
+def last_stable_offset_inside_a_segment(log) -> int:
+    """Two rolled segments and an active one: the first (offsets 0-1) wholly below the last
+    stable offset; the second (2-6) holding it, the first offset (5) of producer 8's open
+    transaction, below which lie a superseded value (2) and producer 7's aborted record (4),
+    whose ABORT marker (7) is in the active segment. Returns the last stable offset."""
+    log.append([Record(b"old", key=b"K")])
+    log.append([Record(b"new", key=b"K")])
+    log.roll()
+    log.append([Record(b"old2", key=b"K2")])
+    log.append([Record(b"new2", key=b"K2")])
+    log.append([Record(b"aborted", key=b"A")], producer_id=7, producer_epoch=0, base_sequence=0,
+               is_transactional=True)
     log.append([Record(b"open", key=b"O")], producer_id=8, producer_epoch=0, base_sequence=0,
-               is_transactional=True)
-    log.append([Record(b"a1", key=b"A1")], producer_id=7, producer_epoch=0, base_sequence=0,
-               is_transactional=True)
-    log.append([Record(b"a2", key=b"A2")], producer_id=7, producer_epoch=0, base_sequence=1,
                is_transactional=True)
     log.append([Record(b"after", key=b"N")])
     log.roll()
@@ -276,20 +255,21 @@ def aborted_above_the_lso(log):
     return log.last_stable_offset
 
 
-def test_an_aborted_transaction_above_the_last_stable_offset_goes_from_a_cleaned_segment(tmp_path):
-    """Kafka's cleaner filters every batch of a segment it cleans, the part above the first
-    uncleanable offset too, knowing the aborted transactions from every later segment's
-    .txnindex: the aborted records go (the producer's last batch stays as a 61-byte header),
-    the open transaction and the plain record after it stay."""
+def test_the_segment_holding_the_last_stable_offset_is_not_cleaned(tmp_path):
+    """Kafka's first uncleanable offset is the base offset of the segment holding the last
+    stable offset (LogCleanerManager.calculateCleanableBytes): only the segments wholly below
+    it are cleaned, and the next pass starts at that segment."""
     with Log.open(tmp_path / "t-0", **CFG) as log:
-        assert aborted_above_the_lso(log) == 1
+        assert last_stable_offset_inside_a_segment(log) == 5
         log.compact(force=True)
-        assert [(r.offset, r.value) for r in log.records()] == [(0, b"v0"), (1, b"open"), (4, b"after")]
-        with open(log.segments[0].log_path, "rb") as f:
-            batches = [(b.base_offset, b.producer_id, len(b), b.size) for b in decode_batches(f.read())]
-        assert batches[2] == (3, 7, 0, 61) and [b[0] for b in batches] == [0, 1, 3, 4]
-        assert [t.first_offset for t in log.segments[1].txn_index.entries()] == [2]
-        assert list(log.segments[0].txn_index.entries()) == []
+        assert [(r.offset, r.value) for r in log.records()] == [
+            (1, b"new"), (2, b"old2"), (3, b"new2"), (4, b"aborted"), (5, b"open"), (6, b"after")]
+        assert log.cleaner_view.first_dirty_offset == 2
+        log.append_txn_marker(8, 0, commit=True)  # the last stable offset moves on: all is cleanable
+        log.roll()
+        log.compact(force=True)
+        assert [(r.offset, r.value) for r in log.records()] == [
+            (1, b"new"), (3, b"new2"), (5, b"open"), (6, b"after")]
         assert log.check() == []
 
 

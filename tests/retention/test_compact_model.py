@@ -93,18 +93,15 @@ class Writer:
 
 class CleanerModel:
     """Kafka's cleaner, record by record. A pass covers [0, bound), the bound being the
-    first uncleanable offset (the active segment's base or the last stable offset), and
-    cleans the segments below it whole, up to ``cleaned_end`` (the end of the segment
-    holding the bound):
+    first uncleanable offset (the base offset of the segment holding the least of the active
+    segment's base and the last stable offset):
 
     - its offset map holds the latest offset of each key among the records in
       [first dirty, bound) that are not of an aborted transaction;
     - below the bound a record goes if its transaction aborted, if the map holds a later
       offset for its key, or if it is a tombstone whose delete horizon has passed; a
       tombstone kept for the first time gets the horizon now + delete_retention_ms;
-    - in [bound, cleaned_end) only the records of aborted transactions go, and a
-      tombstone kept for the first time gets its horizon;
-    - from ``cleaned_end`` on nothing changes.
+    - from the bound on nothing changes.
 
     The next pass's first dirty offset is this pass's bound."""
 
@@ -112,7 +109,7 @@ class CleanerModel:
         self.first_dirty = 0
         self.horizon: dict[int, int] = {}  # offset of a kept tombstone -> its delete horizon
 
-    def clean(self, records: list[Written], fate: dict, bound: int, cleaned_end: int, now: int) -> list[Written]:
+    def clean(self, records: list[Written], fate: dict, bound: int, now: int) -> list[Written]:
         aborted = {t for t, f in fate.items() if f == "abort"}
         first_dirty = min(self.first_dirty, bound)
         latest = {}
@@ -122,12 +119,8 @@ class CleanerModel:
                 latest[r.key] = r.offset
         kept = []
         for r in records:
-            if r.offset < cleaned_end and r.txn in aborted:
-                continue
-            if bound <= r.offset < cleaned_end and r.value is None:
-                self.horizon.setdefault(r.offset, now + DELETE_RETENTION_MS)
             if r.offset < bound:
-                if latest.get(r.key, -1) > r.offset:
+                if r.txn in aborted or latest.get(r.key, -1) > r.offset:
                     continue
                 if r.value is None:
                     if r.offset in self.horizon and now >= self.horizon[r.offset]:
@@ -195,10 +188,10 @@ def run_seed(tmp_path, seed: int) -> None:
                 writer.append(None)
                 log.roll()
             before, written = expected + writer.records[written:], len(writer.records)
-            bound = min(log.active_segment.base_offset, writer.last_stable_offset())
-            cleaned_end = min(s.base_offset for s in log.segments if s.base_offset >= bound)
+            unstable = min(log.active_segment.base_offset, writer.last_stable_offset())
+            bound = max(s.base_offset for s in log.segments if s.base_offset <= unstable)
             log.compact(now_ms=now, force=True)
-            expected = model.clean(before, writer.fate, bound, cleaned_end, now)
+            expected = model.clean(before, writer.fate, bound, now)
             check_against_model(log, writer, expected)
             log.close()
             log = writer.log = Log.open(path, **config)
