@@ -29,6 +29,7 @@ from typing import NamedTuple
 from pylog.arguments import (
     check_bool, check_choice, check_function, check_int, check_name, check_topic_partition,
 )
+from pylog.clients.settings import refuse_unknown_settings
 from pylog.clients.wakeup import DirWatch
 from pylog.closing import close_all
 from pylog.errors import (
@@ -271,7 +272,8 @@ class Consumer:
                  max_poll_records: int = 500, fetch_max_bytes: int = 1 << 20,
                  partition_assignment_strategy=("range", "cooperative-sticky"), client_id: str = "pylog",
                  consumer_timeout_ms: float = float("inf"), exclude_internal_topics: bool = True,
-                 key_deserializer=None, value_deserializer=None, max_open_files: int | None = None):
+                 key_deserializer=None, value_deserializer=None, max_open_files: int | None = None, **settings):
+        refuse_unknown_settings(Consumer, settings)
         if isinstance(partition_assignment_strategy, str):
             partition_assignment_strategy = (partition_assignment_strategy,)
         _check_settings(group_id=group_id, auto_offset_reset=auto_offset_reset, enable_auto_commit=enable_auto_commit,

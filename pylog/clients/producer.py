@@ -18,7 +18,8 @@ id's, its epoch bumped by each new instance (the older instance is fenced:
 
 Durability: a record is in the operating system's page cache once its future is done
 (survives the process's death, SIGKILL included) and on disk after the log's flush
-policy runs (``flush_messages``/``flush_ms``), as with Kafka, which does not fsync either.
+policy runs (``flush_messages``/``flush_ms``), as with Kafka, which does not fsync either;
+with ``acks="all"`` the batch is flushed (fsynced) before its futures are done.
 """
 
 from __future__ import annotations
@@ -35,16 +36,21 @@ from collections.abc import Sequence
 from pylog.arguments import check_bool, check_choice, check_function, check_int, check_name
 from pylog.clients.bulk import RECORD_OVERHEAD_BYTES, bulk_items, item_bytes, record_item
 from pylog.clients.producer_ids import allocate_producer_id
-from pylog.clients.writers import WriterPool
+from pylog.clients.settings import refuse_unknown_settings
+from pylog.clients.locks import LockFile, Mutex, name_byte
+from pylog.clients.writers import CLIENTS_LOCK_FILE, WriterPool
 from pylog.closing import close_all
 from pylog.errors import (
-    ClientStateError, ClientTimeoutError, InvalidArgumentError, LogDirNotFoundError, ProducerFencedError,
+    ClientStateError, ClientTimeoutError, InvalidArgumentError, ProducerFencedError,
     RecordTooLargeError, SerializationError, TransactionAbortableError, UnknownTopicError,
 )
 from pylog.layout import COMPRESSION_NAMES, INT32_MAX, INT64_MAX
+from pylog.manager import MAX_PARTITIONS, LogManager
+from pylog.partition_dir import directory_path, ensure_directory
 from pylog.partitioner import partition_for_key, partitions_for_keys
 from pylog.record.encode import now_ms
 from pylog.record.record import Record
+from pylog.replication.client_requests import check_acks
 
 
 class RecordMetadata:
@@ -285,6 +291,13 @@ class Producer:
     ``send``/``send_batch`` into bytes (``json.dumps(v).encode()``), as kafka-python's and
     Kafka's serializers; a None key or value stays None.
 
+    As Kafka's broker does, the log dir is made if missing and a topic on its first send
+    (``auto_create_topics_enable``, with ``num_partitions`` partitions).
+    ``acks``: 0 or 1, a record is acknowledged once in the operating system's page cache;
+    ``"all"`` (or -1), once flushed to disk (one fsync a batch). kafka-python settings that
+    mean nothing here (``bootstrap_servers``, ``retries``, ...) raise
+    :class:`InvalidConfigError` (pylog/clients/settings.py).
+
     >>> import tempfile
     >>> from pylog import LogManager
     >>> root = tempfile.mkdtemp()
@@ -298,15 +311,19 @@ class Producer:
     def __init__(self, root, *, transactional_id: str | None = None, enable_idempotence: bool = True,
                  linger_ms: int = 0, batch_size: int = 16384, compression_type: str | None = None,
                  max_block_ms: int = 60_000, transaction_timeout_ms: int = 60_000, client_id: str = "pylog",
-                 transaction_state_partitions: int | None = None, key_serializer=None, value_serializer=None):
+                 transaction_state_partitions: int | None = None, key_serializer=None, value_serializer=None,
+                 acks=1, auto_create_topics_enable: bool = True, num_partitions: int = 1, **settings):
+        refuse_unknown_settings(Producer, settings)
         _check_settings(transactional_id=transactional_id, enable_idempotence=enable_idempotence,
                         linger_ms=linger_ms, batch_size=batch_size, compression_type=compression_type,
                         max_block_ms=max_block_ms, transaction_timeout_ms=transaction_timeout_ms, client_id=client_id,
                         transaction_state_partitions=transaction_state_partitions, key_serializer=key_serializer,
-                        value_serializer=value_serializer)
-        if not os.path.isdir(root):
-            raise LogDirNotFoundError(f"log dir {root} does not exist or is not a directory")
-        self.root = os.path.abspath(root)
+                        value_serializer=value_serializer, auto_create_topics_enable=auto_create_topics_enable,
+                        num_partitions=num_partitions)
+        self.acks = check_acks(acks)
+        self.root = directory_path(root)
+        ensure_directory(self.root, create=True, what="log dir")  # as a broker makes its log dirs
+        self.auto_create_topics_enable, self.num_partitions = auto_create_topics_enable, num_partitions
         self.client_id = client_id
         self.linger_ms, self.batch_size, self.max_block_ms = linger_ms, batch_size, max_block_ms
         self.compression_type = compression_type
@@ -510,10 +527,28 @@ class Producer:
     def _partition_count(self, topic: str, *, fresh: bool = False) -> int:
         count = None if fresh else self._partition_counts.get(topic)
         if count is None:
-            from pylog.manager import LogManager
-            count = len(LogManager(self.root, read_only=True).partitions(topic))
-            self._partition_counts[topic] = count
+            count = self._partition_counts[topic] = len(self._topic_partitions(topic))
         return count
+
+    def _topic_partitions(self, topic: str) -> list[int]:
+        """``topic``'s partitions; a topic that does not exist is first created with
+        ``num_partitions`` partitions when ``auto_create_topics_enable``, as Kafka's broker
+        does on a producer's first request (another process creating it at the same time
+        is fine). Cost: a listing of the log dir, plus the creation (a directory and empty
+        files per partition, fsynced)."""
+        try:
+            return LogManager(self.root, read_only=True).partitions(topic)
+        except UnknownTopicError:
+            if not self.auto_create_topics_enable:
+                raise UnknownTopicError(
+                    f"unknown topic {topic!r} in {self.root}: create it with `pylog topics {self.root} --create "
+                    f"--topic {topic} --partitions N`, or make the Producer with auto_create_topics_enable=True") from None
+        # one creator at a time: a topic a producer created and writes is not opened again
+        with LockFile(os.path.join(self.root, CLIENTS_LOCK_FILE)) as lock_file, \
+                Mutex(lock_file, name_byte("create-topic:" + topic)), LogManager(self.root) as manager:
+            if topic not in manager.topics():
+                manager.create_topic(topic, self.num_partitions)
+            return manager.partitions(topic)
 
     def partitions_for(self, topic: str) -> set[int]:
         """The partition numbers of ``topic``."""
@@ -556,6 +591,8 @@ class Producer:
                 max_block_ms = min(max_block_ms, max(0, int((deadline - time.monotonic()) * 1000)))
             with self._pool.writer(*tp, max_block_ms=max_block_ms) as log:
                 self._append_records(log, tp, batch, 0, len(batch.records), batch.create_times())
+                if self.acks == ACKS_ALL:
+                    log.flush()  # acknowledged once on disk: what "all" can mean with one copy
             if batch.error_in(0, len(batch.records)) is not None and self._in_txn:
                 self._txn_error = self._txn_error or batch.error_in(0, len(batch.records))
         except ProducerFencedError as e:
@@ -769,15 +806,19 @@ class Producer:
 
 #: Kafka's broker default ``transaction.max.timeout.ms``: the longest transaction timeout it takes.
 TRANSACTION_MAX_TIMEOUT_MS = 900_000
+#: ``acks="all"`` (or -1): a batch's futures are done once it is flushed to disk.
+ACKS_ALL = -1
 #: The most ``__transaction_state`` partitions a producer may ask for.
 MAX_TRANSACTION_STATE_PARTITIONS = 1000
 
 
 def _check_settings(*, transactional_id, enable_idempotence, linger_ms, batch_size, compression_type, max_block_ms,
                     transaction_timeout_ms, client_id, transaction_state_partitions, key_serializer,
-                    value_serializer) -> None:
+                    value_serializer, auto_create_topics_enable, num_partitions) -> None:
     """The ``Producer``'s settings, checked before it touches the log dir:
     :class:`InvalidArgumentError` naming the first that is out of range. O(1)."""
+    check_bool(auto_create_topics_enable, "auto_create_topics_enable")
+    check_int(num_partitions, "num_partitions", (1, MAX_PARTITIONS))
     check_int(linger_ms, "linger_ms", (0, INT32_MAX))
     check_int(batch_size, "batch_size", (0, INT32_MAX))
     check_int(max_block_ms, "max_block_ms", (0, INT32_MAX))

@@ -10,12 +10,12 @@ import time
 
 import pytest
 
-from pylog import Log
-from pylog.clients import Producer
+from pylog import Log, LogManager
+from pylog.clients import Consumer, Producer
 from pylog.clients.producer_ids import allocate_producer_id
 from pylog.clients.consumer import GroupMetadata
 from pylog.errors import (
-    LogLockedError, ProducerFencedError, RecordTooLargeError, TransactionAbortableError, UnknownMemberIdError,
+    InvalidArgumentError, InvalidConfigError, LogLockedError, ProducerFencedError, RecordTooLargeError, TransactionAbortableError, UnknownMemberIdError,
     UnknownTopicError,
 )
 from pylog.record.encode import now_ms
@@ -56,9 +56,84 @@ def test_producer_ids_are_unique_and_survive_reopening(root):
     assert len(set(ids)) == 5 and allocate_producer_id(root) == max(ids) + 1
 
 
-def test_unknown_topic_is_refused(root):
-    with Producer(root) as producer, pytest.raises(UnknownTopicError):
-        producer.send("missing", b"x")
+def test_an_unknown_topic_without_auto_create_is_refused_naming_the_command_that_creates_it(root):
+    with Producer(root, auto_create_topics_enable=False) as producer:
+        with pytest.raises(UnknownTopicError, match=r"pylog topics .* --create --topic missing"):
+            producer.send("missing", b"x")
+        with pytest.raises(UnknownTopicError, match="auto_create_topics_enable"):
+            producer.send("missing", b"x", partition=0)
+    assert sorted(os.listdir(root)) == sorted(n for n in os.listdir(root) if not n.startswith("missing"))
+
+
+# -- a fresh directory, kafka-python's keywords --------------------------------------------------
+
+def test_the_first_example_of_the_docs_runs_in_a_fresh_directory(tmp_path):
+    """As Kafka's broker (auto.create.topics.enable, num.partitions=1), the first send to
+    a topic creates it, and the log dir too."""
+    root = str(tmp_path / "data" / "kafka")
+    with Producer(root) as producer:
+        meta = producer.send("events", b"login", key=b"user-1").get()
+    assert (meta.topic, meta.partition, meta.offset) == ("events", 0, 0)
+    with Consumer(root, group_id="audit", auto_offset_reset="earliest", consumer_timeout_ms=100) as consumer:
+        consumer.subscribe(["events"])
+        got, deadline = [], time.monotonic() + 30
+        while not got and time.monotonic() < deadline:  # the first iterations may only join the group
+            got = [(r.partition, r.offset, r.value) for r in consumer]
+    assert got == [(0, 0, b"login")]
+
+
+def test_auto_created_topics_take_num_partitions(root):
+    with Producer(root, num_partitions=3) as producer:
+        metas = [producer.send("three", b"v", key=b"k%d" % i).get() for i in range(12)]
+        producer.send_batch("batch", [b"a", b"b"]).get()
+    with LogManager(root, read_only=True) as m:
+        assert m.partitions("three") == [0, 1, 2] and m.partitions("batch") == [0, 1, 2]
+    assert {meta.partition for meta in metas} == {0, 1, 2}
+
+
+def test_producers_auto_creating_one_topic_at_once_all_send_to_it(root):
+    errors, barrier = [], threading.Barrier(4)
+
+    def send(i):
+        try:
+            with Producer(root, num_partitions=2) as producer:
+                barrier.wait()
+                producer.send("shared", b"%d" % i, partition=i % 2).get()
+        except Exception as e:  # reported below
+            errors.append(e)
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sorted(read(root, "shared", 0) + read(root, "shared", 1)) == [b"0", b"1", b"2", b"3"]
+
+
+@pytest.mark.parametrize("acks, flushed", [(1, False), (0, False), ("all", True), (-1, True)])
+def test_acks_all_answers_once_the_records_are_flushed_to_disk(root, acks, flushed):
+    """The log's recovery point (what is known to be on disk) passes the records before
+    their futures are done with ``acks="all"``; with 0 or 1 they are in the page cache."""
+    with Producer(root, acks=acks, linger_ms=5) as producer:
+        futures = [producer.send("t", b"v") for _ in range(3)]
+        metas = [f.get() for f in futures]
+        with producer._pool.writer("t", 0) as log:
+            assert log.recovery_point == (metas[-1].offset + 1 if flushed else 0)
+
+
+@pytest.mark.parametrize("options", [dict(acks=2), dict(acks="1"), dict(acks=True)], ids=repr)
+def test_acks_takes_kafkas_values(tmp_path, options):
+    with pytest.raises(InvalidArgumentError, match="acks"):
+        Producer(str(tmp_path / "new"), **options)
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("client", [Producer, Consumer])
+@pytest.mark.parametrize("setting", ["bootstrap_servers", "retries", "security_protocol", "no_such_thing"])
+def test_kafka_python_settings_without_a_meaning_here_are_refused_before_anything_is_made(tmp_path, client, setting):
+    with pytest.raises(InvalidConfigError, match=setting):
+        client(str(tmp_path / "new"), **{setting: "x"})
+    assert os.listdir(tmp_path) == []
 
 
 def test_fenced_producer_commit_fails_and_its_records_stay_invisible(root):

@@ -155,8 +155,8 @@ def test_bad_input_is_refused_before_anything_is_appended(root, bad, what):
     assert end_offsets(root, "t", 2) == [3, 0]
 
 
-def test_unknown_topic_is_refused_even_for_no_records(root):
-    with Producer(root) as producer, pytest.raises(UnknownTopicError):
+def test_unknown_topic_is_refused_even_for_no_records_without_auto_create(root):
+    with Producer(root, auto_create_topics_enable=False) as producer, pytest.raises(UnknownTopicError):
         producer.send_batch("missing", [])
 
 
