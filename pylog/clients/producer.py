@@ -542,7 +542,8 @@ class Producer:
             if not self.auto_create_topics_enable:
                 raise UnknownTopicError(
                     f"unknown topic {topic!r} in {self.root}: create it with `pylog topics {self.root} --create "
-                    f"--topic {topic} --partitions N`, or make the Producer with auto_create_topics_enable=True") from None
+                    f"--topic {topic} --partitions N`, or make the Producer with "
+                    f"auto_create_topics_enable=True") from None
         # one creator at a time: a topic a producer created and writes is not opened again
         with LockFile(os.path.join(self.root, CLIENTS_LOCK_FILE)) as lock_file, \
                 Mutex(lock_file, name_byte("create-topic:" + topic)), LogManager(self.root) as manager:
