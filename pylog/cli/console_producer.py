@@ -26,10 +26,10 @@ from __future__ import annotations
 import itertools
 import sys
 
-from pylog.cli.common import add_timeout_argument, parse_properties, properties_help
+from pylog.cli.common import add_timeout_argument, open_manager, parse_properties, properties_help
 from pylog.cli.line_reader import PROPERTIES, LineReader, line_batches
 from pylog.clients.producer import Producer
-from pylog.errors import InvalidArgumentError
+from pylog.errors import InvalidArgumentError, LogDirNotFoundError
 from pylog.layout import INT32_MAX
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -44,7 +44,7 @@ def add_produce_parser(sub) -> None:
 
 
 def _add(p) -> None:
-    p.add_argument("root", help="the log dir holding <topic>-<partition> directories (created if missing)")
+    p.add_argument("root", help="the log dir holding <topic>-<partition> directories (pylog topics ROOT --create makes a new one)")
     p.add_argument("--topic", required=True, help="the topic to append to (created if missing)")
     p.add_argument("--partitions", type=int, default=1,
                    help="partitions of the topic if it is created (default 1)")
@@ -77,14 +77,10 @@ def run(args) -> int:
     if args.key_separator is not None:
         props.update({"parse.key": "true", "key.separator": args.key_separator})
     reader = LineReader(props)
-    if args.batch_size < 1 or args.linger_ms < 0 or args.timeout_ms < 0:
-        raise InvalidArgumentError("--batch-size must be at least 1, --linger-ms and --timeout-ms at least 0")
-    _ensure_topic(args.root, args.topic, args.partitions)
-    compression = None if args.compression == "none" else args.compression
-    with Producer(args.root, linger_ms=INT32_MAX, batch_size=INT32_MAX, compression_type=compression,
-                  max_block_ms=args.timeout_ms) as producer:
-        lines_out = LineSender(producer, args.topic, args.partition, args.partitioner == "round-robin",
-                               sys.stdout if args.verbose else None)
+    _check_numbers(args)
+    _check_partition(args)
+    lines_out = LineSender(args, sys.stdout if args.verbose else None)
+    try:
         for lines in line_batches(sys.stdin.fileno(), linger_ms=args.linger_ms,
                                   batch_records=1 if args.sync else args.batch_size):
             try:
@@ -92,32 +88,70 @@ def run(args) -> int:
                     lines_out.send(reader.record(line))
             finally:  # the lines before a bad one are appended, as Kafka's producer sent them
                 lines_out.flush()
+    finally:
+        lines_out.close()
     print(f"produced {lines_out.sent} record(s) to {args.topic}", file=sys.stderr)
     return 0
+
+
+def _check_numbers(args) -> None:
+    for option, value, least in (("--partitions", args.partitions, 1), ("--batch-size", args.batch_size, 1),
+                                 ("--linger-ms", args.linger_ms, 0), ("--timeout-ms", args.timeout_ms, 0)):
+        if value < least:
+            raise InvalidArgumentError(f"{option} must be at least {least}, got {value}")
+
+
+def _check_partition(args) -> None:
+    """Refuse a log dir that does not exist (a typo: nothing creates it) and a
+    ``--partition`` the topic does not have (or will not have, once created)."""
+    try:
+        with open_manager(args.root, read_only=True) as manager:
+            count = len(manager.partitions(args.topic)) if args.topic in manager.topics() else args.partitions
+    except LogDirNotFoundError as e:
+        raise LogDirNotFoundError(f"{e}: pylog topics {args.root} --create --topic {args.topic} creates it with "
+                                  f"the topic") from None
+    if args.partition is not None and not 0 <= args.partition < count:
+        raise InvalidArgumentError(f"topic {args.topic!r} has no partition {args.partition} (it has {count})")
 
 
 def _ensure_topic(root: str, topic: str, partitions: int) -> None:
     """Create ``topic`` with ``partitions`` partitions if it does not exist (Kafka's
     auto-creation); the manager is closed at once, leaving the logs to the producer."""
-    from pylog.manager import LogManager
-    with LogManager(root) as manager:
+    with open_manager(root, read_only=False) as manager:
         if topic not in manager.topics():
             manager.create_topic(topic, partitions)
 
 
 class LineSender:
-    """Sends each line's record to its partition through a client ``Producer``; a batch of
-    lines is appended by ``flush`` (one append per partition touched)."""
+    """Sends each line's record to its partition through a client ``Producer``, opened (and
+    the topic created if missing) at the first record, so input without one writes nothing;
+    a batch of lines is appended by ``flush`` (one append per partition touched)."""
 
-    def __init__(self, producer: Producer, topic: str, partition: int | None, round_robin: bool, verbose):
-        self.producer, self.topic, self.partition = producer, topic, partition
-        self.partition_count = len(producer.partitions_for(topic)) if round_robin else 0
+    def __init__(self, args, verbose):
+        self.args, self.topic, self.partition = args, args.topic, args.partition
         self.verbose = verbose
+        self.producer = None
+        self.partition_count = 0
         self.sent = 0
         self._next = itertools.count()
         self._futures = []
 
+    def _open(self) -> None:
+        args = self.args
+        _ensure_topic(args.root, args.topic, args.partitions)
+        compression = None if args.compression == "none" else args.compression
+        self.producer = Producer(args.root, linger_ms=INT32_MAX, batch_size=INT32_MAX, compression_type=compression,
+                                 max_block_ms=args.timeout_ms)
+        if args.partitioner == "round-robin":
+            self.partition_count = len(self.producer.partitions_for(self.topic))
+
+    def close(self) -> None:
+        if self.producer is not None:
+            self.producer.close()
+
     def send(self, record) -> None:
+        if self.producer is None:
+            self._open()
         partition = self.partition
         if self.partition_count:
             partition = next(self._next) % self.partition_count
@@ -127,6 +161,8 @@ class LineSender:
     def flush(self) -> None:
         """Append the lines sent since the last flush; with ``verbose``, print where each
         went. Raises the first append's error."""
+        if self.producer is None:
+            return
         self.producer.flush()
         futures, self._futures = self._futures, []
         placed = [f.get(0) for f in futures]

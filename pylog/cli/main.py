@@ -84,6 +84,29 @@ class _VersionAction(argparse.Action):
 CLUSTER_OPTIONS = ("--bootstrap-server", "--broker-list", "--zookeeper", "--bootstrap-controller")
 
 
+#: Kafka's options taking NAME=VALUE settings, several after one option (--property a=b c=d)
+NAME_VALUE_LISTS = ("--property", "--reader-property", "--formatter-property")
+
+
+def end_name_value_lists(argv: list[str]) -> list[str]:
+    """``argv`` with each NAME=VALUE list ending at the first argument that is not one, so
+    ``--property a=b c=d ROOT`` keeps ROOT (argparse gives a list every argument up to the
+    next option): each value is written ``--property=a=b``, which argparse takes alone."""
+    out, option, first = [], None, False
+    for arg in argv:
+        if option is not None and not arg.startswith("-") and (first or "=" in arg):
+            out.append(f"{option}={arg}")
+            first = False
+            continue
+        if first:  # the option without a value: argparse says so
+            out.append(option)
+        name = arg.split("=", 1)[0]
+        option, first = (name, name == arg) if name in NAME_VALUE_LISTS else (None, False)
+        if not first:
+            out.append(arg)
+    return out + ([option] if first else [])
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -92,7 +115,7 @@ def main(argv=None) -> int:
         parser.error(f"{given.split('=', 1)[0]}: pylog reads and writes a log dir, not a cluster; give the "
                      f"directory (a broker's log.dirs, or any directory for a new one) where Kafka's tools take "
                      f"{given.split('=', 1)[0]} HOST:PORT")
-    args, unknown = parser.parse_known_args(argv)
+    args, unknown = parser.parse_known_args(end_name_value_lists(argv))
     if unknown:  # said by the command's parser, which names the command
         parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     try:

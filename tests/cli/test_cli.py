@@ -78,6 +78,7 @@ def test_dump_index_files_list_real_entries():
 
 def test_produce_consume_describe_verify_round_trip(tmp_path):
     root = tmp_path / "root"
+    root.mkdir()
     r = pylog("produce", root, "--topic", "t", "--partitions", "3", "--key-separator", ":",
               stdin=b"".join(b"k%d:v%d\n" % (i, i) for i in range(30)))
     assert r.returncode == 0, r.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 
@@ -81,6 +82,7 @@ def test_console_producer_piped_from_a_slow_writer_each_line_is_consumed_within_
 
 def test_keys_headers_and_nulls_are_parsed_as_kafkas_line_reader_does(tmp_path):
     root = tmp_path / "root"
+    root.mkdir()
     lines = b"h1:a,h2:NULL\tk1|v1\nNULL\tNULL|v2\nh3:c\tk3|NULL\n"
     ok("console-producer", root, "--topic", "t", "--property", "parse.key=true", "key.separator=|",
        "parse.headers=true", "null.marker=NULL", stdin=lines)
@@ -90,6 +92,7 @@ def test_keys_headers_and_nulls_are_parsed_as_kafkas_line_reader_does(tmp_path):
 
 def test_a_line_without_its_separator_is_a_one_line_error_after_the_lines_before_it(tmp_path):
     root = tmp_path / "root"
+    root.mkdir()
     err = one_line_error("console-producer", root, "--topic", "t", "--property", "parse.key=true",
                          stdin=b"k1\tv1\nno separator here\nk3\tv3\n")
     assert "no key separator '\\t' on line 2: 'no separator here'" in err
@@ -130,6 +133,7 @@ def test_two_console_producers_write_one_topic_at_the_same_time(tmp_path):
 
 def test_verbose_names_the_offsets_written_and_the_old_produce_options_still_work(tmp_path):
     root = tmp_path / "root"
+    root.mkdir()
     out = ok("produce", root, "--topic", "t", "--partitions", "3", "--key-separator", ":", "--compression",
              "gzip", "--verbose", stdin=b"".join(b"k%d:v%d\n" % (i, i) for i in range(9)))
     written = out.split()
@@ -150,6 +154,41 @@ def test_round_robin_and_a_fixed_partition(tmp_path):
     assert [len(_records(root, "t", p)) for p in range(3)] == [2, 2, 2]
     ok("console-producer", root, "--topic", "t", "--partition", "1", stdin=b"x\ny\n")
     assert [r.value for r in _records(root, "t", 1)][-2:] == [b"x", b"y"]
+
+
+def _tree(root) -> dict:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_console_producer_refuses_a_log_dir_that_does_not_exist_naming_the_command_that_creates_it(tmp_path):
+    err = one_line_error("console-producer", tmp_path / "typo", "--topic", "t", stdin=b"a\n")
+    assert f"no log dir at {tmp_path / 'typo'}" in err and "pylog topics" in err, err
+    assert not (tmp_path / "typo").exists()
+
+
+@pytest.mark.parametrize("args, stdin, message", [
+    (["--topic", "t", "--partition", "9"], b"a\n", "topic 't' has no partition 9"),
+    (["--topic", "new", "--partition", "1"], b"a\n", "topic 'new' has no partition 1"),
+    (["--topic", "t", "--property", "parse.key=true"], b"no-separator\n", "no key separator"),
+    (["--topic", "new", "--partitions", "-2"], b"a\n", "--partitions must be at least 1, got -2"),
+])
+def test_a_failing_console_producer_changes_nothing(tmp_path, args, stdin, message):
+    """Nothing is appended, no topic created, no producer id taken from the log dir's file."""
+    root = tmp_path / "root"
+    ok("console-producer", root.mkdir() or root, "--topic", "t", stdin=b"v\n")
+    before = _tree(root)
+    assert message in one_line_error("console-producer", root, *args, stdin=stdin)
+    assert _tree(root) == before
+
+
+def test_a_property_list_ends_before_the_log_dir_given_last(tmp_path):
+    """``--property a=b c=d ROOT``, the order of the usage line: ROOT is not a property."""
+    root = tmp_path / "root"
+    ok("topics", root, "--create", "--topic", "t")
+    ok("console-producer", "--topic", "t", "--property", "parse.key=true", "key.separator=:", root, stdin=b"k:v\n")
+    assert [(r.key, r.value) for r in _records(root, "t")] == [(b"k", b"v")]
+    assert ok("consume", "--topic", "t", "--property", "print.key=true", "print.offset=true", root) == \
+        "Offset:0\tk\tv\n"
 
 
 # -- the consumer -----------------------------------------------------------------------------------
@@ -263,6 +302,7 @@ def test_a_group_consumer_starts_at_its_committed_offsets_and_shows_in_consumer_
 
 def test_include_reads_every_matching_topic_but_the_internal_ones_alone_or_in_a_group(tmp_path):
     root = tmp_path / "root"
+    root.mkdir()
     for name, lines in (("orders", b"o1\no2\n"), ("orders-eu", b"e1\n"), ("audit", b"a1\n")):
         ok("produce", root, "--topic", name, stdin=lines)
     ok("console-consumer", root, "--topic", "orders", "--group", "g", "--from-beginning", "--no-follow")
@@ -278,3 +318,70 @@ def test_include_reads_every_matching_topic_but_the_internal_ones_alone_or_in_a_
 
 def test_group_does_not_go_with_a_partition_or_an_offset(topic):
     assert "--group" in one_line_error("console-consumer", topic, "--topic", "t", "--group", "g", "--partition", "0")
+
+
+# -- topics that come and go ----------------------------------------------------------------------------
+
+def _following(*args) -> tuple[subprocess.Popen, object, object]:
+    """A ``pylog console-consumer`` running with ``args``; its stdout and stderr lines as queues."""
+    process = subprocess.Popen([PYLOG, "console-consumer", *map(str, args)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=_env())
+    return process, _line_queue(process.stdout), _line_queue(process.stderr)
+
+
+def _until_line(lines, wanted, what: str) -> list[str]:
+    """The lines of ``lines`` up to the first for which ``wanted(line)`` is true."""
+    seen, deadline = [], time.monotonic() + START_S
+    while not seen or not wanted(seen[-1]):
+        line = _next_line(lines, deadline, f"{what}; got {seen}")
+        assert line is not None, f"the process ended before {what}; got {seen}"
+        seen.append(line)
+    return seen
+
+
+def _stop(process) -> int:
+    process.send_signal(signal.SIGINT)
+    try:
+        return process.wait(START_S)
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_console_consumer_waits_for_a_topic_that_does_not_exist_yet(tmp_path):
+    """As Kafka's console consumer waits on an unknown topic: it says so once, then prints
+    what the topic gets once it is created, all of it (everything in it is new)."""
+    root = tmp_path / "root"
+    ok("topics", root, "--create", "--topic", "other")
+    process, out, err = _following(root, "--topic", "later")
+    try:
+        _until_line(err, lambda line: "'later' does not exist" in line, "the consumer's note that it waits")
+        ok("topics", root, "--create", "--topic", "later")
+        ok("console-producer", root, "--topic", "later", stdin=b"first\n")
+        assert _until_line(out, lambda line: line == "first", "the record of the new topic") == ["first"]
+    finally:
+        assert _stop(process) == 130
+    rest = [line for line in iter(err.get, None)]
+    assert rest == ["Processed a total of 1 messages"], rest
+
+
+def test_console_consumer_goes_on_when_its_topic_is_deleted_under_it_and_reads_it_again(tmp_path):
+    """Deleting the topic a console consumer follows: no OS error, a note on stderr, and it
+    keeps polling, reading the topic of that name created afterwards from its start."""
+    root = tmp_path / "root"
+    ok("topics", root, "--create", "--topic", "t", "--partitions", "2")
+    ok("console-producer", root, "--topic", "t", "--partition", "1", stdin=b"before\n")
+    process, out, err = _following(root, "--topic", "t", "--from-beginning")
+    try:
+        _until_line(out, lambda line: line == "before", "the record written before")
+        ok("topics", root, "--delete", "--topic", "t")
+        noted = _until_line(err, lambda line: "was deleted" in line, "the consumer's note that t went")
+        assert all("Errno" not in line for line in noted), noted
+        ok("topics", root, "--create", "--topic", "t")
+        ok("console-producer", root, "--topic", "t", stdin=b"after\n")
+        assert _until_line(out, lambda line: line == "after", "the record of the new topic t") == ["after"]
+    finally:
+        assert _stop(process) == 130
+    rest = [line for line in iter(err.get, None)]
+    assert all("Errno" not in line and "Traceback" not in line for line in rest), rest
+    assert rest[-1] == "Processed a total of 2 messages"
