@@ -149,8 +149,9 @@ CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 PARTITION_METADATA = "partition.metadata"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
-#: The marker's content, as Kafka writes it (compact JSON, no broker epoch outside a broker).
-CLEAN_SHUTDOWN_CONTENT = b'{"version":0,"brokerEpoch":-1}'
+#: The marker's content, as Kafka writes it (compact JSON) with a broker epoch: the one of the
+#: marker a writer found (a broker's), else -1 (pylog has none of its own).
+CLEAN_SHUTDOWN_CONTENT = b'{"version":0,"brokerEpoch":%d}'
 LOCK_FILE = ".lock"
 CHECKPOINT_VERSION = 0
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import hashlib
+import json
 import os
 import struct
 import threading
@@ -40,12 +41,11 @@ from pylog.errors import LogLockedError, StorageError
 from pylog.io import FileIO
 from pylog.layout import CLEAN_SHUTDOWN_CONTENT, CLEAN_SHUTDOWN_FILE, LOCK_FILE
 
-#: What the marker holds, as Kafka's ``CleanShutdownFileHandler`` writes it (no broker epoch).
 _SET_LOCK = getattr(fcntl, "F_OFD_SETLK", fcntl.F_SETLK)
 _GET_LOCK = getattr(fcntl, "F_OFD_GETLK", fcntl.F_GETLK)
 _FLOCK = struct.Struct("hhqqi4x")  # struct flock on Linux: type, whence, start, len, pid
 _ID_BYTES = 16
-_GENERATION = struct.Struct(">16s??i")  # id, clean, tainted, members
+_GENERATION = struct.Struct(">16s??iq")  # id, clean, tainted, members, broker epoch
 
 _registry: dict[tuple[int, int], "LogDirWriters"] = {}
 _registry_lock = threading.Lock()
@@ -155,6 +155,7 @@ class LogDirWriters:
         marker = os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE)
         with _registry_lock, _LogDirMutex(self.log_dir):
             present = os.path.exists(marker)
+            broker_epoch = _broker_epoch(marker) if present else -1
             if present:
                 self.io.remove(marker)
                 self.io.fsync_dir(self.log_dir)
@@ -165,7 +166,8 @@ class LogDirWriters:
                 gen = gen._replace(members=gen.members + 1)  # writers of another process are alive: join
                 self._join(gen)
             else:  # nobody writes: a new generation, clean if the marker was there
-                gen = Generation(os.urandom(_ID_BYTES), clean=present, tainted=False, members=1)
+                gen = Generation(os.urandom(_ID_BYTES), clean=present, tainted=False, members=1,
+                                 broker_epoch=broker_epoch)
                 self._join(gen)
             self._opened.add(name)
             return gen.clean and not gen.tainted and gen.members == 1
@@ -191,7 +193,8 @@ class LogDirWriters:
             self._generation = None
             if gen.members == 0 and not gen.tainted and not self._others_hold_locks() and \
                     (gen.clean or set(_partition_dirs(self.log_dir)) <= self._opened):
-                self.io.write_file(os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE), CLEAN_SHUTDOWN_CONTENT)
+                self.io.write_file(os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE),
+                                   CLEAN_SHUTDOWN_CONTENT % gen.broker_epoch)
         self._write_generation(gen)
 
     def _read_generation(self) -> "Generation | None":
@@ -206,12 +209,26 @@ class Generation(NamedTuple):
     """What ``.lock`` holds: the writing generation of the log dir (one per run of writers
     from a moment nobody wrote). ``clean``: it began with the marker present; ``tainted``: a
     writer stopped without a clean close; ``members``: processes writing in it that have not
-    left (a killed one never leaves, so its generation never writes the marker)."""
+    left (a killed one never leaves, so its generation never writes the marker);
+    ``broker_epoch``: the one the marker it took held, written back with the marker, so that a
+    Kafka broker's next start stays clean (-1: none, as outside a broker)."""
 
     id: bytes
     clean: bool
     tainted: bool
     members: int
+    broker_epoch: int
+
+
+def _broker_epoch(marker: str) -> int:
+    """The broker epoch in a marker (Kafka's ``CleanShutdownFileHandler`` JSON); -1 where it
+    holds none that Kafka would read."""
+    try:
+        with open(marker, "rb") as f:
+            epoch = json.loads(f.read(4096)).get("brokerEpoch", -1)
+    except (OSError, ValueError, AttributeError):
+        return -1
+    return epoch if type(epoch) is int and -1 <= epoch < 2 ** 63 else -1
 
 
 def has_marker(log_dir: str) -> bool:
