@@ -1,6 +1,7 @@
 """``pylog verify ROOT|PARTITION...``: check every batch CRC, index entry, offset order and
 checkpoint (the same checker as ``Log.check()``); prints each problem with its file and
-position, exits 0 only when everything is clean."""
+position, exits 0 only when everything is clean. ``--repair`` opens each partition for
+writing first, so that a recovery truncates what does not validate at its end (printed)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ def add_parser(sub) -> None:
     p.add_argument("paths", nargs="+", metavar="ROOT|PARTITION",
                    help="broker log dirs (every partition in them) or partition directories")
     p.add_argument("--shallow", action="store_true", help="skip the CRC of every batch")
+    p.add_argument("--repair", action="store_true",
+                   help="open each partition for writing first: a tail that does not validate is truncated "
+                        "(and printed), as a recovery does; then check")
     p.set_defaults(run=run)
 
 
@@ -46,7 +50,12 @@ def run(args) -> int:
     for d in tqdm(dirs, desc="verify", unit="partition", disable=not sys.stderr.isatty(), file=sys.stderr,
                   leave=False):
         try:
-            with Log.open(d, read_only=True) as log:
+            with Log.open(d, read_only=not args.repair) as log:
+                for tail in log.load_report.truncations:  # repaired by now, or where reading stops
+                    if args.repair:
+                        print(tail.message(truncated=True))
+                    else:
+                        problems.append(tail.message(truncated=False))
                 problems += log.check(deep=not args.shallow)
         except PylogError as e:
             problems.append(f"{d}: {e}")

@@ -19,6 +19,7 @@ damaged tails unread (readers never see past the last whole batch).
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import re
 import threading
@@ -40,10 +41,12 @@ from pylog.partition_dir import PartitionDir
 from pylog.producer_state import ProducerStateManager
 from pylog.record.encode import now_ms
 from pylog.segment.open_files import OpenFiles
-from pylog.segment.segment import Segment
+from pylog.segment.segment import InvalidTail, Segment
 from pylog.stat_watch import StatWatch
 
 _INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+#: Where a recovery says what it truncated (a warning, as Kafka's ``LogSegment.recover`` logs one).
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -53,6 +56,9 @@ class LoadReport:
     clean: bool = False
     recovered_segments: list[int] = field(default_factory=list)
     truncated_bytes: int = 0
+    #: Each invalid tail found: truncated by a writable open (``truncated_bytes`` counts
+    #: them), where reading stops for a read-only one (the bytes stay).
+    truncations: list[InvalidTail] = field(default_factory=list)
     deleted_segments: list[int] = field(default_factory=list)
     removed_files: list[str] = field(default_factory=list)
     swapped_segments: list[int] = field(default_factory=list)
@@ -339,16 +345,18 @@ class LogLoader:
         last = segments.active.base_offset
         above = [] if report.clean else segments.from_floor(recovery_point)
         todo = sorted(missing_indexes | {s.base_offset for s in above})
-        if not todo or todo[-1] != last:
-            if index_needs_rebuild(segments.active):
+        if not todo or todo[-1] != last:  # the marker vouches for the active segment: check its index and tail
+            if index_needs_rebuild(segments.active) or segments.active.check_tail() is not None:
                 todo.append(last)
         for base in todo:
             seg = segments.get(base)
-            truncated = seg.recover()
+            invalid = seg.recover()
             failpoints.hit("recover.segment-recovered")
             report.recovered_segments.append(base)
-            if truncated:
-                report.truncated_bytes += truncated
+            if invalid is not None:
+                logger.warning(invalid.message(truncated=True))
+                report.truncations.append(invalid)
+                report.truncated_bytes += invalid.bytes
                 for later in segments.from_floor(base)[1:]:
                     segments.remove(later.base_offset).delete_files()
                     report.deleted_segments.append(later.base_offset)
@@ -399,8 +407,20 @@ class LogLoader:
         if self.segments:
             self.segments.active.zero_tail_is_end = True  # a crash's zero-filled tail ends the log
         self.report.clean = self._dir.has_clean_shutdown_marker()
+        if self.report.clean and self.segments:  # no writer: a tail that does not validate is damage
+            self._stop_before_invalid_tail(self.segments.active)
         empty_start = take_checkpointed_offsets(self._dir, self.segments, self.offsets, empty_start=0)
         return self._loaded(empty_start=empty_start, dir_watch=dir_watch, checkpoint_watch=checkpoint_watch)
+
+    def _stop_before_invalid_tail(self, segment: Segment) -> None:
+        """Read-only, under a clean-shutdown marker: if the segment's last batches do not
+        validate (the marker lies), reading stops at the last valid one, and the log says
+        so; the file is left for a writable open to recover."""
+        invalid = segment.check_tail()
+        if invalid is not None:
+            logger.warning(invalid.message(truncated=False))
+            self.report.truncations.append(invalid)
+            segment.stop_at(invalid.position)
 
 
 def take_checkpointed_offsets(pdir: PartitionDir, segments: LogSegments, offsets: LogOffsets, *,

@@ -112,6 +112,7 @@ class LogFile:
     """
 
     zero_tail_is_end = False
+    _valid_end: int | None = None  # where stop_at ended the data
 
     def __init__(self, path: str, *, writable: bool, io: FileIO = DEFAULT_IO, on_open=None):
         self.path = str(path)
@@ -144,9 +145,20 @@ class LogFile:
         self._size = value
 
     def measured(self, st: os.stat_result) -> None:
-        """Take ``st``, a fresh ``stat`` of this file, as its size (a follower saw it grow)."""
+        """Take ``st``, a fresh ``stat`` of this file, as its size (a follower saw it grow),
+        unless it is unchanged since :meth:`stop_at` cut its data short."""
         self.inode = st.st_ino if self.inode is None else self.inode
+        if self._valid_end is not None and (st.st_size, st.st_mtime_ns) == (self.measured_bytes, self.mtime_ns):
+            self._size = self._valid_end
+            return
+        self._valid_end = None
         self._size = self.measured_bytes = st.st_size
+
+    def stop_at(self, position: int) -> None:
+        """Read-only: end the data at ``position`` (the bytes after it do not validate) while
+        the file stays as measured; once a writer changed it, its size counts again."""
+        _ = self.size_bytes  # measure the file first
+        self._size = self._valid_end = position
 
     # -- handles -------------------------------------------------------------------
     def _open(self) -> _Handle:
@@ -310,13 +322,13 @@ class LogFile:
             except IncompleteBatchError as e:
                 consumed = e.valid_bytes
             if consumed == 0:  # a batch larger than the chunk, or a torn tail
-                consumed = self._entry_bytes_at(position)
+                consumed = self.entry_bytes_at(position)
                 if consumed is None or position + consumed > end or consumed > MAX_WALKED_BATCH_BYTES:
                     return
                 yield from decode_batches(self.read(position, consumed), position_base=position, path=self.path)
             position += consumed
 
-    def _entry_bytes_at(self, position: int) -> int | None:
+    def entry_bytes_at(self, position: int) -> int | None:
         """Size of the batch at ``position`` from its prefix; None when the file ends in it."""
         head = self.read(position, LOG_OVERHEAD_BYTES)
         if len(head) < LOG_OVERHEAD_BYTES:

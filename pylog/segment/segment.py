@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import random
+from typing import NamedTuple
 
 from pylog.errors import CorruptIndexError, InvalidOffsetError, RecordFormatError, StorageError
 from pylog.index import OffsetIndex, TimeIndex, TxnIndex
@@ -28,6 +29,25 @@ from pylog.stat_watch import fs_clock_ns, settled
 #: Leading bytes of a batch that tell whether it is still the same batch: base offset,
 #: length, leader epoch, magic and the CRC (which covers the rest; magic 0/1 keep it at 12).
 BATCH_IDENTITY_BYTES = 21
+
+
+class InvalidTail(NamedTuple):
+    """Bytes at the end of a segment's ``.log`` that are not valid batches: where they start
+    (the end of the last valid batch), how many there are, and what was found there. A
+    writable open truncates them; a read-only one stops reading there."""
+
+    path: str
+    position: int
+    bytes: int
+    reason: str
+
+    def message(self, *, truncated: bool) -> str:
+        """The line a recovery logs (Kafka logs one too), for a truncation or a read-only stop."""
+        found = f"found invalid batch at position {self.position} in {self.path}"
+        if truncated:
+            return f"{found}, truncating {self.bytes} bytes ({self.reason})"
+        return (f"{found} ({self.reason}): reading stops there, leaving {self.bytes} bytes for a writable "
+                f"open to truncate (pylog verify --repair does)")
 
 
 def segment_paths(directory: str, base_offset: int, suffix: str = "") -> dict[str, str]:
@@ -453,55 +473,101 @@ class Segment:
             self.open_files.forget(self)
 
     # -- recovery -------------------------------------------------------------------------------
-    def recover(self, on_batch=None) -> int:
+    def recover(self, on_batch=None) -> "InvalidTail | None":
         """Re-validate every batch (CRC, sizes, offsets) and rebuild the offset and time
         indexes.
 
         Stops at the first invalid or incomplete batch and truncates the file there;
-        ``on_batch(batch)`` sees each valid batch (producer state replay). Returns the
-        number of bytes truncated. O(segment bytes): reads the whole file once. The
+        ``on_batch(batch)`` sees each valid batch (producer state replay). Returns what was
+        truncated (None when nothing was). O(segment bytes): reads the whole file once. The
         ``.txnindex`` is left as it is: rebuilding it needs the producer state before the
         segment, so the log replaces it after its replay (and trusts no old one meanwhile).
         """
         self._indexes_checked = True
         self.offset_index.reset()
         self.time_index.reset()
-        self._bytes_since_last_index_entry = 0
         self._max_ts_and_offset = (-1, self.base_offset)
-        valid_bytes = 0
         last_index_position = 0
-        expected_next = self.base_offset
-        for batch in self._batches_for_recovery():
-            if not batch.is_valid() or batch.last_offset < expected_next or \
-                    batch.last_offset - self.base_offset > INT32_MAX:
-                break
-            if batch.magic == MAGIC_V2 and (batch.base_offset < expected_next or batch.record_count < 0):
-                break
-            max_ts = batch.max_timestamp
-            if max_ts > self._max_ts_and_offset[0]:
-                self._max_ts_and_offset = (max_ts, batch.last_offset)
-            if self._index_due(valid_bytes - last_index_position):
+
+        def index(batch) -> None:
+            nonlocal last_index_position
+            if batch.max_timestamp > self._max_ts_and_offset[0]:
+                self._max_ts_and_offset = (batch.max_timestamp, batch.last_offset)
+            if self._index_due(batch.position - last_index_position):
                 self.offset_index.append(batch.last_offset, batch.position)
                 self.time_index.maybe_append(*self._max_ts_and_offset)
-                last_index_position = valid_bytes
+                last_index_position = batch.position
             if on_batch is not None:
                 on_batch(batch)
-            expected_next = batch.last_offset + 1
-            valid_bytes = batch.position + batch.size
-        truncated = self.log.size_bytes - valid_bytes
-        if truncated:
+        valid_bytes, next_offset, invalid = self._walk_valid(0, self.base_offset, index)
+        if invalid is not None:
             self.log.truncate_to(valid_bytes)
         self._bytes_since_last_index_entry = valid_bytes - last_index_position
-        self._next_offset = expected_next
+        self._next_offset = next_offset
         self.rolling_based_timestamp = None
-        return truncated
+        return invalid
 
-    def _batches_for_recovery(self):
-        """Whole batches from the file, read in chunks; stops at a torn or impossible entry."""
+    def check_tail(self) -> "InvalidTail | None":
+        """Validate the batches from the last index entry to the end of the file (CRC,
+        sizes, offsets), as a clean-shutdown marker says they are: an invalid tail (a torn
+        or damaged last batch, bytes that are no batch) is returned, for the caller to
+        recover (a writer) or to stop before (a reader). A damaged batch with whole batches
+        after it is corruption, not a tail: None, and reads report it. Changes nothing.
+        O(index_interval_bytes + the batches after the last entry)."""
         try:
-            yield from self.log.batches()
+            position = self._safe_lookup(2**62)[1]
+        except RecordFormatError as e:  # the index rebuild met a size that cannot be right
+            return InvalidTail(self.log.path, e.position or 0, self.log.size_bytes - (e.position or 0), e.reason)
+        invalid = self._walk_valid(position, self.base_offset, lambda batch: None)[2]
+        return None if invalid is None or self._valid_batch_after(invalid.position) else invalid
+
+    def _valid_batch_after(self, position: int) -> bool:
+        """Whether a valid batch follows the entry at ``position`` (as its size field says)."""
+        entry_bytes = self.log.entry_bytes_at(position)
+        if entry_bytes is None or entry_bytes <= 0:
+            return False
+        try:
+            following = next(self.log.batches(position + entry_bytes), None)
         except RecordFormatError:
-            return
+            return False
+        return following is not None and following.is_valid()
+
+    def stop_at(self, position: int) -> None:
+        """Read-only: end the segment's data at ``position``, a batch boundary before bytes
+        that do not validate (:meth:`check_tail`); the file is not changed."""
+        self.log.stop_at(position)
+        self._after_truncate()
+
+    def _walk_valid(self, position: int, expected_next: int, visit) -> tuple[int, int, "InvalidTail | None"]:
+        """Walk whole batches from ``position`` (a batch start), calling ``visit(batch)`` on
+        each valid one, until the first one that is not or the end of the file. Returns
+        (end of the valid batches, offset after them, what follows them if it is not valid)."""
+        valid_bytes = position
+        try:
+            for batch in self.log.batches(position):
+                problem = self._batch_problem(batch, expected_next)
+                if problem is not None:
+                    break
+                visit(batch)
+                expected_next, valid_bytes = batch.last_offset + 1, batch.position + batch.size
+            else:
+                problem = "an incomplete batch (a torn write)"
+        except RecordFormatError as e:
+            problem = e.reason
+        invalid_bytes = self.log.size_bytes - valid_bytes
+        tail = InvalidTail(self.log.path, valid_bytes, invalid_bytes, problem) if invalid_bytes else None
+        return valid_bytes, expected_next, tail
+
+    def _batch_problem(self, batch, expected_next: int) -> str | None:
+        """Why ``batch``, walked after offsets below ``expected_next``, cannot be kept; None if it can."""
+        if not batch.is_valid():
+            return "a batch whose CRC does not match its bytes"
+        v2 = batch.magic == MAGIC_V2
+        if batch.last_offset < expected_next or (v2 and batch.base_offset < expected_next):
+            return f"a batch at offsets below {expected_next}, which earlier batches hold"
+        if batch.last_offset - self.base_offset > INT32_MAX or (v2 and batch.record_count < 0):
+            return "a batch whose offsets or record count cannot be right"
+        return None
 
     # -- reads ----------------------------------------------------------------------------------
     def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None:

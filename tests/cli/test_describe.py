@@ -94,8 +94,12 @@ def test_topic_and_exclude_internal_topics_choose_the_topics_shown(tmp_path):
 def test_a_corrupt_batch_empties_the_columns_it_stands_in_and_is_told_on_stderr(tmp_path):
     """A damaged first batch: the oldest timestamp needs it, nothing else does. describe
     used to fail whole; it now shows the partition, leaves that column empty and says
-    where the damage is. Batches past the first are not read at all."""
+    where the damage is. Batches past the first are not read at all. A batch follows the
+    damaged one: a damaged last batch under the clean-shutdown marker is a torn tail,
+    where reading stops (tests/log/test_torn_tail.py)."""
     root = _log_dir(tmp_path / "root")
+    with LogManager(root) as m:
+        m.log("orders", 0).append([Record(b"w", timestamp=TS + 5)])
     segment = root / "orders-0" / "00000000000000000000.log"
     data = bytearray(segment.read_bytes())
     data[70] ^= 0xFF  # inside the first batch's records
@@ -103,7 +107,7 @@ def test_a_corrupt_batch_empties_the_columns_it_stands_in_and_is_told_on_stderr(
     r = pylog("describe", root, "--json")
     assert r.returncode == 0, r.stderr
     rows = {(row["topic"], row["partition"]): row for row in json.loads(r.stdout)}
-    assert rows[("orders", 0)]["oldest_timestamp"] is None and rows[("orders", 0)]["log_end_offset"] == 3
+    assert rows[("orders", 0)]["oldest_timestamp"] is None and rows[("orders", 0)]["log_end_offset"] == 4
     assert rows[("orders", 1)]["oldest_timestamp"] == TS + 1
     err = r.stderr.decode()
     assert err.count("\n") == 1 and "orders-0: record batch is corrupt" in err and "position 0" in err

@@ -219,7 +219,7 @@ def test_recover_of_a_whole_segment_truncates_nothing_and_rebuilds_the_same_inde
     index = index_file(open_segment(tmp_path), ".index")
     seg = open_segment(tmp_path, interval=0)
     seen = []
-    assert seg.recover(on_batch=lambda b: seen.append(b.base_offset)) == 0
+    assert seg.recover(on_batch=lambda b: seen.append(b.base_offset)) is None
     seg.on_become_inactive()
     assert seen == [base for _, base, _, _ in written]
     assert index_file(seg, ".index") == index
@@ -235,7 +235,7 @@ def test_recover_cuts_a_torn_tail(tmp_path, cut):
     with open(log_path, "r+b") as f:
         f.truncate(whole + (cut if cut > 0 else len(last) + cut))
     seg = open_segment(tmp_path, interval=0)
-    assert seg.recover() == (cut if cut > 0 else len(last) + cut)
+    assert seg.recover().bytes == (cut if cut > 0 else len(last) + cut)
     assert log_path.read_bytes() == b"".join(d for *_, d in written[:-1])
     assert seg.next_offset == 106 and seg.size_bytes == whole
 
@@ -247,7 +247,7 @@ def test_recover_cuts_at_a_batch_failing_its_crc(tmp_path):
     raw[written[2][0] + 70] ^= 0xFF  # inside the records of the third batch
     log_path.write_bytes(bytes(raw))
     seg = open_segment(tmp_path, interval=0)
-    assert seg.recover() == len(written[2][3]) + len(written[3][3])
+    assert seg.recover().bytes == len(written[2][3]) + len(written[3][3])
     assert seg.next_offset == 103
     seg.on_become_inactive()
     assert index_file(seg, ".index") == struct.pack(">ii", 102 - BASE, written[1][0])
@@ -258,5 +258,5 @@ def test_recover_cuts_zero_bytes_after_the_last_batch(tmp_path):
     with open(tmp_path / f"{BASE:020d}.log", "ab") as f:
         f.write(bytes(4096))  # a preallocated or torn tail
     seg = open_segment(tmp_path)
-    assert seg.recover() == 4096
+    assert seg.recover().bytes == 4096
     assert seg.size_bytes == sum(len(d) for *_, d in written)
