@@ -26,6 +26,8 @@ from __future__ import annotations
 import itertools
 import sys
 
+from pylog.cli import client_settings
+from pylog.cli.client_settings import Setting, choice, integer
 from pylog.cli.common import add_timeout_argument, open_manager, parse_properties, properties_help
 from pylog.cli.line_reader import PROPERTIES, LineReader, line_batches
 from pylog.clients.producer import Producer
@@ -33,6 +35,14 @@ from pylog.errors import InvalidArgumentError, LogDirNotFoundError
 from pylog.layout import INT32_MAX
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+ACKS = ["0", "1", "-1", "all"]
+#: Kafka producer settings (--producer-property, --producer.config) with a use here
+SETTINGS = {
+    "acks": Setting("--request-required-acks", "request_required_acks", choice({a: a for a in ACKS})),
+    "compression.type": Setting("--compression-codec", "compression", choice({c: c for c in CODECS})),
+    "linger.ms": Setting("--linger-ms", "linger_ms", integer),
+    "max.block.ms": Setting("--timeout-ms", "timeout_ms", integer),
+}
 
 
 def add_console_producer_parser(sub) -> None:
@@ -53,7 +63,7 @@ def _add(p) -> None:
     where.add_argument("--partitioner", choices=["default", "round-robin"], default="default",
                        help="default: murmur2 of the key, records without a key batch by batch to the next "
                             "partition; round-robin: each record to the next partition")
-    p.add_argument("--property", dest="properties", action="extend", nargs="+", metavar="NAME=VALUE",
+    p.add_argument("--property", "--reader-property", dest="properties", action="extend", nargs="+", metavar="NAME=VALUE",
                    help="line parsing, Kafka's LineMessageReader properties: " + properties_help(PROPERTIES))
     p.add_argument("--key-separator", metavar="S",
                    help="the same as --property parse.key=true key.separator=S")
@@ -63,16 +73,18 @@ def _add(p) -> None:
     p.add_argument("--linger-ms", type=int, default=5, metavar="MS",
                    help="append a batch at the latest this long after its first line came (default 5)")
     p.add_argument("--sync", action="store_true", help="append each line on its own (as --batch-size 1)")
-    p.add_argument("--request-required-acks", choices=["0", "1", "-1", "all"], default="all", metavar="ACKS",
+    p.add_argument("--request-required-acks", choices=ACKS, default="all", metavar="ACKS",
                    help="accepted for Kafka's command lines (0, 1, -1 or all): pylog is one node, so an append "
                         "is acknowledged once written whatever the value")
     p.add_argument("--verbose", action="store_true",
                    help="print topic-partition@offset of every record appended, on stdout")
     add_timeout_argument(p)
+    client_settings.add_arguments(p, "producer", SETTINGS)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
+    client_settings.apply(args)
     props = parse_properties(args.properties, PROPERTIES)
     if args.key_separator is not None:
         props.update({"parse.key": "true", "key.separator": args.key_separator})

@@ -191,6 +191,26 @@ def test_a_property_list_ends_before_the_log_dir_given_last(tmp_path):
         "Offset:0\tk\tv\n"
 
 
+def test_kafka_producer_settings_set_the_options_they_stand_for_and_others_are_refused(tmp_path):
+    """--producer-property / --command-property and --producer.config / --command-config,
+    as Kafka tutorials give them: a setting with a use here is that option."""
+    root = tmp_path / "root"
+    ok("topics", root, "--create", "--topic", "t")
+    config = tmp_path / "producer.properties"
+    config.write_text("# as Kafka's config/producer.properties\ncompression.type=gzip\n")
+    ok("console-producer", root, "--topic", "t", "--producer.config", config, "--producer-property", "acks=all",
+       "--command-property", "linger.ms=0", stdin=b"a\n")
+    with LogManager(root, read_only=True) as m:
+        assert [b.compression for b in m.log("t", 0).read(0).batches()] == ["gzip"]
+    before = _tree(root)
+    config.write_text("bootstrap.servers=localhost:9092\n")
+    assert f"{config}:1: bootstrap.servers is a setting for reaching a cluster" in \
+        one_line_error("console-producer", root, "--topic", "t", "--command-config", config, stdin=b"a\n")
+    assert "batch.size has no use here" in \
+        one_line_error("console-producer", root, "--topic", "t", "--producer-property", "batch.size=16384")
+    assert _tree(root) == before
+
+
 # -- the consumer -----------------------------------------------------------------------------------
 
 @pytest.fixture
