@@ -20,6 +20,7 @@ positions of their new owner. What is durable when: docs/consumers.md.
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 import re
@@ -308,6 +309,7 @@ class Consumer:
         self._position_epochs: dict[TopicPartition, int] = {}  # leader epoch of the record before a position
         self._buffered: dict[TopicPartition, list] = {}
         self._paused: set[TopicPartition] = set()
+        self._deleted: set[TopicPartition] = set()  # assigned, their topic deleted: not fetched
         self._watch = DirWatch()
         self._watch.add(self.root)
         self._next_auto_commit = time.monotonic() + auto_commit_interval_ms / 1000
@@ -403,14 +405,62 @@ class Consumer:
                 self._position_epochs.pop(tp, None)
                 self._forget_fetched(tp)
                 self._paused.discard(tp)
-                log = self._logs.pop(tp, None)
-                if log is not None:
-                    self._watch.remove(log.path)
-                    log.close()
+                self._deleted.discard(tp)
+                self._drop_log(tp)
         for tp in sorted(partitions):
             if tp not in self._positions:
-                self._log(tp)
+                try:
+                    self._log(tp)
+                except UnknownTopicError:
+                    if self._manual:
+                        raise
+                    self._partition_deleted(tp)  # deleted since the group assigned it
                 self._positions[tp] = None
+
+    def _drop_log(self, tp: TopicPartition) -> None:
+        log = self._logs.pop(tp, None)
+        if log is not None:
+            self._watch.remove(log.path)
+            log.close()
+
+    def _partition_deleted(self, tp: TopicPartition) -> None:
+        """``tp``'s directory is gone: its topic was deleted. As Kafka's consumer, stop
+        fetching it and warn (once); a group member rejoins, so the group revokes it. With
+        ``assign()`` it stays assigned, and is read again, from where
+        ``auto_offset_reset`` says, once a topic of that name has it again."""
+        if tp not in self._deleted:
+            _log.warning("partition %s-%d was deleted from %s (its topic is gone): not fetched", tp.topic,
+                         tp.partition, self.root)
+            self._deleted.add(tp)
+        self._forget_fetched(tp)
+        self._drop_log(tp)
+        if self._member is not None:
+            self._member.request_rejoin()
+
+    def _recreated(self) -> None:
+        """Assigned partitions of a deleted topic that a new topic of the name has again
+        take a new position (one stat each)."""
+        for tp in [tp for tp in self._deleted if os.path.isdir(self._partition_path(tp))]:
+            self._deleted.discard(tp)
+            self._positions[tp] = None
+
+    @contextlib.contextmanager
+    def _deleted_as_unknown(self, log: Log):
+        """Around a read of ``log``: its directory vanishing under it (the topic was
+        deleted) is :class:`UnknownTopicError`, not the file system's error."""
+        try:
+            yield
+        except OSError:
+            if os.path.isdir(log.path):
+                raise
+            raise UnknownTopicError(f"partition {log.topic}-{log.partition} was deleted from {self.root} "
+                                    f"(its topic is gone)") from None
+
+    def _refreshed(self, log: Log) -> Log:
+        """``log`` caught up with its directory; :class:`UnknownTopicError` once deleted."""
+        with self._deleted_as_unknown(log):
+            log.refresh()
+        return log
 
     def _log(self, tp: TopicPartition) -> Log:
         """The log of the assigned partition ``tp``, opened and watched on first use."""
@@ -423,10 +473,13 @@ class Consumer:
     def _open_log(self, tp: TopicPartition) -> Log:
         """``tp``'s partition read-only, its segments' descriptors within the consumer's
         ``max_open_files``; :class:`UnknownTopicError` when it does not exist."""
-        path = os.path.join(self.root, partition_dir_name(tp.topic, tp.partition))
+        path = self._partition_path(tp)
         if not os.path.isdir(path):
             raise UnknownTopicError(f"no partition {tp.topic}-{tp.partition} in {self.root}")
         return Log.open(path, read_only=True, open_files=self._open_files)
+
+    def _partition_path(self, tp: TopicPartition) -> str:
+        return os.path.join(self.root, partition_dir_name(tp.topic, tp.partition))
 
     # -- positions --------------------------------------------------------------------------
     def _check_assigned(self, tp) -> TopicPartition:
@@ -456,8 +509,7 @@ class Consumer:
 
     def seek_to_beginning(self, *partitions) -> None:
         for tp in partitions or list(self._positions):
-            log = self._log(self._check_assigned(tp))
-            log.refresh()
+            log = self._refreshed(self._log(self._check_assigned(tp)))
             self.seek(tp, log.log_start_offset)
 
     def seek_to_end(self, *partitions) -> None:
@@ -468,13 +520,10 @@ class Consumer:
         """The high watermark of the assigned partition ``tp`` (kafka-python's
         ``highwater``): the end of what a ``read_uncommitted`` fetch may return, read from
         the partition now rather than from the last fetch. O(1) besides a refresh."""
-        log = self._log(self._check_assigned(tp))
-        log.refresh()
-        return log.high_watermark
+        return self._refreshed(self._log(self._check_assigned(tp))).high_watermark
 
     def _end_offset(self, log: Log) -> int:
-        log.refresh()
-        return latest_offset(log, self.isolation)
+        return latest_offset(self._refreshed(log), self.isolation)
 
     def beginning_offsets(self, partitions) -> dict:
         return {_tp(tp): self._open_any(tp).log_start_offset for tp in partitions}
@@ -489,8 +538,12 @@ class Consumer:
         log = self._logs.get(tp) or self._queried.get(tp)
         if log is None:
             log = self._queried[tp] = self._open_log(tp)
-        log.refresh()
-        return log
+        try:
+            return self._refreshed(log)
+        except UnknownTopicError:
+            if self._queried.get(tp) is log:
+                self._queried.pop(tp).close()  # a topic made again under the name is opened anew
+            raise
 
     def offsets_for_times(self, timestamps: dict) -> dict:
         """``{tp: OffsetAndTimestamp | None}``: the earliest offset whose timestamp is >=
@@ -499,11 +552,12 @@ class Consumer:
         for tp, ts in timestamps.items():
             check_int(ts, f"the timestamp to look up for {tp}", (0, INT64_MAX))
             log = self._open_any(tp)
-            offset = log.offset_for_timestamp(ts)
+            with self._deleted_as_unknown(log):
+                offset = log.offset_for_timestamp(ts)
+                rec = None if offset is None else next(iter(log.read(offset, 1 << 16).records()), None)
             if offset is None:
                 out[_tp(tp)] = None
                 continue
-            rec = next(iter(log.read(offset, 1 << 16).records()), None)
             out[_tp(tp)] = OffsetAndTimestamp(offset, rec.timestamp if rec else ts)
         return out
 
@@ -543,12 +597,14 @@ class Consumer:
         if missing:
             committed = self._group_coordinator().committed(self.group_id) if self.group_id is not None else {}
             for tp in missing:
-                self._positions[tp] = self._initial_position(tp, committed)
+                try:
+                    self._positions[tp] = self._initial_position(tp, committed)
+                except UnknownTopicError:
+                    self._partition_deleted(tp)
 
     def _reset_position(self, tp: TopicPartition, out_of_range: int | None) -> int:
         self._position_epochs.pop(tp, None)
-        log = self._log(tp)
-        log.refresh()
+        log = self._refreshed(self._log(tp))
         if self.auto_offset_reset == "none":
             what = "has no committed offset" if out_of_range is None else f"position {out_of_range} is out of range"
             raise OffsetOutOfRangeError(f"{tp.topic}-{tp.partition} {what} "
@@ -586,6 +642,8 @@ class Consumer:
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
             self._watch.drain()
+            if self._deleted and self._manual:
+                self._recreated()
             if self._member is not None:
                 self._member.poll()
             self._update_fetch_positions()
@@ -622,7 +680,7 @@ class Consumer:
         return TXN_CHECK_INTERVAL_MS / 1000
 
     def _fetchable(self) -> list:
-        tps = [tp for tp in self._positions if tp not in self._paused]
+        tps = [tp for tp in self._positions if tp not in self._paused and tp not in self._deleted]
         if tps:
             self._rotation = (self._rotation + 1) % len(tps)
             tps = tps[self._rotation:] + tps[:self._rotation]
@@ -630,16 +688,17 @@ class Consumer:
 
     def _read(self, tp: TopicPartition):
         """The FetchData at ``tp``'s position, resetting a position out of range."""
-        log = self._logs[tp]
+        log = self._log(tp)
         position = self.position(tp)
-        try:
-            return log.read(position, self.fetch_max_bytes, isolation=self.isolation)
-        except OffsetOutOfRangeError:
-            log.refresh()
-            if log.log_start_offset <= position <= log.log_end_offset:
-                raise
-            self._positions[tp] = position = self._reset_position(tp, position)
-            return log.read(position, self.fetch_max_bytes, isolation=self.isolation)
+        with self._deleted_as_unknown(log):
+            try:
+                return log.read(position, self.fetch_max_bytes, isolation=self.isolation)
+            except OffsetOutOfRangeError:
+                log.refresh()
+                if log.log_start_offset <= position <= log.log_end_offset:
+                    raise
+                self._positions[tp] = position = self._reset_position(tp, position)
+                return log.read(position, self.fetch_max_bytes, isolation=self.isolation)
 
     def _fetch(self, max_records: int) -> dict:
         if self._deserialization_error is not None:
@@ -650,7 +709,11 @@ class Consumer:
         for tp in self._fetchable():
             records = self._buffered.pop(tp, None)
             if records is None:
-                fetch = self._read(tp)
+                try:
+                    fetch = self._read(tp)
+                except UnknownTopicError:
+                    self._partition_deleted(tp)
+                    continue
                 if not fetch.size_bytes:
                     continue
                 position = self._positions[tp]
@@ -716,7 +779,11 @@ class Consumer:
         left = max_records
         for tp in self._fetchable():
             self._buffered.pop(tp, None)
-            fetch = self._read(tp)
+            try:
+                fetch = self._read(tp)
+            except UnknownTopicError:
+                self._partition_deleted(tp)
+                continue
             if not fetch.size_bytes:
                 continue
             position = self._positions[tp]
