@@ -1,0 +1,318 @@
+"""pylog writes a Kafka broker's log dir while the broker is down, and Kafka, restarted, reads it.
+
+The broker creates the topics (and writes a little of its own); then, offline, pylog appends
+plain, keyed, idempotent and transactional records (with aborts and a transaction left open),
+runs retention, compaction and ``delete_records``, and writes its producers' state into
+``__transaction_state``. Restarted, the broker must load every partition as pylog left it (no
+recovery, no truncation), Kafka's consumer must read exactly pylog's records at both isolation
+levels, Kafka's tools must show pylog's offsets and transactions, and the broker must go on
+appending where pylog stopped, its leader epochs and producer states following pylog's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from pylog import Log, LogManager, Record
+from pylog.clients import Producer
+from pylog.clients.producer_ids import PRODUCER_IDS_FILE
+from pylog.layout import CLEANER_OFFSET_CHECKPOINT
+from pylog.retention import enforce_retention
+from tests.retention.test_compact import last_stable_offset_inside_a_segment
+from tests.waiting import wait_until
+
+READ_BACK = "io.pylog.interop.writes.ReadBack"
+T0_MS = 1_700_000_000_000  # old enough for pylog's time retention (7 days) to take whatever carries it
+WEEK_MS = 7 * 24 * 3600 * 1000
+#: Kafka's transaction.state.log.num.partitions of the session broker (tests/kafka/broker.py)
+TXN_STATE_PARTITIONS = 3
+#: The first producer id pylog hands out here: far above the blocks Kafka's controller hands out
+#: (docs/faq.md, "producer ids"), so pylog's producers and Kafka's never share an id.
+PYLOG_FIRST_PRODUCER_ID = 1 << 40
+COMPACT = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01"}
+TOPICS = {  # name -> Kafka topic configs, set when the broker creates it
+    "pw-plain": {},
+    "pw-keyed": COMPACT,
+    "pw-idempotent": {},
+    "pw-txn": {},
+    "pw-cleaned-by-pylog": COMPACT,
+    "pw-cleaned-by-kafka": COMPACT,
+}
+PARTITIONS = [f"{topic}:0" for topic in TOPICS]
+#: The partitions only pylog changed: the broker's cleaner works on pw-cleaned-by-kafka once started.
+PYLOG_PARTITIONS = [p for p in PARTITIONS if not p.startswith("pw-cleaned-by-kafka:")]
+
+
+# -- what pylog writes ------------------------------------------------------------------------
+
+def write_plain(m: LogManager) -> None:
+    """Three segments with headers; pylog's time retention then removes the first (old) one."""
+    log = m.log("pw-plain", 0)
+    log.append([Record(b"old-%d" % i, key=b"k%d" % i, timestamp=T0_MS + i, headers=[("h", b"%d" % i)])
+                for i in range(3)])
+    for segment in range(2):
+        log.roll()
+        log.append([Record(b"v%d-%d" % (segment, i), key=None, headers=[("seg", b"%d" % segment)])
+                    for i in range(3)])
+    m.alter_topic_config("pw-plain", {"retention_ms": WEEK_MS})
+    assert enforce_retention(m.log("pw-plain", 0)) == [0]
+
+
+def write_keyed(m: LogManager) -> None:
+    """Updates and a tombstone over three segments, compacted by pylog."""
+    m.alter_topic_config("pw-keyed", {"cleanup_policy": "compact", "min_cleanable_dirty_ratio": 0.0})
+    log = m.log("pw-keyed", 0)
+    for round_ in range(3):
+        log.append([Record(b"r%d-%d" % (round_, i), key=b"key-%d" % i) for i in range(4)])
+        if round_ == 1:
+            log.append([Record(None, key=b"key-0")])
+        log.roll()
+    log.append([Record(b"tail", key=b"tail")])
+    assert log.compact(force=True).records_removed > 0
+
+
+def write_idempotent(root: Path, m: LogManager) -> None:
+    """Three batches of pylog's idempotent producer; then delete_records inside the second."""
+    with Producer(str(root), enable_idempotence=True) as producer:
+        for batch in range(3):
+            for i in range(2):
+                producer.send("pw-idempotent", b"i%d-%d" % (batch, i), key=b"k%d" % i, partition=0)
+            producer.flush()
+    assert m.log("pw-idempotent", 0).delete_records(3) == 3
+
+
+def write_transactions(root: Path) -> None:
+    """pylog's transactional producer commits, aborts, commits; another leaves its transaction open."""
+    def producer(transactional_id: str) -> Producer:
+        p = Producer(str(root), transactional_id=transactional_id, transaction_timeout_ms=900_000,
+                     transaction_state_partitions=TXN_STATE_PARTITIONS)
+        p.init_transactions()
+        return p
+
+    with producer("pw-tx") as p:
+        for n, commit in enumerate((True, False, True)):
+            p.begin_transaction()
+            p.send("pw-txn", b"tx%d-a" % n, key=b"a", partition=0)
+            p.send("pw-txn", b"tx%d-b" % n, key=b"b", partition=0)
+            p.commit_transaction() if commit else p.abort_transaction()
+    with producer("pw-tx-open") as p:
+        p.begin_transaction()
+        p.send("pw-txn", b"left-open", partition=0)
+        p.flush()  # closing leaves the transaction open, as Kafka's producer does
+
+
+def write_cleaning_scenario(m: LogManager) -> None:
+    """The same log twice, its last stable offset inside a rolled segment that holds a
+    superseded value and an aborted record below it; pylog compacts one copy, the broker's
+    cleaner the other once restarted."""
+    for topic in ("pw-cleaned-by-pylog", "pw-cleaned-by-kafka"):
+        m.alter_topic_config(topic, {"cleanup_policy": "compact", "min_cleanable_dirty_ratio": 0.0})
+        assert last_stable_offset_inside_a_segment(m.log(topic, 0)) == 5
+    assert m.log("pw-cleaned-by-pylog", 0).compact(force=True).records_removed == 1
+
+
+def pylog_view(m: LogManager) -> dict:
+    """What pylog reads of each partition: records at both isolation levels, offsets, epochs."""
+    view = {}
+    for topic in TOPICS:
+        log = m.log(topic, 0)
+        view[topic] = {
+            "read_uncommitted": [_as_json(r) for r in log.records(isolation="uncommitted")],
+            "read_committed": [_as_json(r) for r in log.records(isolation="committed")],
+            "log_start_offset": log.log_start_offset, "log_end_offset": log.log_end_offset,
+            "last_stable_offset": log.last_stable_offset, "epochs": _epochs(log)}
+    return view
+
+
+def _epochs(log: Log) -> list[tuple[int, int]]:
+    """The (epoch, start offset) lines of the partition's leader-epoch-checkpoint."""
+    lines = (Path(log.path) / "leader-epoch-checkpoint").read_text().splitlines()
+    return [tuple(map(int, line.split())) for line in lines[2:] if line.strip()]
+
+
+def _as_json(record) -> dict:
+    def text(b):
+        return None if b is None else b.decode()
+    return {"offset": record.offset, "timestamp": record.timestamp, "key": text(record.key),
+            "value": text(record.value), "headers": [[k, text(v)] for k, v in record.headers]}
+
+
+def pylog_cli(*args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "pylog", *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+# -- the phases ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def written(kafka_broker, kafka_tool):
+    """Topics created by the broker, written by pylog offline, loaded by the restarted broker."""
+    broker = kafka_broker
+    broker.create_topics([{"topic": t, "partitions": 1, "configs": c} for t, c in TOPICS.items()])
+    # Kafka's transactional producer writes first: its coordinator creates __transaction_state
+    broker.clients("produce", "--config", "transactional.id=pw-kafka-tx", lines=[
+        {"op": "begin"}, {"topic": "pw-txn", "partition": 0, "key": "kafka", "value": "first", "timestamp": T0_MS},
+        {"op": "commit"}])
+    broker.stop()
+
+    root = broker.log_dir
+    if not (root / PRODUCER_IDS_FILE).exists():
+        (root / PRODUCER_IDS_FILE).write_text(f"{PYLOG_FIRST_PRODUCER_ID}\n")
+    with LogManager(root) as m:
+        write_plain(m)
+        write_keyed(m)
+        write_idempotent(root, m)
+        write_cleaning_scenario(m)
+    write_transactions(root)
+    with LogManager(root, read_only=True) as m:
+        view = pylog_view(m)
+    offsets = {t: pylog_cli("get-offsets", str(root), "--topic-partitions", ",".join(PYLOG_PARTITIONS), "--time", t)
+               for t in ("-2", "-1", "-3")}
+    transactions = pylog_cli("transactions", str(root), "list")
+    described = pylog_cli("transactions", str(root), "describe", "--transactional-id", "pw-tx-open")
+    producers = {t: pylog_cli("transactions", str(root), "describe-producers", "--topic", t, "--partition", "0")
+                 for t in ("pw-idempotent", "pw-txn")}
+
+    log_offset = broker.server_log.stat().st_size
+    broker.start()
+    return {"view": view, "get_offsets": offsets, "transactions": transactions, "described": described,
+            "producers": producers, "server_log_offset": log_offset}
+
+
+def server_log_since(broker, offset: int) -> str:
+    with open(broker.server_log, "rb") as f:
+        f.seek(offset)
+        return f.read().decode(errors="replace")
+
+
+def parallel(*calls):
+    """Run the (JVM-starting) calls at once; their results in order."""
+    with ThreadPoolExecutor(len(calls)) as pool:
+        return [f.result() for f in [pool.submit(call) for call in calls]]
+
+
+# -- what Kafka makes of it ---------------------------------------------------------------------
+
+def test_the_broker_loads_every_partition_as_pylog_left_it(kafka_broker, written):
+    text = server_log_since(kafka_broker, written["server_log_offset"])
+    assert "since clean shutdown file was found" in text  # pylog kept the log dir's clean-shutdown marker
+    for topic, seen in written["view"].items():
+        loads = re.findall(rf"Completed load of Log\(dir=[^,]*, topicId=[^,]*, topic={topic}, partition=0, "
+                           rf"highWatermark=\d+, lastStableOffset=\d+, logStartOffset=(\d+), logEndOffset=(\d+)\)",
+                           text)
+        assert loads == [(str(seen["log_start_offset"]), str(seen["log_end_offset"]))], topic
+        assert f"Log loaded for partition {topic}-0 with initial high watermark {seen['log_end_offset']}" in text
+    mine = [line for line in text.splitlines() if any(f"{t}-0" in line or f"topic={t}," in line for t in TOPICS)]
+    assert [line for line in mine if re.search(r"(?i)truncat|corrupt|invalid|recovering unflushed", line)] == []
+
+
+def test_kafkas_consumer_reads_exactly_pylogs_records(kafka_broker, written):
+    read = _read_back(kafka_broker, PYLOG_PARTITIONS)
+    for topic in (p.split(":")[0] for p in PYLOG_PARTITIONS):
+        seen = written["view"][topic]
+        for isolation in ("read_uncommitted", "read_committed"):
+            got = [{k: r[k] for k in ("offset", "timestamp", "key", "value", "headers")}
+                   for r in read if r.get("topic") == topic and r["isolation"] == isolation]
+            assert got == seen[isolation], (topic, isolation)
+    view = written["view"]
+    assert [r["value"] for r in view["pw-txn"]["read_committed"]] == [
+        "first", "tx0-a", "tx0-b", "tx2-a", "tx2-b"]  # the aborted transaction and the open one left out
+    assert [r["offset"] for r in view["pw-cleaned-by-pylog"]["read_uncommitted"]] == [1, 2, 3, 4, 5, 6]
+
+
+def _read_back(broker, partitions: list[str], groups=()) -> list[dict]:
+    args = [a for p in partitions for a in ("--partition", p)] + [a for g in groups for a in ("--group", g)]
+    done = broker.admin(READ_BACK, "read", *args)
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def test_kafkas_get_offsets_equal_pylogs(kafka_broker, kafka_tool, written):
+    times = ("-2", "-1", "-3")
+    outputs = parallel(*[lambda t=t: kafka_broker.admin("get-offsets", "--topic-partitions", ",".join(PYLOG_PARTITIONS),
+                                                       "--time", t).stdout for t in times])
+    for t, kafka_out in zip(times, outputs):
+        assert sorted(kafka_out.split()) == sorted(written["get_offsets"][t].split()), f"--time {t}"
+
+
+def test_kafka_transactions_shows_pylogs_transactional_ids(kafka_broker, written):
+    listed, described, producers_idem, producers_txn = parallel(
+        lambda: kafka_broker.admin("transactions", "list").stdout,
+        lambda: kafka_broker.admin("transactions", "describe", "--transactional-id", "pw-tx-open").stdout,
+        lambda: kafka_broker.admin("transactions", "describe-producers", "--topic", "pw-idempotent",
+                                   "--partition", "0").stdout,
+        lambda: kafka_broker.admin("transactions", "describe-producers", "--topic", "pw-txn",
+                                   "--partition", "0").stdout)
+    ours = _rows(written["transactions"])
+    theirs = _rows(listed)
+    for tid in ("pw-tx", "pw-tx-open"):  # Kafka names the coordinator's broker, pylog its partition
+        assert _without(theirs[tid], "Coordinator") == _without(ours[tid], "Coordinator"), tid
+    assert theirs["pw-tx"]["TransactionState"] == "CompleteCommit"
+    assert theirs["pw-tx-open"]["TransactionState"] == "Ongoing"
+    [ours_open] = _rows(written["described"], key="TransactionalId").values()
+    [theirs_open] = _rows(described, key="TransactionalId").values()
+    assert theirs_open["TopicPartitions"] == "pw-txn-0"
+    assert _without(theirs_open, "CoordinatorId", "TransactionDurationMs") == \
+        _without(ours_open, "CoordinatorId", "TransactionDurationMs")
+    for mine, kafka in ((written["producers"]["pw-idempotent"], producers_idem),
+                        (written["producers"]["pw-txn"], producers_txn)):
+        assert _rows(kafka, key="ProducerId") == _rows(mine, key="ProducerId")
+
+
+def _rows(table: str, key: str | None = None) -> dict:
+    """A table of kafka-transactions as {first column (or ``key``): {column: cell}}. Cells
+    are compared without their padding: Kafka pads the last column too and ends each line
+    with a tab, pylog does not (docs/faq.md, "kafka-transactions tables")."""
+    lines = [line.rstrip("\t") for line in table.splitlines() if line.strip()]
+    header = [h.strip() for h in lines[0].split("\t")]
+    rows = [dict(zip(header, (c.strip() for c in line.split("\t")))) for line in lines[1:]]
+    return {r[key or header[0]]: r for r in rows}
+
+
+def _without(row: dict, *columns: str) -> dict:
+    return {k: v for k, v in row.items() if k not in columns}
+
+
+def test_the_broker_cleaner_leaves_the_segment_holding_the_last_stable_offset_as_pylog_does(
+        kafka_broker, written):
+    """Kafka cleans the segment below the one holding the last stable offset and stops at
+    that segment's base (its cleaner-offset-checkpoint says 2), as pylog did offline."""
+    checkpoint = kafka_broker.log_dir / CLEANER_OFFSET_CHECKPOINT
+    wait_until(lambda: "pw-cleaned-by-kafka 0 2" in checkpoint.read_text().splitlines(),
+               "the broker's cleaner to clean pw-cleaned-by-kafka-0 up to 2", timeout_s=120)
+    assert "pw-cleaned-by-pylog 0 2" in checkpoint.read_text().splitlines()  # pylog's, kept by the broker
+    read = _read_back(kafka_broker, ["pw-cleaned-by-kafka:0", "pw-cleaned-by-pylog:0"])
+
+    def values(topic):
+        return [(r["offset"], r["value"]) for r in read if r["topic"] == topic and r["isolation"] == "read_uncommitted"]
+    assert values("pw-cleaned-by-kafka") == values("pw-cleaned-by-pylog") == [
+        (1, "new"), (2, "old2"), (3, "new2"), (4, "aborted"), (5, "open"), (6, "after")]
+
+
+def test_the_broker_appends_after_pylog_with_its_epochs_and_producer_states(kafka_broker, written):
+    view = written["view"]
+    acks = kafka_broker.clients("produce", "--config", "transactional.id=pw-tx", lines=[
+        {"op": "begin"}, {"topic": "pw-txn", "partition": 0, "key": "kafka", "value": "after-pylog"},
+        {"op": "commit"}])
+    plain = kafka_broker.clients("produce", lines=[
+        {"topic": t, "partition": 0, "key": "kafka", "value": "after-pylog"}
+        for t in ("pw-plain", "pw-keyed", "pw-idempotent")])
+    for ack in acks + plain:
+        assert ack["offset"] == view[ack["topic"]]["log_end_offset"], ack
+    listed = _rows(kafka_broker.admin("transactions", "list").stdout)
+    ours = _rows(written["transactions"])
+    assert listed["pw-tx"]["ProducerId"] == ours["pw-tx"]["ProducerId"]  # Kafka's producer took pylog's id
+    for topic in ("pw-plain", "pw-txn"):
+        with Log.open(kafka_broker.partition_dir(topic, 0), read_only=True) as log:
+            epochs = _epochs(log)
+            last = list(log.records(view[topic]["log_end_offset"]))
+        assert epochs[:len(view[topic]["epochs"])] == view[topic]["epochs"], topic
+        assert epochs[-1][0] > view[topic]["epochs"][-1][0] and epochs[-1][1] >= view[topic]["log_end_offset"]
+        assert [r.value for r in last] == [b"after-pylog"], topic
