@@ -95,7 +95,8 @@ def assert_same_dump(kafka_tool, files, *options) -> list[str]:
     p_out, p_err = pylog_dump(files, *options)
     if "--cluster-metadata-decoder" in options:
         p_out, k_out = without_undecoded_metadata(p_out, k_out)
-    assert p_out == k_out
+    first = next((i for i, (p, k) in enumerate(zip(p_out, k_out)) if p != k), min(len(p_out), len(k_out)))
+    assert p_out == k_out, f"line {first}:\npylog: {p_out[first:first + 1]}\nkafka: {k_out[first:first + 1]}"
     assert summary_blocks(p_err) == summary_blocks(k_err)
     return k_out
 
@@ -108,9 +109,15 @@ def dumpable(directory: Path) -> list[Path]:
 
 def kafka_can_dump(path: Path) -> bool:
     """DumpLogSegments stops with ``IllegalArgumentException: Invalid max index size: -1`` on
-    a .timeindex whose .index is missing (it opens that index to find each entry's batch);
-    pylog dumps it (docs/cli.md), so it is left out of the comparison."""
-    return path.suffix != ".timeindex" or path.with_suffix(".index").exists()
+    a .timeindex whose .index is missing (it opens that index to find each entry's batch), and
+    with ``NoSuchElementException`` on an .index with entries (a preallocated one) beside an
+    empty .log; pylog dumps both (docs/cli.md), so they are left out of the comparison."""
+    if path.suffix == ".timeindex":
+        return path.with_suffix(".index").exists()
+    if path.suffix == ".index":
+        log = path.with_suffix(".log")
+        return not log.exists() or log.stat().st_size > 0 or path.stat().st_size == 0
+    return True
 
 
 def sample_files() -> list[Path]:
@@ -304,11 +311,71 @@ def test_kraft_snapshots_plain_and_with_the_cluster_metadata_decoder(kafka_tool,
     assert any('"type":"USER_SCRAM_CREDENTIAL_RECORD"' in line for line in out)
 
 
-def test_a_brokers_metadata_log_with_the_cluster_metadata_decoder(kafka_tool, kafka_broker, tmp_path):
-    """A copy of the session broker's __cluster_metadata-0 (the broker keeps appending)."""
-    copy = tmp_path / "__cluster_metadata-0"
-    shutil.copytree(kafka_broker.log_dir / "__cluster_metadata-0", copy)
-    files = dumpable(copy)
-    assert_same_dump(kafka_tool, files)
-    out = assert_same_dump(kafka_tool, [p for p in files if p.suffix == ".log"], "--cluster-metadata-decoder")
+BROKER_TOPIC_PREFIX = "dump-parity-"
+
+
+def write_through_the_broker(broker) -> list[str]:
+    """Through Kafka's own clients: a topic per codec, committed and aborted transactions
+    (the broker writes __transaction_state and markers), a compacted topic, a group's commits
+    (__consumer_offsets). Returns the topics' names."""
+    codec_topics = [f"{BROKER_TOPIC_PREFIX}{codec}" for codec in CODECS]
+    txn_topic, compacted = f"{BROKER_TOPIC_PREFIX}txn", f"{BROKER_TOPIC_PREFIX}compacted"
+    broker.create_topics([{"topic": t, "partitions": 1} for t in codec_topics]
+                         + [{"topic": txn_topic, "partitions": 1},
+                            {"topic": compacted, "partitions": 1, "configs": {"cleanup.policy": "compact"}}])
+    steps = []
+    for codec, topic in zip(CODECS, codec_topics):
+        steps.append({"producer": {"compression.type": codec, "linger.ms": "5"}, "as": codec})
+        steps += [{"topic": topic, "partition": 0, "key": None if i % 3 == 0 else f"k{i % 4}", "value": f"v{i} é€",
+                   "headers": [["h", "x"]] if i % 2 else []} for i in range(40)]
+        steps.append({"op": "flush"})
+    steps.append({"producer": {"transactional.id": f"{BROKER_TOPIC_PREFIX}tx"}, "as": "tx"})
+    for i in range(4):
+        steps += [{"op": "begin"}, {"topic": txn_topic, "partition": 0, "key": "k", "value": f"t{i}"},
+                  {"op": "commit" if i % 2 == 0 else "abort"}]
+    steps.append({"producer": {}, "as": "plain"})
+    steps += [{"topic": compacted, "partition": 0, "key": f"key-{i % 3}", "value": None if i == 7 else f"c{i}"}
+              for i in range(12)]
+    broker.clients("produce", lines=steps)
+    broker.clients("commit", "--group", f"{BROKER_TOPIC_PREFIX}group", "--tp", f"{txn_topic}:0:2")
+    return [*codec_topics, txn_topic, compacted]
+
+
+@pytest.fixture(scope="module")
+def kafka_written(kafka_broker, tmp_path_factory) -> list[Path]:
+    """Copies (the broker keeps appending) of the partitions the session broker wrote for this
+    module, its __consumer_offsets and __transaction_state partitions and __cluster_metadata-0:
+    their files both tools can dump."""
+    topics = write_through_the_broker(kafka_broker)
+    root = tmp_path_factory.mktemp("kafka-written")
+    for directory in kafka_broker.log_dir.iterdir():
+        if directory.name.rsplit("-", 1)[0] in (*topics, "__consumer_offsets", "__transaction_state",
+                                                 "__cluster_metadata"):
+            shutil.copytree(directory, root / directory.name)
+    return [p for p in dumpable(root) if kafka_can_dump(p)]
+
+
+def logs_of(files: list[Path], partition_prefix: str) -> list[Path]:
+    return [p for p in files if p.suffix == ".log" and p.parent.name.startswith(partition_prefix)]
+
+
+def test_partitions_kafka_wrote_plain_and_with_data(kafka_tool, kafka_written):
+    assert {".log", ".index", ".timeindex", ".txnindex"} <= {p.suffix for p in kafka_written}  # no roll: no .snapshot
+    assert_same_dump(kafka_tool, kafka_written)
+    out = assert_same_dump(kafka_tool, [p for p in kafka_written if p.suffix == ".log"], "--print-data-log")
+    assert any("endTxnMarker: ABORT" in line for line in out)
+
+
+def test_kafkas_transaction_state_and_metadata_log_with_the_decoders(kafka_tool, kafka_written):
+    out = assert_same_dump(kafka_tool, logs_of(kafka_written, "__transaction_state"), "--transaction-log-decoder")
+    assert any(f'"transactionalId":"{BROKER_TOPIC_PREFIX}tx"' in line for line in out)
+    out = assert_same_dump(kafka_tool, logs_of(kafka_written, "__cluster_metadata"), "--cluster-metadata-decoder")
     assert any('"type":"FEATURE_LEVEL_RECORD"' in line for line in out)
+
+
+@pytest.mark.xfail(strict=True, reason="pylog's OffsetCommitValue schema (pylog/coordinator/offsets_records.py) "
+                                       "lacks Kafka 4's tagged field 0 topicId of version 4, so the dump leaves "
+                                       "out the \"topicId\" Kafka prints")
+def test_kafkas_consumer_offsets_with_the_offsets_decoder(kafka_tool, kafka_written):
+    out = assert_same_dump(kafka_tool, logs_of(kafka_written, "__consumer_offsets"), "--offsets-decoder")
+    assert any(f'"group":"{BROKER_TOPIC_PREFIX}group"' in line for line in out)
