@@ -162,22 +162,32 @@ def run_abort(args) -> int:
     if by_offset == (args.producer_id is not None) or (args.producer_id is not None) != (
             args.producer_epoch is not None):
         raise InvalidArgumentError("abort takes --start-offset, or --producer-id with --producer-epoch")
-    with open_manager(args.root, read_only=True) as manager:
-        _log(manager, args.topic, args.partition)
+    with open_manager(args.root, read_only=True) as manager:  # a mistake is found before anything is written
+        _open_transaction(_log(manager, args.topic, args.partition), args)
     with writer_pool(args.root) as pool, taken_log(pool, args.topic, args.partition, args.timeout_ms) as log:
-        if by_offset:
-            ps = next((ps for ps in log.active_producers() if ps.current_txn_start_offset == args.start_offset), None)
-            if ps is None:
-                starts = sorted(ps.current_txn_start_offset for ps in log.active_producers()
-                                if ps.current_txn_start_offset is not None)
-                raise InvalidArgumentError(f"no open transaction of {args.topic}-{args.partition} starts at offset "
-                                           f"{args.start_offset} (open ones start at {starts or 'none'})")
-            marker = (ps.producer_id, ps.producer_epoch, max(ps.coordinator_epoch, 0))
-        else:
-            marker = (args.producer_id, args.producer_epoch, args.coordinator_epoch)
+        marker = _open_transaction(log, args)
         info = log.append_txn_marker(*marker[:2], commit=False, coordinator_epoch=marker[2])
         stable = log.last_stable_offset
     print(f"Wrote an ABORT marker for producer {marker[0]} (epoch {marker[1]}) to {args.topic}-{args.partition} at "
           f"offset {info.first_offset}; last stable offset now {stable}")
     return 0
+
+
+def _open_transaction(log, args) -> tuple[int, int, int]:
+    """``(producer id, epoch, coordinator epoch)`` of the marker ending the open transaction
+    of ``log`` that ``--start-offset`` or ``--producer-id`` names; InvalidArgumentError
+    when it has none such."""
+    where = f"{args.topic}-{args.partition}"
+    open_ones = [ps for ps in log.active_producers() if ps.current_txn_start_offset is not None]
+    if args.start_offset is not None:
+        ps = next((ps for ps in open_ones if ps.current_txn_start_offset == args.start_offset), None)
+        if ps is None:
+            starts = sorted(ps.current_txn_start_offset for ps in open_ones)
+            raise InvalidArgumentError(f"no open transaction of {where} starts at offset {args.start_offset} "
+                                       f"(open ones start at {starts or 'none'})")
+        return ps.producer_id, ps.producer_epoch, max(ps.coordinator_epoch, 0)
+    if all(ps.producer_id != args.producer_id for ps in open_ones):
+        raise InvalidArgumentError(f"producer {args.producer_id} has no open transaction in {where} (producers "
+                                   f"with one: {sorted(ps.producer_id for ps in open_ones) or 'none'})")
+    return args.producer_id, args.producer_epoch, args.coordinator_epoch
 

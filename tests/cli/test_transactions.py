@@ -103,13 +103,21 @@ def test_a_partition_outside_its_producer_s_ongoing_transaction_is_hanging_there
     (["describe-producers", "--topic", "nope", "--partition", "0"], "unknown topic 'nope'"),
     (["find-hanging", "--partition", "0"], "--partition needs --topic"),
     (["describe", "--transactional-id", "nobody"], "'nobody' is not in"),
+    (["abort", "--topic", "t", "--partition", "0", "--start-offset", "0"], "no open transaction of t-0 starts at"),
+    (["abort", "--topic", "t", "--partition", "0", "--producer-id", "999", "--producer-epoch", "0"],
+     "producer 999 has no open transaction in t-0 (producers with one: [7])"),
 ])
 def test_mistakes_are_one_line_errors_and_change_nothing(tmp_path, args, says):
+    """Nothing in the log dir changes: no marker, no producer snapshot taken on the way."""
     root = tmp_path / "root"
     _left_open(root)
-    before = (root / "t-0" / "00000000000000000000.log").read_bytes()
+    before = _tree(root)
     assert says in one_line_error("transactions", root, *args)
-    assert (root / "t-0" / "00000000000000000000.log").read_bytes() == before
+    assert _tree(root) == before
+
+
+def _tree(root) -> dict:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def test_active_producers_of_a_reader_are_the_writer_s(tmp_path):
