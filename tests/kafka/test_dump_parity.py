@@ -277,6 +277,17 @@ def test_samples_every_log_deep_and_with_data(kafka_tool, soak, option):
         assert_same_dump(kafka_tool, large, option, "--max-bytes", str(LARGE_LOG_CUT_BYTES))
 
 
+@pytest.mark.parametrize("suffixes, options", [
+    ((".log",), ("--print-data-log", "--skip-record-metadata")),
+    ((".log",), ("--deep-iteration", "--max-bytes", "5000")),
+    ((".index", ".timeindex"), ("--verify-index-only",)),
+    ((".index", ".timeindex"), ("--index-sanity-check",)),
+], ids=lambda value: " ".join(value))
+def test_kafkas_other_options_on_samples_and_pylog_written_files(kafka_tool, pylog_root, suffixes, options):
+    files = pylog_files(pylog_root) + (split_by_size(sample_files())[0] if SAMPLES is not None else [])
+    assert_same_dump(kafka_tool, [p for p in files if p.suffix in suffixes], *options)
+
+
 def test_samples_consumer_offsets_with_the_offsets_decoder(kafka_tool):
     needs_samples_here()
     logs = [p for p in sample_files()
