@@ -29,13 +29,17 @@ on exit, so ``pylog consumer-groups --describe --group G`` shows its progress an
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
+from pylog.cli import client_settings
+from pylog.cli.client_settings import Setting, choice
 from pylog.cli.common import open_manager, parse_properties, properties_help, topic_pattern, wanted_topics
 from pylog.clients.consumer import Consumer as GroupConsumer
-from pylog.cli.formatter import FORMATTERS, PROPERTIES
-from pylog.errors import InvalidArgumentError, OffsetOutOfRangeError, UnknownTopicError
+from pylog.cli.formatter import FORMATTERS, PROPERTIES, deserializer, formatter_name
+from pylog.errors import InvalidArgumentError, OffsetOutOfRangeError, PylogError, UnknownTopicError
+from pylog.log.offsets import latest_offset
 
 #: How long a consumer at the end of every partition waits before it polls again.
 POLL_INTERVAL_S = 0.05
@@ -43,6 +47,13 @@ POLL_INTERVAL_S = 0.05
 FETCH_BYTES = 1 << 20
 ISOLATION_LEVELS = {"read_uncommitted": "uncommitted", "read_committed": "committed",
                     "uncommitted": "uncommitted", "committed": "committed"}
+#: Kafka consumer settings (--consumer-property, --consumer.config) with a use here
+SETTINGS = {
+    "group.id": Setting("--group", "group", str),
+    "isolation.level": Setting("--isolation-level", "isolation", choice({n: n for n in ("read_committed",
+                                                                                          "read_uncommitted")})),
+    "auto.offset.reset": Setting("--from-beginning", "from_beginning", choice({"earliest": True, "latest": False})),
+}
 
 
 def add_console_consumer_parser(sub) -> None:
@@ -75,37 +86,51 @@ def _add(p, *, follow: bool) -> None:
                         "committed offsets, committing as it goes (not with --partition, --offset, --timestamp)")
     p.add_argument("--max-messages", "--max-records", dest="max_messages", type=int, metavar="N",
                    help="exit after printing N records (-1: no limit, as Kafka's default)")
-    p.add_argument("--timeout-ms", type=int, metavar="MS", help="exit when no record came for this long")
+    p.add_argument("--timeout-ms", type=int, metavar="MS",
+                   help="exit when no record came for this long (-1: never, as Kafka's default)")
     p.add_argument("--isolation-level", "--isolation", dest="isolation", choices=sorted(ISOLATION_LEVELS),
                    default="read_uncommitted",
                    help="read_committed leaves out aborted transactions and stops before open ones "
                         "(default read_uncommitted; committed/uncommitted are accepted too)")
-    p.add_argument("--property", dest="properties", action="extend", nargs="+", metavar="NAME=VALUE",
+    p.add_argument("--property", "--formatter-property", dest="properties", action="extend", nargs="+", metavar="NAME=VALUE",
                    help="formatter properties, Kafka's: " + properties_help(PROPERTIES))
-    p.add_argument("--formatter", "--format", dest="formatter", choices=sorted(FORMATTERS), default="default",
-                   help="default (text) prints as Kafka's DefaultMessageFormatter; json prints one object per "
-                        "record, keys and values as UTF-8 text or base64 (a field says which)")
+    p.add_argument("--formatter", "--format", dest="formatter", type=formatter_name, choices=sorted(FORMATTERS),
+                   default="default",
+                   help="default (text; Kafka's class name kafka.tools.DefaultMessageFormatter too) prints as Kafka's "
+                        "DefaultMessageFormatter; json prints one object per record, keys and values as UTF-8 text or "
+                        "base64 (a field says which)")
+    for which in ("key", "value"):
+        p.add_argument(f"--{which}-deserializer", type=deserializer, metavar="CLASS",
+                       help=f"accepted for Kafka's command lines: org.apache.kafka.common.serialization."
+                            f"StringDeserializer or ByteArrayDeserializer, which print a {which} as the bytes pylog "
+                            f"prints; no other")
+    p.add_argument("--skip-message-on-error", action="store_true",
+                   help="accepted for Kafka's command lines: printing a record cannot fail here (keys and values "
+                        "are printed as their bytes), so there is none to skip")
     p.add_argument("--follow", dest="follow", action="store_const", const=True, default=follow,
                    help="keep waiting for new records" + (" (the default)" if follow else ""))
     p.add_argument("--no-follow", dest="follow", action="store_const", const=False,
                    help="stop at the end of every partition" + ("" if follow else " (the default)"))
+    client_settings.add_arguments(p, "consumer", SETTINGS)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
+    client_settings.apply(args)
+    _check_numbers(args)
     props = parse_properties(args.properties, PROPERTIES)
     formatter = FORMATTERS[args.formatter](props)
     out = sys.stdout.buffer
     if args.group is not None:
         consumer = GroupMember(args)
     else:
-        manager = open_manager(args.root, read_only=True)
-        consumer = Consumer(assign(manager, args), ISOLATION_LEVELS[args.isolation], closing=manager)
+        consumer = Consumer(open_manager(args.root, read_only=True), args)
     status = 0
     try:
         max_records = None if args.max_messages == -1 else args.max_messages
-        for record in consumer.poll(follow=args.follow, max_records=max_records,
-                                    timeout_ms=args.timeout_ms, flush=out.flush):
+        timeout_ms = None if args.timeout_ms == -1 else args.timeout_ms
+        for record in consumer.poll(follow=args.follow, max_records=max_records, timeout_ms=timeout_ms,
+                                    flush=out.flush):
             out.write(formatter.format(record))
     except KeyboardInterrupt:  # how a following consumer is usually stopped: still a summary
         status = 130
@@ -116,9 +141,17 @@ def run(args) -> int:
     return status
 
 
-def assign(manager, args) -> dict:
-    """``{log: start offset}`` of the partitions to read, from the options. A consumer
-    group would instead take its assignment and committed offsets here."""
+def _check_numbers(args) -> None:
+    """-1 is Kafka's "no limit" of both; another negative is a mistake."""
+    for option, value in (("--max-messages", args.max_messages), ("--timeout-ms", args.timeout_ms)):
+        if value is not None and value < -1:
+            raise InvalidArgumentError(f"{option} must be at least 0, or -1 for no limit; got {value}")
+
+
+def assign(manager, args, *, new: bool = False) -> dict:
+    """``{log: start offset}`` of the partitions to read, from the options; the log start
+    without a start option when the topic is ``new`` (created while waited for: all of it
+    came since). A consumer group would instead take its assignment and committed offsets here."""
     if args.include is not None:
         return {log: _start(log, args) for log in _included_logs(manager, args)}
     partitions = manager.partitions(args.topic)
@@ -130,7 +163,7 @@ def assign(manager, args) -> dict:
     if args.offset is not None and len(partitions) > 1:
         raise InvalidArgumentError(f"--offset needs --partition: topic {args.topic!r} has {len(partitions)} partitions")
     logs = [manager.log(args.topic, p) for p in partitions]
-    return {log: _start(log, args) for log in logs}
+    return {log: _start(log, args, new) for log in logs}
 
 
 def _included_logs(manager, args) -> list:
@@ -143,22 +176,23 @@ def _included_logs(manager, args) -> list:
     return [manager.log(t, p) for t in topics for p in manager.partitions(t)]
 
 
-def _start(log, args) -> int:
+def _start(log, args, new: bool = False) -> int:
+    isolation = ISOLATION_LEVELS[args.isolation]
     if args.offset is not None:
-        return _parse_offset(log, args.offset)
+        return _parse_offset(log, args.offset, isolation)
     if args.timestamp is not None:
         found = log.offset_for_timestamp(args.timestamp)
-        return log.log_end_offset if found is None else found
-    if args.from_beginning or (args.from_beginning is None and not args.follow):
+        return latest_offset(log, isolation) if found is None else found
+    if new or args.from_beginning or (args.from_beginning is None and not args.follow):
         return log.log_start_offset
-    return log.log_end_offset
+    return latest_offset(log, isolation)
 
 
-def _parse_offset(log, text: str) -> int:
+def _parse_offset(log, text: str, isolation: str) -> int:
     if text == "earliest":
         return log.log_start_offset
     if text == "latest":
-        return log.log_end_offset
+        return latest_offset(log, isolation)
     try:
         offset = int(text)
     except ValueError:
@@ -170,17 +204,34 @@ def _parse_offset(log, text: str) -> int:
 
 class Consumer:
     """Reads its partitions in rounds from their positions; the records' place (topic,
-    partition, timestamp type) comes with them."""
+    partition, timestamp type) comes with them. Following a ``--topic`` that does not exist,
+    or whose partitions were deleted, it waits for the topic and reads it from its start
+    when it comes, as Kafka's console consumer waits for an unknown topic."""
 
-    def __init__(self, positions: dict, isolation: str, *, closing=None):
-        self._positions = positions
-        self.isolation = isolation
+    def __init__(self, manager, args):
+        self._manager, self._args = manager, args
+        self.isolation = ISOLATION_LEVELS[args.isolation]
         self.printed = 0
-        self._closing = closing
+        self._positions = {}
+        if self._awaits():
+            print(f"topic {args.topic!r} does not exist in {manager.root} yet; waiting for it", file=sys.stderr)
+        else:
+            self._positions = assign(manager, args)
 
     def close(self) -> None:
-        if self._closing is not None:
-            self._closing.close()
+        self._manager.close()
+
+    def _awaits(self) -> bool:
+        """Whether it waits for ``--topic``: following it, and it is not there."""
+        args = self._args
+        return args.topic is not None and args.follow and args.topic not in self._manager.topics()
+
+    def _find_topic(self) -> None:
+        """Read the awaited ``--topic`` from its start if it has come."""
+        if not self._awaits():
+            self._manager.close()  # and the deleted partitions' logs with it
+            self._manager = open_manager(self._args.root, read_only=True)
+            self._positions = assign(self._manager, self._args, new=True)
 
     def positions(self) -> dict[tuple[str, int], int]:
         """``{(topic, partition): next offset to read}``: what a group would commit."""
@@ -195,7 +246,9 @@ class Consumer:
         last_record = time.monotonic()
         while True:
             moved = got = False
-            for log in self._positions:
+            if not self._positions and self._args.topic is not None and follow:
+                self._find_topic()
+            for log in list(self._positions):
                 records, advanced = self._fetch(log, follow)
                 moved = moved or advanced
                 for record in records:
@@ -223,17 +276,30 @@ class Consumer:
         except OffsetOutOfRangeError:
             if not follow:
                 raise
-            self._positions[log] = _reset(log, offset)
+            self._positions[log] = _reset(log, offset, self.isolation)
+            return [], True
+        except (OSError, PylogError):
+            if os.path.isdir(log.path):
+                raise
+            self._deleted(log, follow)
             return [], True
         if not fetch.size_bytes:
             return [], False
         self._positions[log] = fetch.next_offset
         return fetch.records(), True
 
+    def _deleted(self, log, follow: bool) -> None:
+        """Stop reading ``log``, whose partition was deleted, and say so."""
+        del self._positions[log]
+        waits = self._args.topic is not None and follow
+        print(f"{log.topic}-{log.partition} was deleted; "
+              + (f"waiting for topic {log.topic!r} to be created again" if waits else "no longer reading it"),
+              file=sys.stderr)
 
-def _reset(log, offset: int) -> int:
-    """Where to go on from an offset the writer removed: the log start, or the log end."""
-    to = log.log_start_offset if offset < log.log_start_offset else log.log_end_offset
+
+def _reset(log, offset: int, isolation: str) -> int:
+    """Where to go on from an offset the writer removed: the log start, or the latest offset."""
+    to = log.log_start_offset if offset < log.log_start_offset else latest_offset(log, isolation)
     print(f"{log.topic}-{log.partition}: offset {offset} is no longer in the log; going on from {to}",
           file=sys.stderr)
     return to

@@ -15,6 +15,7 @@ import re
 import sys
 
 from pylog.errors import GroupNotEmptyError, InvalidArgumentError, UnknownTopicError
+from pylog.log.offsets import latest_offset
 from pylog.partition_dir import partition_dir_name
 from pylog.record.encode import now_ms
 
@@ -159,7 +160,7 @@ def _log_end_offset(root: str, topic: str, partition: int) -> int | None:
     if not os.path.isdir(path):
         return None
     with Log.open(path, read_only=True) as log:
-        return log.log_end_offset
+        return latest_offset(log)
 
 
 def describe(root: str, group: str, state) -> None:
@@ -320,7 +321,7 @@ def _partitions(args, root: str, current: dict) -> list:
 def _target(args, log, current: int | None, file_offset: int | None) -> int:
     """The new offset of the partition whose (read-only) ``log`` is given: the committed
     offset is ``current``, the one ``--from-file`` gives ``file_offset``."""
-    start, end = log.log_start_offset, log.log_end_offset
+    start, end = log.log_start_offset, latest_offset(log)
     if file_offset is not None:
         target = file_offset
     elif args.to_earliest:

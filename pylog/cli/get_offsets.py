@@ -2,8 +2,9 @@
 partition, the offset ``--time`` names, printed ``topic:partition:offset`` in Kafka's order
 (sorted by ``topic-partition`` as text).
 
-``--time`` is ``-1``/``latest`` (the log end offset, the default), ``-2``/``earliest`` (the log
-start offset), ``-3``/``max-timestamp`` (the record with the largest timestamp),
+``--time`` is ``-1``/``latest`` (the high watermark, the default: the log end of a log without
+replicas), ``-2``/``earliest`` (the log start offset), ``-3``/``max-timestamp`` (the record
+with the largest timestamp),
 ``-4``/``earliest-local`` (the log start: every segment is local), ``-5``/``latest-tiered`` and
 ``-6``/``earliest-pending-upload`` (none: nothing is tiered, so Kafka names no offset), or a
 time in ms since the epoch: the first offset whose timestamp is at or after it (Kafka's
@@ -18,6 +19,7 @@ import re
 
 from pylog.cli.common import add_exclude_internal_argument, open_manager, topic_pattern, wanted_topics
 from pylog.errors import InvalidArgumentError, UnknownTopicError
+from pylog.log.offsets import latest_offset
 
 TIMES = {"latest": -1, "earliest": -2, "max-timestamp": -3, "earliest-local": -4, "latest-tiered": -5,
          "earliest-pending-upload": -6}
@@ -56,10 +58,18 @@ def run(args) -> int:
         if not found:
             raise UnknownTopicError(f"no topic-partition in {args.root} matches the given filters")
         for topic, partition in sorted(found, key=lambda tp: f"{tp[0]}-{tp[1]}"):
-            offset = None if timestamp is None else manager.log(topic, partition).offset_for_timestamp(timestamp)
+            offset = _offset(manager.log(topic, partition), timestamp)
             if offset is not None:
                 print(f"{topic}:{partition}:{offset}")
     return 0
+
+
+def _offset(log, timestamp: int | None) -> int | None:
+    """Kafka's ListOffsets answer, read_uncommitted as Kafka's tool asks: latest is the high
+    watermark (:func:`latest_offset`)."""
+    if timestamp is None:
+        return None
+    return latest_offset(log) if timestamp == TIMES["latest"] else log.offset_for_timestamp(timestamp)
 
 
 def _partition_filter(args):

@@ -13,6 +13,7 @@ import numpy as np
 from pylog.cli.common import is_partition_dir, open_manager
 from pylog.errors import InvalidConfigError, OffsetOutOfRangeError, PylogError, UnknownTopicError
 from pylog.layout import INTERNAL_TOPICS
+from pylog.log.offsets import latest_offset
 from pylog.partition_dir import nested_log_dirs, parse_partition_dir, partition_dir_name
 from pylog.spark.options import EARLIEST, LATEST, ReadOptions
 
@@ -92,7 +93,7 @@ def _resolve(log, topic, partition, value, by_timestamp, timestamp, *, starting:
         if found is None:
             if starting and opts.timestamp_strategy == "error":
                 raise InvalidConfigError(f"no offset of {topic}-{partition} has a timestamp >= {ts}")
-            return log.log_end_offset
+            return latest_offset(log, opts.isolation)
         return found
     if isinstance(value, dict):
         if topic not in value or partition not in value[topic]:
@@ -103,7 +104,7 @@ def _resolve(log, topic, partition, value, by_timestamp, timestamp, *, starting:
     if value in ("earliest", EARLIEST):
         return log.log_start_offset
     if value in ("latest", LATEST):
-        return log.last_stable_offset if opts.isolation == "committed" else log.high_watermark
+        return latest_offset(log, opts.isolation)
     return int(value)
 
 

@@ -26,6 +26,7 @@ from pyspark.sql.types import (
 )
 
 from pylog.errors import InvalidConfigError
+from pylog.log.offsets import latest_offset
 from pylog.spark import plan
 from pylog.spark.options import parse_read_options
 
@@ -175,9 +176,7 @@ class PylogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         with plan.open_manager(self.opts.root, read_only=True) as manager:
             out = {}
             for t, p in plan.topic_partitions(manager, self.opts):
-                log = manager.log(t, p)
-                end = log.last_stable_offset if self.opts.isolation == "committed" else log.high_watermark
-                out.setdefault(t, {})[str(p)] = end
+                out.setdefault(t, {})[str(p)] = latest_offset(manager.log(t, p), self.opts.isolation)
             return out
 
     def initialOffset(self) -> dict:
