@@ -23,18 +23,36 @@ def jar_path(*, build: bool = True):
 def register(spark) -> None:
     """Register the ``pylog`` format on a SparkSession (auto-discovery through the
     ``pyspark_pylog`` module also works once pylog is installed), and tell the JVM reader,
-    if its jar is loaded, which Python plans its queries: this interpreter and this pylog."""
+    if its jar is loaded, which Python plans its queries: this interpreter and this pylog.
+    Raises :class:`InvalidConfigError` when Spark already holds a JVM source ``pylog`` (the
+    jar) but found no Python one: its Python cannot import pylog."""
     from pylog.spark.source import PylogDataSource
-    spark.dataSource.register(PylogDataSource)
     spark.conf.set(PYTHON_CONF, sys.executable)
     spark.conf.set(PYTHON_PATH_CONF, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    try:
+        spark.dataSource.register(PylogDataSource)
+    except Exception as e:
+        if "DATA_SOURCE_ALREADY_EXISTS" not in str(e):
+            raise
+        from pylog.errors import InvalidConfigError
+        python = os.environ.get("PYSPARK_DRIVER_PYTHON") or os.environ.get("PYSPARK_PYTHON") or "python3 (on PATH)"
+        raise InvalidConfigError(
+            f"Spark cannot register the Python half of format('pylog'): its JVM started with {python} as its "
+            f"Python, which cannot import pylog, not with this interpreter ({sys.executable}). Create the session "
+            f"with pylog.spark.session() before any other, or set PYSPARK_PYTHON={sys.executable} before Spark "
+            f"starts") from None
 
 
 def session(builder=None):
     """``builder.getOrCreate()`` with pylog's jar added to ``spark.jars`` (when it can be
     built) and the format registered. ``builder`` is a ``SparkSession.Builder``, a master
     URL (``"local[2]"``: ``SparkSession.builder.master("local[2]")``) or None (Spark's
-    default builder). A session that already runs keeps its classpath."""
+    default builder). A session that already runs keeps its classpath and its Python.
+
+    Spark runs its Python workers, and looks for Python data sources, with ``$PYSPARK_PYTHON``,
+    else whatever ``python3`` is on ``PATH``: from ``venv/bin/python app.py`` without an
+    activated venv (cron, systemd, an IDE) that is another Python, without pylog. So unless
+    ``$PYSPARK_PYTHON`` is set, this sets it to this interpreter before Spark starts."""
     from pyspark.sql import SparkSession
     if isinstance(builder, str):
         builder = SparkSession.builder.master(builder)
@@ -48,6 +66,7 @@ def session(builder=None):
     if jar is not None:
         jars = [j for j in builder._options.get("spark.jars", "").split(",") if j]
         builder = builder.config("spark.jars", ",".join(jars + [jar]))
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # not the python3 on PATH: see the docstring
     spark = builder.getOrCreate()
     register(spark)
     return spark

@@ -6,9 +6,11 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -60,55 +62,107 @@ final class Planner {
         run(request);
     }
 
-    private static String conf(String key, String env, String fallback) {
-        String value = SparkSession.getActiveSession().isDefined()
-            ? SparkSession.getActiveSession().get().conf().get(key, null) : null;
-        if (value == null && env != null) value = System.getenv(env);
-        return value != null ? value : fallback;
+    /** The planner's interpreter and where it was named: the session's {@code spark.pylog.python}
+     *  ({@code register()} sets it to the driver's interpreter), else {@code PYSPARK_DRIVER_PYTHON},
+     *  {@code PYSPARK_PYTHON}, else {@code python3} on {@code PATH}. */
+    private static String[] python() {
+        String conf = SparkSession.getActiveSession().isDefined()
+            ? SparkSession.getActiveSession().get().conf().get(PYTHON_CONF, null) : null;
+        if (conf != null) return new String[] {conf, PYTHON_CONF};
+        for (String env : new String[] {"PYSPARK_DRIVER_PYTHON", "PYSPARK_PYTHON"}) {
+            if (System.getenv(env) != null) return new String[] {System.getenv(env), "$" + env};
+        }
+        return new String[] {"python3", "PATH"};
     }
 
+    private static String pythonPath() {
+        return SparkSession.getActiveSession().isDefined()
+            ? SparkSession.getActiveSession().get().conf().get(PATH_CONF, null) : null;
+    }
+
+    /** Lines of the planner's stderr kept for an error message (it is also copied to the driver's). */
+    private static final int STDERR_LINES = 20;
     private static Process process;
     private static BufferedReader replies;
     private static String started;
+    private static Thread stderrCopier;
+    private static final ArrayDeque<String> stderrTail = new ArrayDeque<>();
 
     /** One request and its reply, over the planner process (started, or restarted after it
      *  died or the settings changed, here). Synchronized: one driver, one planner. */
     private static synchronized JsonNode run(ObjectNode request) {
-        String python = conf(PYTHON_CONF, "PYSPARK_DRIVER_PYTHON", null);
-        if (python == null) python = conf(PYTHON_CONF, "PYSPARK_PYTHON", "python3");
-        String path = conf(PATH_CONF, null, null);
+        String[] python = python();
+        String path = pythonPath();
+        String what = "the pylog planner (" + python[0] + " -m pylog.spark.jvm.plan, the Python named by " + python[1]
+            + ")";
         try {
-            if (process == null || !process.isAlive() || !(python + "\0" + path).equals(started)) start(python, path);
+            if (process == null || !process.isAlive() || !(python[0] + "\0" + path).equals(started)) {
+                start(python[0], path);
+            }
             OutputStream in = process.getOutputStream();
             in.write(JSON.writeValueAsBytes(request));
             in.write('\n');
             in.flush();
             String line = replies.readLine();
-            if (line == null) {
-                process.destroy();
-                throw new IllegalStateException("the pylog planner (" + python + " -m pylog.spark.jvm.plan) exited; "
-                    + "its error is on the driver's stderr");
-            }
+            if (line == null) throw new IllegalStateException(what + " exited" + exitAndStderr());
             JsonNode reply = JSON.readTree(line);
             if (reply.has("error")) throw new IllegalArgumentException(reply.get("error").asText());
             return reply;
         } catch (IOException e) {
-            if (process != null) process.destroy();
-            throw new IllegalStateException("cannot run the pylog planner with " + python + " (set " + PYTHON_CONF
-                + " to a Python that has pylog): " + e.getMessage(), e);
+            throw new IllegalStateException("cannot run " + what + ": " + e.getMessage() + exitAndStderr()
+                + " (set " + PYTHON_CONF + " to a Python that has pylog)", e);
+        }
+    }
+
+    /** The dead planner's exit code and last stderr lines, for an error message. */
+    private static String exitAndStderr() {
+        if (process == null) return "";
+        process.destroy();
+        try {
+            boolean ended = process.waitFor(5, TimeUnit.SECONDS);
+            if (stderrCopier != null) stderrCopier.join(5000);  // until its stderr closes: the whole message
+            String code = ended ? " with code " + process.exitValue() : "";
+            synchronized (stderrTail) {
+                return stderrTail.isEmpty() ? code : code + ":\n" + String.join("\n", stderrTail);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "";
         }
     }
 
     private static void start(String python, String path) throws IOException {
         if (process != null) process.destroy();
+        synchronized (stderrTail) {
+            stderrTail.clear();
+        }
         ProcessBuilder pb = new ProcessBuilder(python, "-m", "pylog.spark.jvm.plan");
         if (path != null) {
             String old = pb.environment().get("PYTHONPATH");
             pb.environment().put("PYTHONPATH", old == null || old.isEmpty() ? path : path + File.pathSeparator + old);
         }
-        pb.redirectError(ProcessBuilder.Redirect.INHERIT);
+        started = python + "\0" + path;
         process = pb.start();
         replies = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
-        started = python + "\0" + path;
+        BufferedReader errors = new BufferedReader(new InputStreamReader(process.getErrorStream(),
+            StandardCharsets.UTF_8));
+        stderrCopier = new Thread(() -> copyStderr(errors), "pylog-planner-stderr");
+        stderrCopier.setDaemon(true);
+        stderrCopier.start();
+    }
+
+    /** Copies the planner's stderr to the driver's, keeping its last lines. */
+    private static void copyStderr(BufferedReader errors) {
+        try (errors) {
+            for (String line; (line = errors.readLine()) != null; ) {
+                System.err.println(line);
+                synchronized (stderrTail) {
+                    if (stderrTail.size() == STDERR_LINES) stderrTail.removeFirst();
+                    stderrTail.addLast(line);
+                }
+            }
+        } catch (IOException e) {
+            // the planner went away: its lines so far are kept
+        }
     }
 }
