@@ -42,6 +42,8 @@ TOOLS = {
 # interop/kafka/src/main/java/io/pylog/interop/clients/Clients.java: Kafka's producer,
 # consumer and admin client, driven by JSON lines.
 CLIENTS_DRIVER = "io.pylog.interop.clients.Clients"
+# .../Tools.java: several of Kafka's tools in one JVM.
+TOOLS_DRIVER = "io.pylog.interop.clients.Tools"
 
 # Small, fast, deterministic defaults for one node; a test passes its own to override any.
 DEFAULT_SERVER_PROPERTIES = {
@@ -111,6 +113,18 @@ def run_java(main_class: str, *args: str, check: bool = True, timeout_s: float =
         raise AssertionError(f"{main_class} {' '.join(map(str, args))} exited {done.returncode}\n"
                              f"stdout:\n{done.stdout[-4000:]}\nstderr:\n{done.stderr[-4000:]}")
     return done
+
+
+def run_tools(calls: list[tuple[str, ...]], timeout_s: float = 300) -> list[subprocess.CompletedProcess]:
+    """Run several tools, ``(main_class, *args)`` each, in one JVM (a JVM start costs seconds);
+    each answers as ``run_java(..., check=False)`` would. Only for tools whose main returns or
+    exits last (kafka-transactions, kafka-consumer-groups, kafka-get-offsets: see Tools.java)."""
+    lines = "".join(json.dumps([str(a) for a in call]) + "\n" for call in calls)
+    done = run_java(TOOLS_DRIVER, input=lines, timeout_s=timeout_s)
+    answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert len(answers) == len(calls), f"{len(answers)} answers to {len(calls)} calls:\n{done.stderr[-4000:]}"
+    return [subprocess.CompletedProcess(list(call), a["returncode"], a["stdout"], a["stderr"])
+            for call, a in zip(calls, answers)]
 
 
 def kafka_uuid() -> str:
@@ -235,6 +249,11 @@ class KafkaBroker:
         main_class = TOOLS.get(tool, tool)
         return run_java(main_class, "--bootstrap-server", self.bootstrap, *args, check=check,
                         timeout_s=timeout_s, input=input)
+
+    def admin_many(self, calls: list[tuple[str, ...]], timeout_s: float = 300) -> list[subprocess.CompletedProcess]:
+        """``admin(tool, *args)`` for each ``(tool, *args)`` of ``calls``, all in one JVM."""
+        return run_tools([(TOOLS.get(tool, tool), "--bootstrap-server", self.bootstrap, *args)
+                          for tool, *args in calls], timeout_s=timeout_s)
 
     def create_topic(self, topic: str, partitions: int = 1, configs: dict[str, object] | None = None) -> None:
         """kafka-topics --create with replication factor 1 and the given topic configs."""

@@ -174,8 +174,10 @@ def kafka_views(broker: KafkaBroker) -> KafkaViews:
     tps = [a for t, p in PARTITIONS for a in ("--tp", f"{t}:{p}")]
     stamps = [a for ts in probe_timestamps(records) for a in ("--timestamp", str(ts))]
     offsets = {(o["topic"], o["partition"]): o for o in broker.clients("offsets", *tps, *stamps)}
-    groups = broker.admin("consumer-groups", "--describe", *[a for g in GROUPS for a in ("--group", g)])
-    transactions = {q: broker.admin("transactions", *q) for q in TRANSACTION_QUERIES}
+    groups, *transactions = broker.admin_many(
+        [("consumer-groups", "--describe", *[a for g in GROUPS for a in ("--group", g)]),
+         *[("transactions", *q) for q in TRANSACTION_QUERIES]])
+    transactions = dict(zip(TRANSACTION_QUERIES, transactions))
     return KafkaViews(records, _consume(broker, "--isolation", "read_committed"), offsets, groups, transactions)
 
 
