@@ -33,6 +33,9 @@ from pylog.layout import (
 
 #: Batches remembered per producer for duplicate detection (Kafka's NUM_BATCHES_TO_RETAIN).
 BATCHES_TO_RETAIN = 5
+#: How far before a snapshot's offset the log is read back on load for each producer's
+#: earlier batches (Kafka's snapshot keeps only the last one).
+READ_BACK_BYTES = 1 << 20
 NO_EPOCH = -1
 
 
@@ -182,11 +185,15 @@ class ProducerStateManager:
 
     # -- loading -----------------------------------------------------------------------------
     def load(self, log_start_offset: int, log_end_offset: int, read_batches: Callable[[int, int], Iterable], now_ms: int, *, replay_from: int | None = None,
-             on_aborted: Callable[[AbortedTxn], None] | None = None, names: list[str] | None = None) -> None:
+             on_aborted: Callable[[AbortedTxn], None] | None = None, names: list[str] | None = None,
+             read_back: Callable[[int], Iterable] | None = None) -> None:
         """Newest valid snapshot <= ``log_end_offset`` (and <= ``replay_from`` if given),
         then replay the batches after it. Corrupt snapshots and, as Kafka, those past the log
         end or at or below the log start are skipped (and deleted unless read-only).
-        Cost: O(bytes after the snapshot)."""
+        ``read_back(offset)``: the batches of the log's tail before ``offset`` (about
+        ``READ_BACK_BYTES``), where the batches before each producer's last one in the
+        snapshot are found again (:meth:`_restore_earlier_batches`).
+        Cost: O(bytes after the snapshot), plus the read-back when a snapshot has producers."""
         self.producers = {}
         self._unreplicated = []
         self._unstable = None
@@ -204,9 +211,31 @@ class ProducerStateManager:
                 continue
             self.producers = {e.producer_id: e for e in entries}
             start = off
+            if self.producers and read_back is not None:
+                self._restore_earlier_batches(b for b in read_back(off) if b.last_offset >= log_start_offset)
             break
         self.replay((b for b in read_batches(start, log_end_offset) if b.last_offset >= start), on_aborted)
         self.remove_expired(now_ms)
+
+    def _restore_earlier_batches(self, batches: Iterable) -> None:
+        """A snapshot holds each producer's last batch only (Kafka's format, version 1); its
+        four before are taken from ``batches`` (the log before the snapshot, oldest first):
+        those of the same epoch whose sequences chain into it, so the duplicate window
+        after a restart is the five batches it was before. O(batches)."""
+        earlier = {pid: deque(maxlen=BATCHES_TO_RETAIN - 1) for pid, e in self.producers.items()
+                   if len(e.batches) == 1}
+        for batch in batches:
+            found = earlier.get(batch.producer_id) if batch.magic == 2 else None
+            if found is None or batch.is_control or batch.base_sequence < 0:
+                continue
+            entry = self.producers[batch.producer_id]
+            if batch.producer_epoch == entry.epoch and batch.last_offset < entry.batches[0].first_offset:
+                found.append(BatchMetadata(batch.base_sequence, batch.last_sequence, batch.base_offset,
+                                           batch.last_offset, batch.max_timestamp))
+        for pid, found in earlier.items():
+            batches = self.producers[pid].batches
+            while found and in_sequence(found[-1].last_seq, batches[0].first_seq):
+                batches.appendleft(found.pop())
 
     def truncate_and_reload(self, log_start_offset: int, log_end_offset: int,
                             read_batches: Callable[[int, int], Iterable], now_ms: int) -> None:

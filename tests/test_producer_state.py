@@ -87,6 +87,61 @@ def test_duplicates_are_detected_after_reopen(tmp_path):
     assert first.first_offset == 0
 
 
+@pytest.mark.parametrize("segment_bytes", [1 << 20, 1024])
+def test_each_of_the_last_five_batches_is_a_duplicate_after_a_clean_restart(tmp_path, segment_bytes):
+    """Kafka's snapshot keeps only each producer's last batch; the four before it are read
+    back from the log on open, so the window stays five batches, as before the restart.
+    With 1 KiB segments the five batches span segments (and earlier snapshots)."""
+    d = tmp_path / "t-0"
+    other = PID + 1
+    with Log.open(d, segment_bytes=segment_bytes) as log:
+        infos = []
+        for seq in range(0, 16, 2):  # eight batches of two producers, interleaved
+            infos.append(send(log, seq))
+            send(log, seq, pid=other)
+    snapshots = sorted(n for n in os.listdir(d) if n.endswith(".snapshot"))
+    assert len(read_snapshot(d / snapshots[-1])) == 2  # Kafka's format: one entry per producer
+    with Log.open(d, segment_bytes=segment_bytes) as log:
+        end = log.log_end_offset
+        for original in infos[-5:]:
+            again = send(log, original.first_offset // 2)  # the sequence it was sent with
+            assert again.duplicate, original
+            assert (again.first_offset, again.last_offset) == (original.first_offset, original.last_offset)
+        with pytest.raises(OutOfOrderSequenceError):
+            send(log, infos[-6].first_offset // 2)  # the sixth back is out of the window, as in Kafka
+        assert send(log, 14, pid=other).duplicate
+        assert log.log_end_offset == end
+        assert not send(log, 16).duplicate
+
+
+def test_the_read_back_window_keeps_only_batches_that_chain_into_the_snapshot(tmp_path):
+    d = tmp_path / "t-0"
+    with Log.open(d) as log:
+        send(log, 0)
+        send(log, 2)
+        send(log, 0, epoch=EPOCH + 1)  # a new epoch starts over at sequence 0
+        last = send(log, 2, epoch=EPOCH + 1)
+    with Log.open(d) as log:
+        assert send(log, 0, epoch=EPOCH + 1).duplicate
+        assert send(log, 2, epoch=EPOCH + 1).first_offset == last.first_offset
+        with pytest.raises(ProducerFencedError):
+            send(log, 2, epoch=EPOCH)
+
+
+def test_the_read_back_reads_a_bounded_tail_of_the_log(tmp_path, monkeypatch):
+    import pylog.log.loader as loader
+    d = tmp_path / "t-0"
+    with Log.open(d, index_interval_bytes=1) as log:  # an index entry per batch: the read-back starts at one
+        infos = [send(log, seq) for seq in range(0, 16, 2)]
+    batch_bytes = log.size_bytes // len(infos)
+    monkeypatch.setattr(loader, "READ_BACK_BYTES", 3 * batch_bytes)  # from two batches before the last
+    with Log.open(d) as log:
+        for original in infos[-3:]:
+            assert send(log, original.first_offset).first_offset == original.first_offset
+        with pytest.raises(OutOfOrderSequenceError):
+            send(log, infos[-4].first_offset)
+
+
 def test_duplicates_are_detected_after_a_crash_from_snapshot_and_replay(tmp_path):
     d = tmp_path / "t-0"
     log = Log.open(d, segment_bytes=1024)

@@ -37,6 +37,13 @@ class OffsetIndex(EntryFile):
         i = self._floor(offset - self.base_offset)
         return (self.base_offset, 0) if i < 0 else self._entry(i)
 
+    def floor_position(self, position: int) -> tuple[int, int]:
+        """The last entry at or before byte ``position`` (positions grow with offsets);
+        ``(base_offset, 0)`` before the first. O(log n)."""
+        self._load()
+        i = int(np.searchsorted(self._vals[: self._n], position, side="right")) - 1
+        return (self.base_offset, 0) if i < 0 else self._entry(i)
+
     def append(self, offset: int, position: int) -> None:
         """Add an entry; offsets must strictly increase and fit in an int32 relative offset.
         Durable after ``flush()``; a failed write leaves no entry and raises :class:`StorageError`."""

@@ -187,6 +187,25 @@ def batches_from(segments: list, start: int, end: int):
             yield b
 
 
+def tail_start(segments: LogSegments, end: int, max_bytes: int) -> int:
+    """Where to start reading back about the last ``max_bytes`` of the log before offset
+    ``end``: an offset-index entry or a segment's base offset (a walk can start at either),
+    crossing into earlier segments while the bytes run short. O(segments walked back +
+    log index entries)."""
+    segment = segments.floor(end - 1)
+    while segment is not None:
+        header = segment.translate_offset(end)
+        position = segment.size_bytes if header is None else header.position
+        if position > max_bytes:
+            return segment.offset_index.floor_position(position - max_bytes)[0]
+        max_bytes -= position
+        previous = segments.lower(segment.base_offset)
+        if previous is None:
+            return segment.base_offset
+        segment = previous
+    return end
+
+
 def delete_segment(segment: Segment, *, delay_ms: int) -> threading.Timer | None:
     """Rename ``segment``'s files ``.deleted`` now and remove them after ``delay_ms`` (at
     once when 0): a fetch that holds the file meanwhile still reads it. Returns the timer
