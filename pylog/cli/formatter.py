@@ -14,6 +14,7 @@ header value prints as ``null.literal`` ("null"). Keys and values are written as
 
 from __future__ import annotations
 
+import argparse
 import base64
 import json
 
@@ -102,3 +103,30 @@ def _put(obj: dict, name: str, data) -> dict:
 
 
 FORMATTERS = {"default": DefaultFormatter, "text": DefaultFormatter, "json": JsonFormatter}
+
+
+def formatter_name(text: str) -> str:
+    """``--formatter``'s value: a name of :data:`FORMATTERS`, or Kafka's class name of its
+    DefaultMessageFormatter (``kafka.tools.DefaultMessageFormatter``, as tutorials give it),
+    which is ``default``; another of Kafka's classes is refused."""
+    if text in FORMATTERS:
+        return text
+    if text.rpartition(".")[2] == "DefaultMessageFormatter":
+        return "default"
+    raise argparse.ArgumentTypeError(f"{text!r}: the formatters are default (Kafka's DefaultMessageFormatter) "
+                                     f"and json; no other Kafka formatter class is available")
+
+
+#: Kafka's deserializers whose output the formatters print: a key or value as its bytes
+#: (the UTF-8 text a StringDeserializer gives prints as the same bytes)
+BYTES_DESERIALIZERS = ("StringDeserializer", "ByteArrayDeserializer")
+
+
+def deserializer(text: str) -> str:
+    """``--key-deserializer`` and ``--value-deserializer``: accepted when the class prints
+    what pylog prints (:data:`BYTES_DESERIALIZERS`), else refused."""
+    if text.rpartition(".")[2] in BYTES_DESERIALIZERS:
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r}: keys and values are printed as their bytes, as Kafka's "
+                                     f"StringDeserializer and ByteArrayDeserializer print them; no other "
+                                     f"deserializer is available")

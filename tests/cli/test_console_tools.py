@@ -281,7 +281,8 @@ def test_read_committed_leaves_out_aborted_and_open_transactions(tmp_path):
 
 @pytest.mark.parametrize("args", [
     ["console-consumer", "/nonexistent", "--topic", "t"],
-    ["console-consumer", "{root}", "--topic", "missing"],
+    ["consume", "{root}", "--topic", "missing"],
+    ["console-consumer", "{root}", "--topic", "missing", "--no-follow"],
     ["console-consumer", "{root}", "--topic", "t", "--partition", "5"],
     ["consume", "{root}", "--topic", "t", "--partition", "0", "--offset", "99"],
     ["console-consumer", "{root}", "--topic", "t", "--property", "print.everything=true"],
@@ -290,9 +291,34 @@ def test_read_committed_leaves_out_aborted_and_open_transactions(tmp_path):
     ["consume", "{root}", "--include", "nothing-matches"],
     ["consume", "{root}", "--include", "t("],
     ["consume", "{root}", "--include", "t", "--partition", "0"],
+    ["console-consumer", "{root}", "--topic", "t", "--max-messages", "-5"],
+    ["console-consumer", "{root}", "--topic", "t", "--timeout-ms", "-5"],
 ])
 def test_mistakes_are_one_line_errors(topic, args):
     one_line_error(*[a.replace("{root}", str(topic)) for a in args], stdin=b"x\n")
+
+
+def test_kafka_consumer_options_from_tutorials_mean_what_they_can_here(topic):
+    """Kafka's class names of the formatter and deserializers whose output pylog prints,
+    --skip-message-on-error, --formatter-property and consumer settings are accepted with
+    that meaning; what has none here is refused saying why."""
+    config = topic.parent / "consumer.properties"
+    config.write_text("isolation.level=read_committed\n")
+    printed = console("console-consumer", topic, "--topic", "t", "--no-follow", "--consumer-property",
+                      "auto.offset.reset=earliest", "--consumer.config", config, "--formatter",
+                      "kafka.tools.DefaultMessageFormatter", "--formatter-property", "print.key=true",
+                      "--key-deserializer", "org.apache.kafka.common.serialization.StringDeserializer",
+                      "--value-deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer",
+                      "--skip-message-on-error")
+    assert printed.returncode == 0 and b"bin\t\xff\xfe\n" in printed.stdout, printed.stderr
+    assert printed.stdout == console("consume", topic, "--topic", "t", "--property", "print.key=true").stdout
+    for option, value, why in (("--formatter", "kafka.tools.LoggingMessageFormatter", "the formatters are"),
+                               ("--value-deserializer", "org.apache.kafka.common.serialization.LongDeserializer",
+                                "printed as their bytes")):
+        r = console("consume", topic, "--topic", "t", option, value)
+        assert r.returncode == 2 and why in r.stderr.decode() and r.stderr.count(b"\n") == 1, r.stderr
+    assert "fetch.min.bytes has no use here" in one_line_error("consume", topic, "--topic", "t",
+                                                               "--consumer-property", "fetch.min.bytes=1")
 
 
 def test_a_missing_log_dir_is_a_pylog_error(tmp_path):
@@ -385,13 +411,14 @@ def test_console_consumer_waits_for_a_topic_that_does_not_exist_yet(tmp_path):
     assert rest == ["Processed a total of 1 messages"], rest
 
 
-def test_console_consumer_goes_on_when_its_topic_is_deleted_under_it_and_reads_it_again(tmp_path):
+@pytest.mark.parametrize("group", [[], ["--group", "g"]], ids=["assigned", "in-a-group"])
+def test_console_consumer_goes_on_when_its_topic_is_deleted_under_it_and_reads_it_again(tmp_path, group):
     """Deleting the topic a console consumer follows: no OS error, a note on stderr, and it
     keeps polling, reading the topic of that name created afterwards from its start."""
     root = tmp_path / "root"
     ok("topics", root, "--create", "--topic", "t", "--partitions", "2")
     ok("console-producer", root, "--topic", "t", "--partition", "1", stdin=b"before\n")
-    process, out, err = _following(root, "--topic", "t", "--from-beginning")
+    process, out, err = _following(root, "--topic", "t", "--from-beginning", *group)
     try:
         _until_line(out, lambda line: line == "before", "the record written before")
         ok("topics", root, "--delete", "--topic", "t")
