@@ -83,7 +83,8 @@ def test_kafka_reads_the_leader_epoch_of_the_last_record_consumed_in_pylogs_comm
     done = broker.admin(READ_BACK, "read", "--partition", f"{TOPIC}:0", "--partition", f"{TOPIC}:1",
                         "--group", "pylog-assigned", "--group", "pylog-subscribed")
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    epoch_at = {(r["partition"], r["offset"]): r["leaderEpoch"] for r in lines if r.get("isolation") == "read_uncommitted"}
+    epoch_at = {(r["partition"], r["offset"]): r["leaderEpoch"]
+                for r in lines if r.get("isolation") == "read_uncommitted"}
     commits = {(c["group"], c["partition"]): (c["offset"], c["leaderEpoch"]) for c in lines if "group" in c}
     assert {k: offset for k, (offset, _) in commits.items()} == {
         ("pylog-assigned", 0): 3, ("pylog-assigned", 1): 1, ("pylog-subscribed", 0): 2, ("pylog-subscribed", 1): 4}

@@ -89,7 +89,8 @@ def write_idempotent(root: Path, m: LogManager) -> None:
 
 
 def write_transactions(root: Path) -> None:
-    """pylog's transactional producer commits, aborts, commits; another leaves its transaction open."""
+    """pylog's transactional producer commits, aborts, commits; a second aborts; a third leaves
+    its transaction open."""
     def producer(transactional_id: str) -> Producer:
         p = Producer(str(root), transactional_id=transactional_id, transaction_timeout_ms=900_000,
                      transaction_state_partitions=TXN_STATE_PARTITIONS)
@@ -102,6 +103,10 @@ def write_transactions(root: Path) -> None:
             p.send("pw-txn", b"tx%d-a" % n, key=b"a", partition=0)
             p.send("pw-txn", b"tx%d-b" % n, key=b"b", partition=0)
             p.commit_transaction() if commit else p.abort_transaction()
+    with producer("pw-tx-aborted") as p:
+        p.begin_transaction()
+        p.send("pw-txn", b"aborted", partition=0)
+        p.abort_transaction()
     with producer("pw-tx-open") as p:
         p.begin_transaction()
         p.send("pw-txn", b"left-open", partition=0)
@@ -252,10 +257,10 @@ def test_kafka_transactions_shows_pylogs_transactional_ids(kafka_broker, written
                                    "--partition", "0").stdout)
     ours = _rows(written["transactions"])
     theirs = _rows(listed)
-    for tid in ("pw-tx", "pw-tx-open"):  # Kafka names the coordinator's broker, pylog its partition
+    for tid, state in (("pw-tx", "CompleteCommit"), ("pw-tx-aborted", "CompleteAbort"), ("pw-tx-open", "Ongoing")):
+        assert theirs[tid]["TransactionState"] == state, tid
+        # Kafka names the coordinator's broker, pylog its partition
         assert _without(theirs[tid], "Coordinator") == _without(ours[tid], "Coordinator"), tid
-    assert theirs["pw-tx"]["TransactionState"] == "CompleteCommit"
-    assert theirs["pw-tx-open"]["TransactionState"] == "Ongoing"
     [ours_open] = _rows(written["described"], key="TransactionalId").values()
     [theirs_open] = _rows(described, key="TransactionalId").values()
     assert theirs_open["TopicPartitions"] == "pw-txn-0"
@@ -297,22 +302,35 @@ def test_the_broker_cleaner_leaves_the_segment_holding_the_last_stable_offset_as
 
 
 def test_the_broker_appends_after_pylog_with_its_epochs_and_producer_states(kafka_broker, written):
+    """Kafka's producers append at pylog's log end offsets, under the next leader epoch; the
+    transactional one, given pylog's transactional id, gets pylog's producer id at the next epoch."""
     view = written["view"]
-    acks = kafka_broker.clients("produce", "--config", "transactional.id=pw-tx", lines=[
-        {"op": "begin"}, {"topic": "pw-txn", "partition": 0, "key": "kafka", "value": "after-pylog"},
-        {"op": "commit"}])
-    plain = kafka_broker.clients("produce", lines=[
-        {"topic": t, "partition": 0, "key": "kafka", "value": "after-pylog"}
-        for t in ("pw-plain", "pw-keyed", "pw-idempotent")])
-    for ack in acks + plain:
-        assert ack["offset"] == view[ack["topic"]]["log_end_offset"], ack
-    listed = _rows(kafka_broker.admin("transactions", "list").stdout)
-    ours = _rows(written["transactions"])
-    assert listed["pw-tx"]["ProducerId"] == ours["pw-tx"]["ProducerId"]  # Kafka's producer took pylog's id
-    for topic in ("pw-plain", "pw-txn"):
+    acks = kafka_broker.clients("produce", lines=[
+        {"producer": {"transactional.id": "pw-tx"}, "as": "tx"}, {"op": "begin"},
+        {"topic": "pw-txn", "partition": 0, "key": "kafka", "value": "after-pylog"}, {"op": "commit"},
+        {"producer": {}, "as": "plain"}] + [{"topic": t, "partition": 0, "key": "kafka", "value": "after-pylog"}
+                                            for t in ("pw-plain", "pw-keyed", "pw-idempotent")])
+    assert {a["topic"]: a["offset"] for a in acks} == {t: view[t]["log_end_offset"]
+                                                       for t in ("pw-txn", "pw-plain", "pw-keyed", "pw-idempotent")}
+    for topic in ("pw-plain", "pw-keyed", "pw-idempotent", "pw-txn"):
         with Log.open(kafka_broker.partition_dir(topic, 0), read_only=True) as log:
             epochs = _epochs(log)
-            last = list(log.records(view[topic]["log_end_offset"]))
-        assert epochs[:len(view[topic]["epochs"])] == view[topic]["epochs"], topic
-        assert epochs[-1][0] > view[topic]["epochs"][-1][0] and epochs[-1][1] >= view[topic]["log_end_offset"]
-        assert [r.value for r in last] == [b"after-pylog"], topic
+            batches = log.read(view[topic]["log_end_offset"]).batches()
+            values = [r.value for r in log.records(view[topic]["log_end_offset"])]
+        assert values == [b"after-pylog"], topic
+        assert epochs[:-1] == view[topic]["epochs"], topic
+        assert epochs[-1][0] > view[topic]["epochs"][-1][0] and epochs[-1][1] == view[topic]["log_end_offset"], topic
+        assert {b.partition_leader_epoch for b in batches} == {epochs[-1][0]}, topic
+    pylog_id = int(_rows(written["transactions"])["pw-tx"]["ProducerId"])
+    pylog_epoch = int(_rows(written["producers"]["pw-txn"], key="ProducerId")[str(pylog_id)]["ProducerEpoch"])
+    wait_until(lambda: len(_batches_from(kafka_broker, "pw-txn", view["pw-txn"]["log_end_offset"])) == 2,
+               "the COMMIT marker (its coordinator writes it after the commit returns)")
+    data, marker = _batches_from(kafka_broker, "pw-txn", view["pw-txn"]["log_end_offset"])
+    assert (data.producer_id, data.producer_epoch, data.base_sequence) == (pylog_id, pylog_epoch + 1, 0)
+    # Kafka 4's transaction protocol 2 (KIP-890) ends each transaction at the next epoch
+    assert marker.is_control and (marker.producer_id, marker.producer_epoch) == (pylog_id, pylog_epoch + 2)
+
+
+def _batches_from(broker, topic: str, offset: int) -> list:
+    with Log.open(broker.partition_dir(topic, 0), read_only=True) as log:
+        return log.read(offset).batches()
