@@ -424,3 +424,32 @@ def test_producer_transaction_timeout_takes_kafkas_bounds(client_root):
 def test_replica_sets_refuse_replica_counts_and_ids_out_of_range_at_once(tmp_path, replica_set, replicas):
     with refused(tmp_path, InvalidArgumentError):
         replica_set(tmp_path / "rs", "p-0", replicas=replicas)
+
+
+@pytest.mark.parametrize("replica_set", [ReplicaSet, ProcessReplicaSet])
+@pytest.mark.parametrize("options, error", [
+    (dict(name=5), InvalidArgumentError), (dict(name=b"p-0"), InvalidArgumentError),
+    (dict(segment_bytes=b"x"), InvalidConfigError), (dict(no_such_setting=1), InvalidConfigError),
+], ids=range(4))
+def test_replica_sets_refuse_bad_names_and_log_settings_before_starting(tmp_path, replica_set, options, error):
+    options = dict(options)
+    name = options.pop("name", "p-0")
+    with refused(tmp_path, error):
+        replica_set(tmp_path / "rs", name, replicas=1, **options)
+
+
+def test_replica_set_calls_refuse_bad_arguments(tmp_path):
+    with ReplicaSet(tmp_path / "rs", "p-0", replicas=1) as rs:
+        for call in (lambda: rs.serve(5), lambda: rs.serve("no-such-host.invalid"),
+                     lambda: rs.append([b"x"], timeout_ms=2**70)):
+            with pytest.raises(PylogError):
+                call()
+
+
+def test_process_replica_set_calls_refuse_bad_arguments(tmp_path):
+    with ProcessReplicaSet(tmp_path / "rs", "p-0", replicas=1) as rs:
+        for call in (lambda: rs.append(None), lambda: rs.append(5), lambda: rs.append([b"x"], timeout_ms=2**70),
+                     lambda: rs.client(-1), lambda: rs.client("x"), lambda: rs.process([1])):
+            with pytest.raises(InvalidArgumentError):
+                call()
+        assert [r.value for r in rs.records()] == []

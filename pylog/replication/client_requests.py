@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from typing import Callable
 
+from pylog.arguments import check_int
+
 from pylog.errors import (
     FencedLeaderEpochError, InvalidArgumentError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError,
     NotLeaderOrFollowerError, OffsetOutOfRangeError, PylogError, ReplicationTimeoutError,
 )
+from pylog.layout import INT32_MAX
 from pylog.replication.protocol import (
     DEBUGGING_CONSUMER_ID, FENCED_LEADER_EPOCH, INVALID_REQUEST, NOT_ENOUGH_REPLICAS,
     NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE, REQUEST_TIMED_OUT,
@@ -38,9 +41,9 @@ def check_acks(acks) -> int:
 
 
 def check_timeout_ms(timeout_ms) -> None:
-    """:class:`InvalidArgumentError` unless ``timeout_ms`` (a produce's wait for its acks) is an int >= 0."""
-    if not isinstance(timeout_ms, int) or isinstance(timeout_ms, bool) or timeout_ms < 0:
-        raise InvalidArgumentError(f"timeout_ms must be an int >= 0, not {timeout_ms!r}")
+    """:class:`InvalidArgumentError` unless ``timeout_ms`` (a produce's wait for its acks) is
+    an int in [0, INT32_MAX], as Kafka's Produce request carries it."""
+    check_int(timeout_ms, "timeout_ms", (0, INT32_MAX))
 
 
 def produce(leader, append: Callable, *, acks, timeout_ms: int, min_insync_replicas: int, name: str,

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pylog.arguments import check_int
 from pylog.errors import InvalidArgumentError
 from pylog.layout import INT32_MAX, INT64_MAX
+from pylog.partition_dir import parse_partition_dir
 from pylog.replication.state import NO_LEADER, PartitionState
 
 
@@ -39,6 +40,15 @@ def check_replica_settings(replicas, min_insync_replicas, **settings_ms) -> tupl
     for name, value in settings_ms.items():
         check_int(value, name, (1, INT32_MAX if name.endswith("bytes") else INT64_MAX))
     return tuple(ids)
+
+
+def check_partition_name(name) -> str:
+    """``name`` if it names a partition directory, ``<topic>-<partition>`` (else
+    :class:`InvalidArgumentError`, or :class:`InvalidTopicError` for the topic)."""
+    if not isinstance(name, str):
+        raise InvalidArgumentError(f"the partition's name must be a str such as 'events-0', not {name!r}")
+    parse_partition_dir(name)
+    return name
 
 
 def check_root(root: str) -> None:

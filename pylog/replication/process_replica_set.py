@@ -19,18 +19,20 @@ import subprocess
 import threading
 from dataclasses import replace
 
-from pylog.arguments import check_bool, check_int
+from pylog.arguments import check_bool, check_int, check_records_iterable
+from pylog.config import build_config
 from pylog.errors import (
     InvalidArgumentError, LeaderNotAvailableError, LogClosedError, OffsetOutOfRangeError, ReplicationError,
 )
 from pylog.layout import OFFSET_RANGE
-from pylog.partition_dir import directory_path, parse_partition_dir
+from pylog.partition_dir import directory_path
 from pylog.record.batch import decode_batches
 from pylog.record.encode import encode_batch
 from pylog.replication.broker_client import BrokerClient, close_process, start_process
 from pylog.replication.client_requests import check_acks, check_timeout_ms
 from pylog.replication.election import (
-    check_assigned, check_replica_settings, check_root, elected, eligible_leader, offline, reassigned,
+    check_assigned, check_partition_name, check_replica_settings, check_root, elected, eligible_leader, offline,
+    reassigned,
 )
 from pylog.replication.protocol import OFFSET_OUT_OF_RANGE, FetchResponse, LeaderAndIsrRequest
 from pylog.replication.state import NO_LEADER, PartitionState, read_state, state_lock, update_state
@@ -53,10 +55,11 @@ class ProcessReplicaSet:
     def __init__(self, root, name: str = "partition-0", *, replicas=3, min_insync_replicas: int = 1,
                  replica_lag_time_max_ms: int = 30_000, unclean_leader_election_enable: bool = False,
                  replica_fetch_wait_max_ms: int = 500, **log_config):
-        parse_partition_dir(name)
+        check_partition_name(name)
         ids = check_replica_settings(replicas, min_insync_replicas, replica_lag_time_max_ms=replica_lag_time_max_ms,
                                      replica_fetch_wait_max_ms=replica_fetch_wait_max_ms)
         check_bool(unclean_leader_election_enable, "unclean_leader_election_enable")
+        build_config(None, log_config)  # the replicas' settings, refused here rather than in their processes
         self.root = directory_path(root)
         check_root(self.root)
         self.name = name
@@ -95,6 +98,7 @@ class ProcessReplicaSet:
 
     def process(self, replica_id: int) -> subprocess.Popen | None:
         """The replica's process (None when it exited)."""
+        check_assigned(replica_id, self.replica_ids, self.name)
         return self._processes.get(replica_id)
 
     def address(self, replica_id: int) -> tuple[str, int]:
@@ -105,10 +109,11 @@ class ProcessReplicaSet:
     def client(self, replica_id: int, *, controller: bool = False) -> BrokerClient:
         """A connection to the replica's process for produce and fetch requests (one at a
         time), or the controller's own (``controller``)."""
+        address = self.address(replica_id)
         key = (replica_id, controller)
         client = self._clients.get(key)
-        if client is None or client.address != self._addresses[replica_id]:
-            client = self._clients[key] = BrokerClient(self._addresses[replica_id])
+        if client is None or client.address != address:
+            client = self._clients[key] = BrokerClient(address)
         return client
 
     @property
@@ -187,6 +192,7 @@ class ProcessReplicaSet:
         error as ``ReplicaSet.append`` raises it. :class:`LeaderNotAvailableError` when the
         partition has no leader."""
         self._check_open()
+        check_records_iterable(records)
         check_acks(acks)
         check_timeout_ms(timeout_ms)
         state = self.state

@@ -20,13 +20,15 @@ from typing import Callable
 from pylog.arguments import check_bool
 from pylog.closing import close_all
 from pylog.errors import InvalidArgumentError, LeaderNotAvailableError, LogClosedError, ReplicationError
-from pylog.partition_dir import directory_path, parse_partition_dir
+from pylog.config import build_config
+from pylog.partition_dir import directory_path
 from pylog.record.encode import now_ms
 from pylog.replication.acks import PendingAppend
 from pylog.replication.broker_client import close_process, start_process
 from pylog.replication.client_requests import append_at_leader, check_timeout_ms
 from pylog.replication.election import (
-    check_assigned, check_replica_settings, check_root, elected, eligible_leader, offline, reassigned,
+    check_assigned, check_partition_name, check_replica_settings, check_root, elected, eligible_leader, offline,
+    reassigned,
 )
 from pylog.replication.fetcher import ReplicaFetcher
 from pylog.replication.replica import LEADER, Replica
@@ -50,7 +52,7 @@ class ReplicaSet:
                  replica_fetch_max_bytes: int = 1 << 20, replica_fetch_wait_max_ms: int = 500,
                  replica_high_watermark_checkpoint_interval_ms: int = 5000, fetchers: bool = True,
                  remote_replicas=(), clock: Callable[[], int] = now_ms, **log_config):
-        parse_partition_dir(name)
+        check_partition_name(name)
         self.root = directory_path(root)
         self.name = name
         ids = check_replica_settings(replicas, min_insync_replicas, replica_lag_time_max_ms=replica_lag_time_max_ms,
@@ -59,6 +61,7 @@ class ReplicaSet:
                                      replica_high_watermark_checkpoint_interval_ms=(
                                          replica_high_watermark_checkpoint_interval_ms))
         check_bool(unclean_leader_election_enable, "unclean_leader_election_enable")
+        build_config(None, log_config)  # the replicas' settings, refused before any directory is made
         self.replica_ids = ids
         if isinstance(remote_replicas, (str, bytes)) or not hasattr(remote_replicas, "__iter__"):
             raise InvalidArgumentError(f"remote_replicas must be a list of replica ids, not {remote_replicas!r}")

@@ -8,7 +8,8 @@ from __future__ import annotations
 import socket
 import threading
 
-from pylog.errors import NotLeaderOrFollowerError, PylogError, ReplicaTransportError
+from pylog.arguments import check_int
+from pylog.errors import InvalidArgumentError, NotLeaderOrFollowerError, PylogError, ReplicaTransportError
 from pylog.replication import wire
 from pylog.replication.client_requests import consumer_fetch
 from pylog.replication.protocol import NOT_LEADER_OR_FOLLOWER, EpochEndOffset, FetchRequest, FetchResponse
@@ -133,9 +134,15 @@ class ReplicaServer:
     frame``."""
 
     def __init__(self, replica, *, host: str = "127.0.0.1", port: int = 0, handlers=None):
+        if not isinstance(host, str):
+            raise InvalidArgumentError(f"host must be a str (a name or an address), not {host!r}")
+        check_int(port, "port", (0, 65535))
         self.replica = replica
         self._handlers = dict(handlers or {})
-        self._listener = socket.create_server((host, port))
+        try:
+            self._listener = socket.create_server((host, port))
+        except OSError as e:
+            raise ReplicaTransportError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
         self.address = self._listener.getsockname()[:2]
         self._closed = threading.Event()
         self._connections: set = set()
