@@ -273,6 +273,30 @@ def test_the_segment_holding_the_last_stable_offset_is_not_cleaned(tmp_path):
         assert log.check() == []
 
 
+def abort_marker_in_the_active_segment(log) -> None:
+    """A rolled segment holding producer 7's aborted records (offsets 1, 2) between two plain
+    ones (0, 3); the ABORT marker (4) opens the active segment."""
+    log.append([Record(b"v0", key=b"K0")])
+    log.append([Record(b"a1", key=b"A1")], producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True)
+    log.append([Record(b"a2", key=b"A2")], producer_id=7, producer_epoch=0, base_sequence=1, is_transactional=True)
+    log.append([Record(b"after", key=b"N")])
+    log.roll()
+    log.append_txn_marker(7, 0, commit=False)
+
+
+def test_an_aborted_transaction_goes_when_its_abort_marker_is_in_the_active_segment(tmp_path):
+    """The aborted transactions of a pass come from every segment's .txnindex, the active
+    one's too (Kafka's collectAbortedTransactions): the records go, the producer's last batch
+    stays as a 61-byte header."""
+    with Log.open(tmp_path / "t-0", **CFG) as log:
+        abort_marker_in_the_active_segment(log)
+        log.compact(force=True)
+        assert [(r.offset, r.value) for r in log.records()] == [(0, b"v0"), (3, b"after")]
+        with open(log.segments[0].log_path, "rb") as f:
+            assert [(b.base_offset, len(b), b.size) for b in decode_batches(f.read())][1] == (2, 0, 61)
+        assert log.check() == []
+
+
 def test_compaction_memory_is_bounded_by_the_walk_chunk_not_the_segment_size(tmp_path, monkeypatch):
     """A segment much larger than the batch walker's chunk is cleaned while peak memory
     stays a fraction of its size: compaction never holds a whole segment."""
