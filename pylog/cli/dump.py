@@ -414,8 +414,9 @@ def _sanity_check(path: str, base: int, data: bytes, time_index: bool) -> None:
                                     f"but the last offset is {last_offset} which is less than the "
                                     f"{'first' if time_index else 'base'} offset {base}", path=path)
     if len(data) % entry.size:
-        raise CorruptIndexError(f"{'Time index' if time_index else 'Index'} file {java_absolute_path(path)} is corrupt, "
-                                f"found {len(data)} bytes which is neither positive nor a multiple of {entry.size}",
+        raise CorruptIndexError(f"{'Time index' if time_index else 'Index'} file {java_absolute_path(path)} is "
+                                f"corrupt, found {len(data)} bytes which is neither positive nor a multiple of "
+                                f"{entry.size}",
                                 path=path)
     print(f"{path} passed sanity check.")
 

@@ -14,7 +14,7 @@ import base64
 import json
 import re
 
-from pylog.coordinator.schema import Field, Message, decode, json_text, json_tree
+from pylog.coordinator.schema import Array, Field, Message, Struct, decode, json_text, json_tree
 from pylog.errors import CorruptCheckpointError, InvalidRecordError
 from pylog.layout import (
     CONTROL_TYPE_NAMES, INT16, INT32, INT64, KRAFT_BOOTSTRAP_FILENAME, KRAFT_SNAPSHOT_SUFFIX, OFFSET_DIGITS,
@@ -176,13 +176,46 @@ def control_text(type_id: int, value: bytes | None) -> str | None:
 #: in the flexible encoding; no key.
 METADATA_FRAME_VERSION = 1
 
-#: record type -> (Kafka's MetadataRecordType name, schema): the types a formatted log dir's
-#: bootstrap snapshot holds, and a few simple ones. Others print a skip notice (docs/cli.md).
+_INT32S = Array("int32")
+_UUIDS = Array("uuid")
+_ENDPOINTS = Array(Struct((Field("name", "string"), Field("host", "string"), Field("port", "int16"),
+                           Field("securityProtocol", "int16"))))
+_FEATURES = Array(Struct((Field("name", "string"), Field("minSupportedVersion", "int16"),
+                          Field("maxSupportedVersion", "int16"))))
+
+
+def _tagged(name: str, typ, tag: int, present: str = "0+", default=None, nullable: bool = True) -> Field:
+    return Field(name, typ, present, nullable=present if nullable else "none", default=default, tag=tag,
+                 tagged=present)
+
+
+#: record type -> (Kafka's MetadataRecordType name, schema), fields in the order Kafka's JSON
+#: converters write them: the types a broker's metadata log and a formatted log dir's bootstrap
+#: snapshot hold, each checked against Kafka's output (tests/kafka/test_dump_parity.py). Kafka's
+#: booleans and uint16 ports are read as int8 and int16 and given their Java type by _JAVA_TYPES.
+#: Types missing here print a skip notice (docs/cli.md).
 _METADATA_RECORDS = {
+    0: ("REGISTER_BROKER_RECORD", Message("RegisterBrokerRecord", "0-4", "0+", (
+        Field("brokerId", "int32"), Field("isMigratingZkBroker", "int8", "2+"), Field("incarnationId", "uuid"),
+        Field("brokerEpoch", "int64"), Field("endPoints", _ENDPOINTS), Field("features", _FEATURES),
+        Field("rack", "string", nullable="0+"), Field("fenced", "int8"), Field("inControlledShutdown", "int8", "1+"),
+        _tagged("logDirs", _UUIDS, 0, "3+", default=[], nullable=False), _tagged("cordonedLogDirs", _UUIDS, 1, "4+")))),
     2: ("TOPIC_RECORD", Message("TopicRecord", "0", "0+", (Field("name", "string"), Field("topicId", "uuid")))),
+    3: ("PARTITION_RECORD", Message("PartitionRecord", "0-2", "0+", (
+        Field("partitionId", "int32"), Field("topicId", "uuid"), Field("replicas", _INT32S), Field("isr", _INT32S),
+        Field("removingReplicas", _INT32S), Field("addingReplicas", _INT32S), Field("leader", "int32"),
+        _tagged("leaderRecoveryState", "int8", 0, default=0, nullable=False), Field("leaderEpoch", "int32"),
+        Field("partitionEpoch", "int32"), Field("directories", _UUIDS, "1+"),
+        _tagged("eligibleLeaderReplicas", _INT32S, 1, "2+"), _tagged("lastKnownElr", _INT32S, 2, "2+")))),
     4: ("CONFIG_RECORD", Message("ConfigRecord", "0", "0+", (
         Field("resourceType", "int8"), Field("resourceName", "string"), Field("name", "string"),
         Field("value", "string", nullable="0+")))),
+    5: ("PARTITION_CHANGE_RECORD", Message("PartitionChangeRecord", "0-2", "0+", (
+        Field("partitionId", "int32"), Field("topicId", "uuid"), _tagged("isr", _INT32S, 0),
+        _tagged("leader", "int32", 1, default=-2, nullable=False), _tagged("replicas", _INT32S, 2),
+        _tagged("removingReplicas", _INT32S, 3), _tagged("addingReplicas", _INT32S, 4),
+        _tagged("leaderRecoveryState", "int8", 5, default=-1, nullable=False), _tagged("directories", _UUIDS, 8, "1+"),
+        _tagged("eligibleLeaderReplicas", _INT32S, 6, "2+"), _tagged("lastKnownElr", _INT32S, 7, "2+")))),
     9: ("REMOVE_TOPIC_RECORD", Message("RemoveTopicRecord", "0", "0+", (Field("topicId", "uuid"),))),
     11: ("USER_SCRAM_CREDENTIAL_RECORD", Message("UserScramCredentialRecord", "0", "0+", (
         Field("name", "string"), Field("mechanism", "int8"), Field("salt", "bytes"), Field("storedKey", "bytes"),
@@ -191,8 +224,32 @@ _METADATA_RECORDS = {
         Field("name", "string"), Field("featureLevel", "int16")))),
     15: ("PRODUCER_IDS_RECORD", Message("ProducerIdsRecord", "0", "0+", (
         Field("brokerId", "int32"), Field("brokerEpoch", "int64"), Field("nextProducerId", "int64")))),
+    17: ("BROKER_REGISTRATION_CHANGE_RECORD", Message("BrokerRegistrationChangeRecord", "0-3", "0+", (
+        Field("brokerId", "int32"), Field("brokerEpoch", "int64"),
+        _tagged("fenced", "int8", 0, default=0, nullable=False),
+        _tagged("inControlledShutdown", "int8", 1, "1+", default=0, nullable=False),
+        _tagged("logDirs", _UUIDS, 2, "2+", default=[], nullable=False), _tagged("cordonedLogDirs", _UUIDS, 3, "3+")))),
     20: ("NO_OP_RECORD", Message("NoOpRecord", "0", "0+", ())),
+    23: ("BEGIN_TRANSACTION_RECORD", Message("BeginTransactionRecord", "0", "0+", (_tagged("name", "string", 0),))),
+    24: ("END_TRANSACTION_RECORD", Message("EndTransactionRecord", "0", "0+", ())),
+    27: ("REGISTER_CONTROLLER_RECORD", Message("RegisterControllerRecord", "0", "0+", (
+        Field("controllerId", "int32"), Field("incarnationId", "uuid"), Field("zkMigrationReady", "int8"),
+        Field("endPoints", _ENDPOINTS), Field("features", _FEATURES)))),
+    28: ("CLEAR_ELR_RECORD", Message("ClearElrRecord", "0", "0+", (Field("topicName", "string"),))),
 }
+#: record type -> (its boolean fields, its uint16 fields), by JSON name
+_JAVA_TYPES = {0: ({"isMigratingZkBroker", "fenced", "inControlledShutdown"}, {"port"}),
+               27: ({"zkMigrationReady"}, {"port"})}
+
+
+def _with_java_types(tree, booleans: set, uint16s: set):
+    """``tree`` with the named int8 fields as booleans and int16 fields as unsigned."""
+    if isinstance(tree, list):
+        return [_with_java_types(v, booleans, uint16s) for v in tree]
+    if not isinstance(tree, dict):
+        return tree
+    return {k: (v != 0 if k in booleans else v & 0xFFFF if k in uint16s else _with_java_types(v, booleans, uint16s))
+            for k, v in tree.items()}
 
 
 def metadata_text(value: bytes | None, offset: int) -> str:
@@ -220,4 +277,5 @@ def _metadata_record(value: bytes | None) -> tuple[str, int, dict]:
         raise InvalidRecordError(f"pylog does not decode metadata record type {type_id}")
     name, message = known
     message.check_version(version)
-    return name, version, json_tree(message, version, decode(message, version, bytes(value)[f.position:]))
+    tree = json_tree(message, version, decode(message, version, bytes(value)[f.position:]))
+    return name, version, _with_java_types(tree, *_JAVA_TYPES.get(type_id, (set(), set())))

@@ -386,11 +386,11 @@ def test_stderr_summaries_follow_every_file_as_kafka_prints_them(tmp_path):
 def test_cluster_metadata_decoder_prints_feature_levels_as_kafka_and_skips_types_it_does_not_decode(tmp_path):
     feature = uvarint(1) + uvarint(12) + uvarint(0) + compact_string("metadata.version") + struct.pack(">h", 27) \
         + NO_TAGS
-    unknown_type = uvarint(1) + uvarint(3) + uvarint(0) + NO_TAGS
+    unknown_type = uvarint(1) + uvarint(18) + uvarint(0) + NO_TAGS  # an ACL: not decoded
     with Log.open(tmp_path / "__cluster_metadata-0") as log:
         log.append([Record(feature, timestamp=T), Record(unknown_type, timestamp=T)])
     path = tmp_path / "__cluster_metadata-0" / "00000000000000000000.log"
     lines = dump_lines("--cluster-metadata-decoder", "--skip-record-metadata", "--files", path)
     assert lines[3:] == [
         '| payload: {"type":"FEATURE_LEVEL_RECORD","version":0,"data":{"name":"metadata.version","featureLevel":27}}',
-        "| payload: Error at 1, skipping. pylog does not decode metadata record type 3"]
+        "| payload: Error at 1, skipping. pylog does not decode metadata record type 18"]

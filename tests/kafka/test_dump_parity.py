@@ -160,7 +160,8 @@ def mixed_records(n: int, base_ms: int, tag: str) -> list[Record]:
     out = []
     for i in range(n):
         key = None if i % 4 == 0 else f"k{i % 7}-{tag}".encode()
-        value = None if i % 9 == 8 else (b"" if i % 9 == 7 else f"v{i} {tag} é€😀".encode() + bytes([0xED, 0xA0, 0x80, i % 256]))
+        text = f"v{i} {tag} é€😀".encode() + bytes([0xED, 0xA0, 0x80, i % 256])  # and bytes that are not UTF-8
+        value = None if i % 9 == 8 else (b"" if i % 9 == 7 else text)
         headers = [] if i % 3 else [("h1", b"x"), ("ĥ2", None)]
         out.append(Record(value, key=key, timestamp=base_ms + (i * 37) % 1000, headers=headers))
     return out
@@ -349,6 +350,8 @@ def write_through_the_broker(broker) -> list[str]:
               for i in range(12)]
     broker.clients("produce", lines=steps)
     broker.clients("commit", "--group", f"{BROKER_TOPIC_PREFIX}group", "--tp", f"{txn_topic}:0:2")
+    broker.create_topic(f"{BROKER_TOPIC_PREFIX}deleted")
+    broker.admin("topics", "--delete", "--topic", f"{BROKER_TOPIC_PREFIX}deleted")  # a REMOVE_TOPIC_RECORD
     return [*codec_topics, txn_topic, compacted]
 
 
@@ -381,7 +384,11 @@ def test_kafkas_transaction_state_and_metadata_log_with_the_decoders(kafka_tool,
     out = assert_same_dump(kafka_tool, logs_of(kafka_written, "__transaction_state"), "--transaction-log-decoder")
     assert any(f'"transactionalId":"{BROKER_TOPIC_PREFIX}tx"' in line for line in out)
     out = assert_same_dump(kafka_tool, logs_of(kafka_written, "__cluster_metadata"), "--cluster-metadata-decoder")
-    assert any('"type":"FEATURE_LEVEL_RECORD"' in line for line in out)
+    printed = {m.group(1) for line in out for m in [re.search(r'payload: \{"type":"(\w+)"', line)] if m}
+    assert {"REGISTER_BROKER_RECORD", "REGISTER_CONTROLLER_RECORD", "FEATURE_LEVEL_RECORD", "TOPIC_RECORD",
+            "PARTITION_RECORD", "CONFIG_RECORD", "REMOVE_TOPIC_RECORD", "PRODUCER_IDS_RECORD",
+            "BROKER_REGISTRATION_CHANGE_RECORD", "BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD",
+            "NO_OP_RECORD"} <= printed
 
 
 @pytest.mark.xfail(strict=True, reason="pylog's OffsetCommitValue schema (pylog/coordinator/offsets_records.py) "

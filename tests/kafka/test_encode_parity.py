@@ -203,7 +203,8 @@ def test_transaction_markers_match_kafkas(kafka_batches):
 def test_kafkas_tool_reads_pylogs_batches_as_it_reads_its_own(kafka_tool, kafka_batches, tmp_path):
     """Every pair written as a segment each (offsets made consecutive): DumpLogSegments prints
     the same records for both, and the same batch lines but for sizes, positions and CRCs."""
-    pylog_log, kafka_log = tmp_path / "pylog" / "00000000000000000000.log", tmp_path / "kafka" / "00000000000000000000.log"
+    pylog_log = tmp_path / "pylog" / "00000000000000000000.log"
+    kafka_log = tmp_path / "kafka" / "00000000000000000000.log"
     for log, batches in ((pylog_log, [pylog_batch(c) for c in cases()]), (kafka_log, kafka_batches["cases"])):
         log.parent.mkdir()
         offset, out = 0, bytearray()
