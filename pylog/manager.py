@@ -283,6 +283,7 @@ class LogManager:
             with open(path) as f:
                 data = json.load(f)
         except FileNotFoundError:
+            self._topic_overrides = {}
             return
         except (OSError, ValueError) as e:
             raise InvalidConfigError(f"cannot read {path}: {e}") from None
