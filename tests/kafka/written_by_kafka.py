@@ -14,11 +14,12 @@ copied as it was left), started again, asked everything (``KafkaViews``), then s
 from __future__ import annotations
 
 import base64
+import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.kafka.broker import KafkaBroker
+from tests.kafka.broker import CLIENTS_DRIVER, KafkaBroker
 from tests.waiting import wait_until
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -119,9 +120,15 @@ def phase_2() -> list[dict]:
     ]
 
 
-def _commit(broker: KafkaBroker, group: str, offsets: dict[tuple[str, int], int], *extra: str) -> None:
+def _commit(group: str, offsets: dict[tuple[str, int], int], *extra: str) -> tuple[str, ...]:
+    """The clients driver's call committing ``offsets`` for ``group`` (for ``admin_many``)."""
     tps = [a for (t, p), o in offsets.items() for a in ("--tp", f"{t}:{p}:{o}")]
-    broker.clients("commit", "--group", group, "--metadata", f"{group} metadata", *tps, *extra)
+    return (CLIENTS_DRIVER, "commit", "--group", group, "--metadata", f"{group} metadata", *tps, *extra)
+
+
+def _all_succeed(answers) -> None:
+    failed = [a for a in answers if a.returncode != 0]
+    assert not failed, "\n".join(f"{a.args[:3]} exited {a.returncode}:\n{a.stderr[-2000:]}" for a in failed)
 
 
 def _checkpoint(path: Path) -> dict[tuple[str, int], int]:
@@ -148,10 +155,13 @@ class KafkaViews:
     transactions: dict       # argument tuple -> CompletedProcess of kafka-transactions
 
 
-def _consume(broker: KafkaBroker, *args: str) -> dict:
+TPS = [a for t, p in PARTITIONS for a in ("--tp", f"{t}:{p}")]
+
+
+def _consumed(lines: list[dict]) -> dict:
+    """The clients driver's consumed records by partition, keys, values and headers as bytes."""
     out = {tp: [] for tp in PARTITIONS}
-    tps = [a for t, p in PARTITIONS for a in ("--tp", f"{t}:{p}")]
-    for r in broker.clients("consume", "--base64", *tps, *args):
+    for r in lines:
         r["key"], r["value"] = _bytes(r["key"]), _bytes(r["value"])
         r["headers"] = [(k, _bytes(v)) for k, v in r["headers"]]
         out[(r["topic"], r["partition"])].append(r)
@@ -169,16 +179,23 @@ TRANSACTION_QUERIES = [("list",), *[("describe", "--transactional-id", t) for t 
                        ("find-hanging", "--broker-id", "1")]
 
 
+def _json_lines(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
 def kafka_views(broker: KafkaBroker) -> KafkaViews:
-    records = _consume(broker)
-    tps = [a for t, p in PARTITIONS for a in ("--tp", f"{t}:{p}")]
+    """Two JVMs: the records first, whose timestamps the ListOffsets probes take."""
+    records = _consumed(broker.clients("consume", "--base64", *TPS))
     stamps = [a for ts in probe_timestamps(records) for a in ("--timestamp", str(ts))]
-    offsets = {(o["topic"], o["partition"]): o for o in broker.clients("offsets", *tps, *stamps)}
-    groups, *transactions = broker.admin_many(
-        [("consumer-groups", "--describe", *[a for g in GROUPS for a in ("--group", g)]),
+    committed, offsets, groups, *transactions = broker.admin_many(
+        [(CLIENTS_DRIVER, "consume", "--base64", "--isolation", "read_committed", *TPS),
+         (CLIENTS_DRIVER, "offsets", *TPS, *stamps),
+         ("consumer-groups", "--describe", *[a for g in GROUPS for a in ("--group", g)]),
          *[("transactions", *q) for q in TRANSACTION_QUERIES]])
-    transactions = dict(zip(TRANSACTION_QUERIES, transactions))
-    return KafkaViews(records, _consume(broker, "--isolation", "read_committed"), offsets, groups, transactions)
+    _all_succeed([committed, offsets])
+    return KafkaViews(records, _consumed(_json_lines(committed.stdout)),
+                      {(o["topic"], o["partition"]): o for o in _json_lines(offsets.stdout)},
+                      groups, dict(zip(TRANSACTION_QUERIES, transactions)))
 
 
 # -- the scenario ----------------------------------------------------------------------------------
@@ -194,10 +211,8 @@ class WrittenByKafka:
 def _wait_for_the_broker(broker: KafkaBroker) -> None:
     """The cleaner has cleaned up to the active segment, retention has deleted what it will, and
     the high watermark and log start checkpoints hold the broker's current offsets."""
-    tps = [a for t, p in PARTITIONS for a in ("--tp", f"{t}:{p}")]
-
     def settled() -> bool:
-        offsets = {(o["topic"], o["partition"]): o for o in broker.clients("offsets", *tps)}
+        offsets = {(o["topic"], o["partition"]): o for o in broker.clients("offsets", *TPS)}
         hw = _checkpoint(broker.log_dir / "replication-offset-checkpoint")
         starts = _checkpoint(broker.log_dir / "log-start-offset-checkpoint")
         cleaned = _checkpoint(broker.log_dir / "cleaner-offset-checkpoint")
@@ -213,13 +228,14 @@ def _wait_for_the_broker(broker: KafkaBroker) -> None:
 def write(broker: KafkaBroker, copies: Path) -> WrittenByKafka:
     broker.create_topics(TOPICS)
     broker.clients("produce", lines=phase_1())
-    broker.admin("delete-records", "--offset-json-file", _delete_records_json(copies))
-    _commit(broker, "classic-group", {("codecs", p): 2 + p for p in range(len(CODECS))}, "--subscribe")
-    _commit(broker, "simple-group", {("txn", 0): 3, ("deleted", 0): 5})
+    _all_succeed(broker.admin_many([
+        ("delete-records", "--offset-json-file", _delete_records_json(copies)),
+        _commit("classic-group", {("codecs", p): 2 + p for p in range(len(CODECS))}, "--subscribe"),
+        _commit("simple-group", {("txn", 0): 3, ("deleted", 0): 5})]))
     broker.restart()
     broker.clients("produce", lines=phase_2())
-    _commit(broker, "consumer-group", {("codecs", p): 7 for p in range(len(CODECS))},
-            "--subscribe", "--config", "group.protocol=consumer")
+    _all_succeed(broker.admin_many([_commit("consumer-group", {("codecs", p): 7 for p in range(len(CODECS))},
+                                            "--subscribe", "--config", "group.protocol=consumer")]))
     _wait_for_the_broker(broker)
     broker.stop(kill=True)
     killed = shutil.copytree(broker.log_dir, copies / "killed")
