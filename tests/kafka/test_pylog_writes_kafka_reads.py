@@ -25,7 +25,7 @@ from pylog.clients import Producer
 from pylog.clients.producer_ids import PRODUCER_IDS_FILE
 from pylog.layout import CLEANER_OFFSET_CHECKPOINT
 from pylog.retention import enforce_retention
-from tests.retention.test_compact import last_stable_offset_inside_a_segment
+from tests.retention.test_compact import abort_marker_in_the_active_segment, last_stable_offset_inside_a_segment
 from tests.waiting import wait_until
 
 READ_BACK = "io.pylog.interop.writes.ReadBack"
@@ -42,12 +42,21 @@ TOPICS = {  # name -> Kafka topic configs, set when the broker creates it
     "pw-keyed": COMPACT,
     "pw-idempotent": {},
     "pw-txn": {},
-    "pw-cleaned-by-pylog": COMPACT,
-    "pw-cleaned-by-kafka": COMPACT,
+    "pw-lso-inside-by-pylog": COMPACT,
+    "pw-lso-inside-by-kafka": COMPACT,
+    "pw-abort-in-active-by-pylog": COMPACT,
+    "pw-abort-in-active-by-kafka": COMPACT,
+}
+#: Logs written twice, as pw-<name>-by-pylog and pw-<name>-by-kafka, for pylog and the broker's
+#: cleaner to compact: name -> (writer, where the pass ends, the (offset, value)s left).
+CLEANING = {
+    "lso-inside": (last_stable_offset_inside_a_segment, 2,
+                   [(1, "new"), (2, "old2"), (3, "new2"), (4, "aborted"), (5, "open"), (6, "after")]),
+    "abort-in-active": (abort_marker_in_the_active_segment, 4, [(0, "v0"), (3, "after")]),
 }
 PARTITIONS = [f"{topic}:0" for topic in TOPICS]
-#: The partitions only pylog changed: the broker's cleaner works on pw-cleaned-by-kafka once started.
-PYLOG_PARTITIONS = [p for p in PARTITIONS if not p.startswith("pw-cleaned-by-kafka:")]
+#: The partitions only pylog changed: the broker's cleaner works on the pw-*-by-kafka ones once started.
+PYLOG_PARTITIONS = [p for p in PARTITIONS if not p.endswith("-by-kafka:0")]
 
 
 # -- what pylog writes ------------------------------------------------------------------------
@@ -113,14 +122,14 @@ def write_transactions(root: Path) -> None:
         p.flush()  # closing leaves the transaction open, as Kafka's producer does
 
 
-def write_cleaning_scenario(m: LogManager) -> None:
-    """The same log twice, its last stable offset inside a rolled segment that holds a
-    superseded value and an aborted record below it; pylog compacts one copy, the broker's
-    cleaner the other once restarted."""
-    for topic in ("pw-cleaned-by-pylog", "pw-cleaned-by-kafka"):
-        m.alter_topic_config(topic, {"cleanup_policy": "compact", "min_cleanable_dirty_ratio": 0.0})
-        assert last_stable_offset_inside_a_segment(m.log(topic, 0)) == 5
-    assert m.log("pw-cleaned-by-pylog", 0).compact(force=True).records_removed == 1
+def write_cleaning_scenarios(m: LogManager) -> None:
+    """Each log of ``CLEANING`` twice; pylog compacts one copy, the broker's cleaner the
+    other once restarted."""
+    for name, (write, _, _) in CLEANING.items():
+        for topic in (f"pw-{name}-by-pylog", f"pw-{name}-by-kafka"):
+            m.alter_topic_config(topic, {"cleanup_policy": "compact", "min_cleanable_dirty_ratio": 0.0})
+            write(m.log(topic, 0))
+        m.log(f"pw-{name}-by-pylog", 0).compact(force=True)
 
 
 def pylog_view(m: LogManager) -> dict:
@@ -175,7 +184,7 @@ def written(kafka_broker, kafka_tool):
         write_plain(m)
         write_keyed(m)
         write_idempotent(root, m)
-        write_cleaning_scenario(m)
+        write_cleaning_scenarios(m)
     write_transactions(root)
     with LogManager(root, read_only=True) as m:
         view = pylog_view(m)
@@ -230,7 +239,6 @@ def test_kafkas_consumer_reads_exactly_pylogs_records(kafka_broker, written):
     view = written["view"]
     assert [r["value"] for r in view["pw-txn"]["read_committed"]] == [
         "first", "tx0-a", "tx0-b", "tx2-a", "tx2-b"]  # the aborted transaction and the open one left out
-    assert [r["offset"] for r in view["pw-cleaned-by-pylog"]["read_uncommitted"]] == [1, 2, 3, 4, 5, 6]
 
 
 def _read_back(broker, partitions: list[str], groups=()) -> list[dict]:
@@ -285,20 +293,21 @@ def _without(row: dict, *columns: str) -> dict:
     return {k: v for k, v in row.items() if k not in columns}
 
 
-def test_the_broker_cleaner_leaves_the_segment_holding_the_last_stable_offset_as_pylog_does(
-        kafka_broker, written):
-    """Kafka cleans the segment below the one holding the last stable offset and stops at
-    that segment's base (its cleaner-offset-checkpoint says 2), as pylog did offline."""
+@pytest.mark.parametrize("name", CLEANING)
+def test_the_broker_cleaner_cleans_as_pylog_did(kafka_broker, written, name):
+    """Kafka's cleaner ends its pass where pylog's did (its cleaner-offset-checkpoint says so)
+    and leaves the same records: with the last stable offset inside a rolled segment it stops
+    at that segment's base; an ABORT marker in the active segment drops its records below."""
+    _, end_offset, expected = CLEANING[name]
     checkpoint = kafka_broker.log_dir / CLEANER_OFFSET_CHECKPOINT
-    wait_until(lambda: "pw-cleaned-by-kafka 0 2" in checkpoint.read_text().splitlines(),
-               "the broker's cleaner to clean pw-cleaned-by-kafka-0 up to 2", timeout_s=120)
-    assert "pw-cleaned-by-pylog 0 2" in checkpoint.read_text().splitlines()  # pylog's, kept by the broker
-    read = _read_back(kafka_broker, ["pw-cleaned-by-kafka:0", "pw-cleaned-by-pylog:0"])
+    wait_until(lambda: f"pw-{name}-by-kafka 0 {end_offset}" in checkpoint.read_text().splitlines(),
+               f"the broker's cleaner to clean pw-{name}-by-kafka-0 up to {end_offset}", timeout_s=120)
+    assert f"pw-{name}-by-pylog 0 {end_offset}" in checkpoint.read_text().splitlines()  # pylog's, kept
+    read = _read_back(kafka_broker, [f"pw-{name}-by-kafka:0", f"pw-{name}-by-pylog:0"])
 
     def values(topic):
         return [(r["offset"], r["value"]) for r in read if r["topic"] == topic and r["isolation"] == "read_uncommitted"]
-    assert values("pw-cleaned-by-kafka") == values("pw-cleaned-by-pylog") == [
-        (1, "new"), (2, "old2"), (3, "new2"), (4, "aborted"), (5, "open"), (6, "after")]
+    assert values(f"pw-{name}-by-kafka") == values(f"pw-{name}-by-pylog") == expected
 
 
 def test_the_broker_appends_after_pylog_with_its_epochs_and_producer_states(kafka_broker, written):
