@@ -5,9 +5,11 @@ answered from the live broker."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -160,7 +162,16 @@ def test_transactions_print_kafkas_exact_table(written, query):
     assert mine.stdout.splitlines()[0] == written.views.transactions[query].stdout.splitlines()[0]
 
 
-def test_kafka_wrote_every_case_the_reads_cover(written):
+def _codecs_by_file(dump: str) -> dict[str, set[str]]:
+    """kafka-dump-log's output: the compression codecs of each file's batches."""
+    out = {}
+    for section in dump.split("Dumping ")[1:]:
+        path, _, batches = section.partition("\n")
+        out[Path(path).parent.name] = set(re.findall(r"compresscodec: (\w+)", batches))
+    return out
+
+
+def test_kafka_wrote_every_case_the_reads_cover(written, kafka_tool):
     """The scenario did what the tests above rely on: codecs, aborts, an open transaction,
     cleaning, retention, deleted records and moved leader epochs, as Kafka itself reports them."""
     views = written.views
@@ -176,3 +187,6 @@ def test_kafka_wrote_every_case_the_reads_cover(written):
         assert offsets(("txn", p))["lso"] < offsets(("txn", p))["latest"]         # the open transaction
     assert {r["timestampType"] for r in views.records[("append-time", 0)]} == {"LogAppendTime"}
     assert len({r["leaderEpoch"] for r in views.records[("codecs", 0)]}) == 2
+    logs = [written.stopped_copy / f"codecs-{p}" / "00000000000000000000.log" for p in range(len(scenario.CODECS))]
+    dump = kafka_tool("org.apache.kafka.tools.DumpLogSegments", "--files", ",".join(map(str, logs))).stdout
+    assert _codecs_by_file(dump) == {f"codecs-{p}": {codec} for p, codec in enumerate(scenario.CODECS)}
