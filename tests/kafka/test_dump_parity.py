@@ -244,57 +244,46 @@ def test_pylog_written_logs_deep_and_with_data(kafka_tool, pylog_root):
     assert any("endTxnMarker: ABORT" in line for line in out)
 
 
-def test_pylog_coordinator_partitions_with_kafkas_decoders(kafka_tool, pylog_root):
+def test_consumer_offsets_of_pylog_and_the_samples_and_pylogs_transaction_state(kafka_tool, pylog_root):
     offsets = [p for d in pylog_root.glob("__consumer_offsets-*") for p in dumpable(d) if p.suffix == ".log"]
     txn_state = [p for d in pylog_root.glob("__transaction_state-*") for p in dumpable(d) if p.suffix == ".log"]
     assert offsets and txn_state
-    out = assert_same_dump(kafka_tool, offsets, "--offsets-decoder")
+    samples = [p for p in sample_files()
+               if p.suffix == ".log" and ("__consumer_offsets" in p.parent.name or p.parent.name == "multi-segment-0")]
+    assert SAMPLES is None or len(samples) >= 3
+    out = assert_same_dump(kafka_tool, offsets + samples, "--offsets-decoder")
     assert any('"group":"group-1"' in line for line in out)
     out = assert_same_dump(kafka_tool, txn_state, "--transaction-log-decoder")
     assert any('"transactionalId":"tx-1"' in line for line in out)
 
 
-def test_samples_every_file_batches_indexes_snapshots(kafka_tool, soak, tmp_path):
+def test_samples_every_file_batches_records_indexes_snapshots(kafka_tool, soak, tmp_path):
+    """Every sample file plain and every log with --print-data-log (which iterates deep too);
+    the large logs up to --max-bytes and their time indexes cut, unless --soak."""
     needs_samples_here()
     files = sample_files()
+    logs = [p for p in files if p.suffix == ".log"]
     if soak:
         assert_same_dump(kafka_tool, files)
+        for option in ("--deep-iteration", "--print-data-log"):
+            assert_same_dump(kafka_tool, logs, option)
         return
     small, large = split_by_size(files)
     cut_indexes = [cut_time_index(p, tmp_path) for p in large if p.suffix == ".timeindex"]
     assert_same_dump(kafka_tool, small + cut_indexes)
-    assert_same_dump(kafka_tool, [p for p in large if p.suffix == ".log"], "--max-bytes", str(LARGE_LOG_CUT_BYTES))
-
-
-@pytest.mark.parametrize("option", ["--deep-iteration", "--print-data-log"])
-def test_samples_every_log_deep_and_with_data(kafka_tool, soak, option):
-    needs_samples_here()
-    logs = [p for p in sample_files() if p.suffix == ".log"]
-    small, large = split_by_size(logs)
-    if soak:
-        assert_same_dump(kafka_tool, logs, option)
-    else:
-        assert_same_dump(kafka_tool, small, option)
-        assert_same_dump(kafka_tool, large, option, "--max-bytes", str(LARGE_LOG_CUT_BYTES))
+    assert_same_dump(kafka_tool, [p for p in small if p.suffix == ".log"], "--print-data-log")
+    assert_same_dump(kafka_tool, [p for p in large if p.suffix == ".log"], "--print-data-log",
+                     "--max-bytes", str(LARGE_LOG_CUT_BYTES))
 
 
 @pytest.mark.parametrize("suffixes, options", [
-    ((".log",), ("--print-data-log", "--skip-record-metadata")),
-    ((".log",), ("--deep-iteration", "--max-bytes", "5000")),
+    ((".log",), ("--print-data-log", "--skip-record-metadata", "--max-bytes", "5000")),
     ((".index", ".timeindex"), ("--verify-index-only",)),
     ((".index", ".timeindex"), ("--index-sanity-check",)),
 ], ids=lambda value: " ".join(value))
 def test_kafkas_other_options_on_samples_and_pylog_written_files(kafka_tool, pylog_root, suffixes, options):
     files = pylog_files(pylog_root) + (split_by_size(sample_files())[0] if SAMPLES is not None else [])
     assert_same_dump(kafka_tool, [p for p in files if p.suffix in suffixes], *options)
-
-
-def test_samples_consumer_offsets_with_the_offsets_decoder(kafka_tool):
-    needs_samples_here()
-    logs = [p for p in sample_files()
-            if p.suffix == ".log" and ("__consumer_offsets" in p.parent.name or p.parent.name == "multi-segment-0")]
-    assert len(logs) >= 3
-    assert_same_dump(kafka_tool, logs, "--offsets-decoder")
 
 
 # --- KRaft ------------------------------------------------------------------------------------
