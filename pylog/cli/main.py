@@ -66,10 +66,10 @@ def version_text() -> str:
     import platform
 
     import pylog
-    from pylog.spark.jvm import reader_state
+    from pylog.spark.jvm import reader_lines
     return "\n".join([f"pylog {pylog.__version__}", f"C speedups: {'on' if pylog.SPEEDUPS else 'off'}",
                       f"Python {platform.python_version()} ({platform.python_implementation()}, {sys.platform})",
-                      f"Spark JVM reader: {reader_state()}"])
+                      *reader_lines()])
 
 
 class _VersionAction(argparse.Action):

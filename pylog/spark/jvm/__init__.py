@@ -113,16 +113,32 @@ def jar_path(*, build: bool = True) -> str | None:
     return str(jar)
 
 
+#: which sessions the JVM reader serves, and what the Python source serves besides
+JVM_USE = ("batch reads of sessions made by pylog.spark.session() or given spark.jars=pylog.spark.jar_path(); "
+           "option reader=python turns it off per read")
+PYTHON_USE = ("streams, writes, and batch reads of any other session (a plain SparkSession: 3-12x slower; "
+              "its first read warns)")
+
+
 def reader_state() -> str:
-    """The JVM reader's state in a few words (``pylog --version``): the jar it would use,
-    that one will be built on first use, or why the Python source serves. Builds nothing;
-    cost: an import of pyspark and a hash of the sources."""
+    """The JVM reader's state in a few words: the jar it would use, that one will be built
+    on first use, or why the Python source serves. Builds nothing; cost: an import of
+    pyspark and a hash of the sources."""
     if _spark() is None:
         return "off (pyspark is not installed)"
     jar = jar_path(build=False)
     if jar is not None:
         return f"on ({jar})"
     return "built on first use (JDK found)" if _javac() else "off (no JDK: the Python source serves)"
+
+
+def reader_lines() -> list[str]:
+    """``pylog --version``'s lines on Spark: the JVM reader's state and the queries it
+    serves, then those the Python source serves. Cost: :func:`reader_state`."""
+    state = reader_state()
+    if state.startswith("off"):
+        return [f"Spark JVM reader: {state}", "Spark Python source: every query"]
+    return [f"Spark JVM reader: {state}: {JVM_USE}", f"Spark Python source: {PYTHON_USE}"]
 
 
 def _notice(why: str) -> None:
