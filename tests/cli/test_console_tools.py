@@ -13,6 +13,7 @@ import time
 import pytest
 
 from pylog import Log, LogDirNotFoundError, LogManager, Record
+from pylog.clients import Producer
 from tests.log.test_tailing_readers import _line_queue, _next_line
 from tests.waiting import wait_until
 
@@ -175,7 +176,10 @@ def test_console_producer_refuses_a_log_dir_that_does_not_exist_naming_the_comma
 def test_a_failing_console_producer_changes_nothing(tmp_path, args, stdin, message):
     """Nothing is appended, no topic created, no producer id taken from the log dir's file."""
     root = tmp_path / "root"
-    ok("console-producer", root.mkdir() or root, "--topic", "t", stdin=b"v\n")
+    with LogManager(root) as m:
+        m.create_topic("t", 1)
+    with Producer(str(root)) as producer:
+        producer.send("t", b"v").get()
     before = _tree(root)
     assert message in one_line_error("console-producer", root, *args, stdin=stdin)
     assert _tree(root) == before
