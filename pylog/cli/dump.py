@@ -5,6 +5,7 @@ other way round."""
 
 from __future__ import annotations
 
+import argparse
 import binascii
 import json
 import os
@@ -19,6 +20,9 @@ from pylog.record.batch import decode_batches
 from pylog.record.kraft import control_text, metadata_text, snapshot_title
 
 RECORD_INDENT = "|"
+#: Kafka's decoder options pylog does not implement, and the topic whose records they decode
+NOT_DECODED = {"--remote-log-metadata-decoder": "__remote_log_metadata",
+               "--share-group-state-decoder": "__share_group_state"}
 
 
 def add_parser(sub) -> None:
@@ -44,6 +48,8 @@ def add_parser(sub) -> None:
                           help="print keys and payloads as __transaction_state records (implies --print-data-log)")
     decoders.add_argument("--cluster-metadata-decoder", action="store_true",
                           help="print payloads as KRaft cluster metadata records (implies --print-data-log)")
+    for option in NOT_DECODED:
+        decoders.add_argument(option, action="store_true", help=argparse.SUPPRESS)
     decoders.add_argument("--value-decoder", choices=list(VALUE_DECODERS),
                           help="print payloads as utf8 text (the default, Kafka's StringDecoder), compact json "
                                "or hex (implies --print-data-log)")
@@ -62,6 +68,10 @@ def run(args) -> int:
         TXN_INDEX_SUFFIX: dump_txn_index,
         SNAPSHOT_SUFFIX: dump_snapshot,
     }
+    for option, topic in NOT_DECODED.items():
+        if getattr(args, option[2:].replace("-", "_")):
+            raise InvalidArgumentError(f"{option} ({topic} records) is not implemented by pylog dump; "
+                                       f"--value-decoder hex prints their bytes")
     paths = [java_path(p) for p in (*args.paths, *(f for f in args.files.split(",") if f))]
     if not paths:
         raise InvalidArgumentError("no files to dump: give them as arguments or with --files a.log,b.index")

@@ -394,3 +394,9 @@ def test_cluster_metadata_decoder_prints_feature_levels_as_kafka_and_skips_types
     assert lines[3:] == [
         '| payload: {"type":"FEATURE_LEVEL_RECORD","version":0,"data":{"name":"metadata.version","featureLevel":27}}',
         "| payload: Error at 1, skipping. pylog does not decode metadata record type 18"]
+
+
+def test_kafkas_decoders_pylog_does_not_implement_are_refused_by_name(tmp_path):
+    out = pylog("dump", "--remote-log-metadata-decoder", "--files", tmp_path / "00000000000000000000.log")
+    assert out.returncode == 1 and out.stdout == b""
+    assert "--remote-log-metadata-decoder (__remote_log_metadata records) is not implemented" in out.stderr.decode()
