@@ -104,7 +104,7 @@ def run(args) -> int:
                 describe_state(args.root, g, state)
             else:
                 describe(args.root, g, state)
-        return 0
+        return 0 if all(_known(args.root, g, state) for g in targets) else 1  # Kafka's error line said which
     if args.delete_offsets:
         return delete_offsets(args, targets, state)
     if args.delete:

@@ -60,3 +60,12 @@ def test_delete_offsets_of_a_group_that_does_not_exist_fails_as_kafka_and_change
     assert "Successful" not in out
     assert out.splitlines()[:2] == ["", "Error: 'no-such-group' does not exist."]
     assert _tree(root) == before
+
+
+def test_describe_of_a_group_that_does_not_exist_says_so_as_kafka_and_exits_1(tmp_path, capsys):
+    root = tmp_path / "root"
+    _group(root)
+    for view in ([], ["--members"], ["--state"]):
+        assert main(["consumer-groups", str(root), "--describe", "--group", "nope", *view]) == 1
+        assert capsys.readouterr().out == "Error: Consumer group 'nope' does not exist.\n"
+    assert main(["consumer-groups", str(root), "--describe", "--group", "g", "--state"]) == 0
