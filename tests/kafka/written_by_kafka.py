@@ -153,6 +153,7 @@ class KafkaViews:
     offsets: dict            # (topic, partition) -> {"earliest", "latest", "lso", "maxTimestamp", "forTimestamp"}
     consumer_groups: object  # CompletedProcess of kafka-consumer-groups --describe
     transactions: dict       # argument tuple -> CompletedProcess of kafka-transactions
+    get_offsets: dict        # --time value -> CompletedProcess of kafka-get-offsets
 
 
 TPS = [a for t, p in PARTITIONS for a in ("--tp", f"{t}:{p}")]
@@ -174,6 +175,7 @@ def probe_timestamps(records: dict) -> list[int]:
     return sorted({0} | stamps | {s - 1 for s in stamps} | {s + 1 for s in stamps})
 
 
+GET_OFFSETS_TIMES = ("-1", "-2", "-3", str(BASE_MS + 3))
 TRANSACTION_QUERIES = [("list",), *[("describe", "--transactional-id", t) for t in TRANSACTIONAL_IDS],
                        *[("describe-producers", "--topic", "txn", "--partition", str(p)) for p in (0, 1)],
                        ("find-hanging", "--broker-id", "1")]
@@ -191,11 +193,13 @@ def kafka_views(broker: KafkaBroker) -> KafkaViews:
         [(CLIENTS_DRIVER, "consume", "--base64", "--isolation", "read_committed", *TPS),
          (CLIENTS_DRIVER, "offsets", *TPS, *stamps),
          ("consumer-groups", "--describe", *[a for g in GROUPS for a in ("--group", g)]),
+         *[("get-offsets", "--time", t) for t in GET_OFFSETS_TIMES],
          *[("transactions", *q) for q in TRANSACTION_QUERIES]])
+    get_offsets, transactions = transactions[:len(GET_OFFSETS_TIMES)], transactions[len(GET_OFFSETS_TIMES):]
     _all_succeed([committed, offsets])
     return KafkaViews(records, _consumed(_json_lines(committed.stdout)),
                       {(o["topic"], o["partition"]): o for o in _json_lines(offsets.stdout)},
-                      groups, dict(zip(TRANSACTION_QUERIES, transactions)))
+                      groups, dict(zip(TRANSACTION_QUERIES, transactions)), dict(zip(GET_OFFSETS_TIMES, get_offsets)))
 
 
 # -- the scenario ----------------------------------------------------------------------------------
