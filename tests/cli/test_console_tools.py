@@ -389,6 +389,13 @@ def _until_line(lines, wanted, what: str) -> list[str]:
     return seen
 
 
+def _create_and_see(root, topic: str, value: str, out) -> None:
+    """Create ``topic``, write ``value`` to it, and see the consumer print it next."""
+    ok("topics", root, "--create", "--topic", topic)
+    ok("console-producer", root, "--topic", topic, stdin=value.encode() + b"\n")
+    assert _until_line(out, lambda line: line == value, f"{value!r} of the new topic {topic}") == [value]
+
+
 def _stop(process) -> int:
     process.send_signal(signal.SIGINT)
     try:
@@ -406,9 +413,7 @@ def test_console_consumer_waits_for_a_topic_that_does_not_exist_yet(tmp_path):
     process, out, err = _following(root, "--topic", "later")
     try:
         _until_line(err, lambda line: "'later' does not exist" in line, "the consumer's note that it waits")
-        ok("topics", root, "--create", "--topic", "later")
-        ok("console-producer", root, "--topic", "later", stdin=b"first\n")
-        assert _until_line(out, lambda line: line == "first", "the record of the new topic") == ["first"]
+        _create_and_see(root, "later", "first", out)
     finally:
         assert _stop(process) == 130
     rest = [line for line in iter(err.get, None)]
@@ -428,9 +433,7 @@ def test_console_consumer_goes_on_when_its_topic_is_deleted_under_it_and_reads_i
         ok("topics", root, "--delete", "--topic", "t")
         noted = _until_line(err, lambda line: "was deleted" in line, "the consumer's note that t went")
         assert all("Errno" not in line for line in noted), noted
-        ok("topics", root, "--create", "--topic", "t")
-        ok("console-producer", root, "--topic", "t", stdin=b"after\n")
-        assert _until_line(out, lambda line: line == "after", "the record of the new topic t") == ["after"]
+        _create_and_see(root, "t", "after", out)
     finally:
         assert _stop(process) == 130
     rest = [line for line in iter(err.get, None)]
