@@ -92,7 +92,8 @@ def _add(p, *, follow: bool) -> None:
                    default="read_uncommitted",
                    help="read_committed leaves out aborted transactions and stops before open ones "
                         "(default read_uncommitted; committed/uncommitted are accepted too)")
-    p.add_argument("--property", "--formatter-property", dest="properties", action="extend", nargs="+", metavar="NAME=VALUE",
+    p.add_argument("--property", "--formatter-property", dest="properties", action="extend", nargs="+",
+                   metavar="NAME=VALUE",
                    help="formatter properties, Kafka's: " + properties_help(PROPERTIES))
     p.add_argument("--formatter", "--format", dest="formatter", type=formatter_name, choices=sorted(FORMATTERS),
                    default="default",

@@ -54,7 +54,8 @@ def add_produce_parser(sub) -> None:
 
 
 def _add(p) -> None:
-    p.add_argument("root", help="the log dir holding <topic>-<partition> directories (pylog topics ROOT --create makes a new one)")
+    p.add_argument("root", help="the log dir holding <topic>-<partition> directories (pylog topics ROOT --create "
+                                "makes a new one)")
     p.add_argument("--topic", required=True, help="the topic to append to (created if missing)")
     p.add_argument("--partitions", type=int, default=1,
                    help="partitions of the topic if it is created (default 1)")
@@ -63,7 +64,8 @@ def _add(p) -> None:
     where.add_argument("--partitioner", choices=["default", "round-robin"], default="default",
                        help="default: murmur2 of the key, records without a key batch by batch to the next "
                             "partition; round-robin: each record to the next partition")
-    p.add_argument("--property", "--reader-property", dest="properties", action="extend", nargs="+", metavar="NAME=VALUE",
+    p.add_argument("--property", "--reader-property", dest="properties", action="extend", nargs="+",
+                   metavar="NAME=VALUE",
                    help="line parsing, Kafka's LineMessageReader properties: " + properties_help(PROPERTIES))
     p.add_argument("--key-separator", metavar="S",
                    help="the same as --property parse.key=true key.separator=S")

@@ -94,7 +94,8 @@ def _delete(manager, names: list[str], topic: str) -> None:
     transactional id (kafka-topics.sh refuses them too)."""
     internal = [n for n in names if internal_topic(n)]
     if internal:
-        hint = "" if internal == [topic] else f" (--topic {topic!r} matches it; --exclude-internal-topics leaves it out)"
+        hint = "" if internal == [topic] else (f" (--topic {topic!r} matches it; --exclude-internal-topics leaves "
+                                               f"it out)")
         raise InvalidArgumentError(f"Topic {internal[0]} is a kafka internal topic and is not allowed to be marked "
                                    f"for deletion{hint}; nothing was deleted")
     for name in names:
