@@ -453,3 +453,26 @@ def test_process_replica_set_calls_refuse_bad_arguments(tmp_path):
             with pytest.raises(InvalidArgumentError):
                 call()
         assert [r.value for r in rs.records()] == []
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda p, c: p.send([1], b"x"), InvalidTopicError),
+    (lambda p, c: p.send_batch({}, [b"x"]), InvalidTopicError),
+    (lambda p, c: p.send_batch("t", None), InvalidArgumentError),
+    (lambda p, c: p.flush("soon"), InvalidArgumentError),
+    (lambda p, c: p.close(-1), InvalidArgumentError),
+    (lambda p, c: p.futures[0].get(timeout="x"), InvalidArgumentError),
+    (lambda p, c: p.futures[1].get(timeout=[1]), InvalidArgumentError),
+    (lambda p, c: c.offsets_for_times([TP]), InvalidArgumentError),
+    (lambda p, c: c.beginning_offsets(None), InvalidArgumentError),
+    (lambda p, c: c.end_offsets(5), InvalidArgumentError),
+    (lambda p, c: c.commit_async({TP: 0}, callback="log it"), InvalidArgumentError),
+    (lambda p, c: c.committed(None), InvalidArgumentError),
+], ids=range(12))
+def test_client_calls_refuse_bad_arguments_before_writing(client_root, call, error):
+    with Producer(client_root) as p, Consumer(client_root, "g", enable_auto_commit=False) as c:
+        c.assign([TP])
+        p.futures = [p.send("t", b"x"), p.send_batch("t", [b"x"])]
+        p.flush()
+        with refused(client_root, error):
+            call(p, c)

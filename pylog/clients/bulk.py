@@ -41,6 +41,8 @@ def bulk_items(values, keys=None, headers=None, timestamps_ms=None) -> tuple[lis
     """The items of the records given as columns, their keys (a list, or None) and their
     sizes. Raises :class:`InvalidArgumentError` naming the first bad record or column. The
     returned lists may be the caller's own: the caller copies what it keeps."""
+    if values is None:
+        raise InvalidArgumentError("values must be a column (one item per record), not None")
     values = _as_list(values, "values")
     n = len(values)
     keys, headers, timestamps_ms = (_as_list(c, name, n) for c, name in

@@ -25,6 +25,7 @@ import logging
 import os
 import re
 import time
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from pylog.arguments import (
@@ -237,6 +238,14 @@ def _checked_subscription(topics, pattern, listener) -> tuple[set, re.Pattern | 
     return topics, compiled
 
 
+def _partition_list(partitions) -> list[TopicPartition]:
+    """``partitions`` (an iterable of (topic, partition) pairs) as TopicPartitions, or
+    :class:`InvalidArgumentError`."""
+    if isinstance(partitions, (str, bytes)) or not hasattr(partitions, "__iter__"):
+        raise InvalidArgumentError(f"partitions must be a list of TopicPartition, not {partitions!r}")
+    return [_tp(tp) for tp in partitions]
+
+
 def _given_offsets(offsets) -> dict | None:
     """A commit's ``offsets`` keyed by :class:`TopicPartition` (None: the positions),
     checked whole before the commit touches a file."""
@@ -331,9 +340,7 @@ class Consumer:
         if self._member is not None or self._subscription or self._pattern:
             raise ClientStateError("assign() after subscribe(): call unsubscribe() first")
         self._check_open()
-        if isinstance(partitions, (str, bytes)) or not hasattr(partitions, "__iter__"):
-            raise InvalidArgumentError(f"assign() takes a list of TopicPartition, not {partitions!r}")
-        partitions = {_tp(tp) for tp in partitions}
+        partitions = set(_partition_list(partitions))
         self._manual = True
         self._set_assignment(partitions)
 
@@ -526,10 +533,10 @@ class Consumer:
         return latest_offset(self._refreshed(log), self.isolation)
 
     def beginning_offsets(self, partitions) -> dict:
-        return {_tp(tp): self._open_any(tp).log_start_offset for tp in partitions}
+        return {tp: self._open_any(tp).log_start_offset for tp in _partition_list(partitions)}
 
     def end_offsets(self, partitions) -> dict:
-        return {_tp(tp): self._end_offset(self._open_any(tp)) for tp in partitions}
+        return {tp: self._end_offset(self._open_any(tp)) for tp in _partition_list(partitions)}
 
     def _open_any(self, tp) -> Log:
         """The log of any partition, assigned or not (kept open until ``close``), refreshed."""
@@ -548,9 +555,13 @@ class Consumer:
     def offsets_for_times(self, timestamps: dict) -> dict:
         """``{tp: OffsetAndTimestamp | None}``: the earliest offset whose timestamp is >=
         the given one (Kafka's offsetsForTimes). O(segments + index interval) each."""
+        if not isinstance(timestamps, Mapping):
+            raise InvalidArgumentError(f"offsets_for_times() takes a dict {{TopicPartition: timestamp in ms}}, "
+                                       f"not {timestamps!r}")
+        for tp, ts in timestamps.items():
+            check_int(ts, f"the timestamp to look up for {_tp(tp)}", (0, INT64_MAX))
         out = {}
         for tp, ts in timestamps.items():
-            check_int(ts, f"the timestamp to look up for {tp}", (0, INT64_MAX))
             log = self._open_any(tp)
             with self._deleted_as_unknown(log):
                 offset = log.offset_for_timestamp(ts)
@@ -874,6 +885,7 @@ class Consumer:
         self._check_open()
         if self.group_id is None:
             raise InvalidArgumentError("commit_async() needs a group_id")
+        check_function(callback, "callback")
         given = _given_offsets(offsets)
         offsets = self._commit_offsets(given)
         try:
@@ -914,7 +926,8 @@ class Consumer:
         self._check_open()
         if self.group_id is None:
             raise InvalidArgumentError("committed() needs a group_id")
-        om = self._group_coordinator().committed(self.group_id).get(_tp(tp))
+        tp = _tp(tp)
+        om = self._group_coordinator().committed(self.group_id).get(tp)
         return None if om is None else om.offset
 
     def _maybe_auto_commit(self, *, force: bool = False) -> None:

@@ -46,7 +46,7 @@ from pylog.errors import (
 )
 from pylog.layout import COMPRESSION_NAMES, INT32_MAX, INT64_MAX
 from pylog.manager import MAX_PARTITIONS, LogManager
-from pylog.partition_dir import directory_path, ensure_directory
+from pylog.partition_dir import directory_path, ensure_directory, validate_topic
 from pylog.partitioner import partition_for_key, partitions_for_keys
 from pylog.record.encode import now_ms
 from pylog.record.record import Record
@@ -119,7 +119,7 @@ class FutureBatchMetadata:
         return all(batch.done.is_set() for batch, _, _ in self._parts)
 
     def get(self, timeout: float | None = None) -> "BatchMetadata":
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else time.monotonic() + check_timeout_s(timeout)
         for batch, _, _ in self._parts:
             batch.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
         for batch, first, positions in self._parts:
@@ -213,7 +213,7 @@ class _Batch:
             _run_callback(callback)
 
     def wait(self, timeout: float | None) -> None:
-        if not self.done.wait(timeout):
+        if not self.done.wait(timeout if timeout is None else check_timeout_s(timeout)):
             raise ClientTimeoutError(f"records not appended to {self.topic}-{self.partition} within {timeout} s")
 
     def error_at(self, index: int) -> BaseException | None:
@@ -368,6 +368,8 @@ class Producer:
         before anything is appended."""
         if self._closed or self._fenced is not None or self._txn_error is not None:
             self._check_usable()
+        if type(topic) is not str:
+            validate_topic(topic)  # InvalidTopicError
         if self.key_serializer is not None or self.value_serializer is not None:
             key, value = self._serialized(topic, key, self.key_serializer, "key"), \
                 self._serialized(topic, value, self.value_serializer, "value")
@@ -416,6 +418,7 @@ class Producer:
         headers or timestamps, a few tens of nanoseconds a record besides ``Log.append``;
         a key costs a murmur2 in Python when the partitioner picks the partition."""
         self._check_usable()
+        validate_topic(topic)
         if self.value_serializer is not None:
             values = [self._serialized(topic, v, self.value_serializer, "value") for v in values]
         if self.key_serializer is not None and keys is not None:
@@ -668,7 +671,7 @@ class Producer:
         ``flush``). The appends run in this thread; a partition whose log another process
         holds is waited for up to ``max_block_ms``, or ``timeout`` seconds in all: a batch
         still waiting then fails (its futures raise :class:`LogLockedError`)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else time.monotonic() + check_timeout_s(timeout)
         with self._lock:
             for tp in list(self._batches):
                 self._seal(tp)
@@ -773,6 +776,8 @@ class Producer:
         logs. A batch not appended by then (the producer was fenced, or the wait ran out)
         fails: its futures raise the reason. An open transaction is left for the next
         instance to abort. Idempotent."""
+        if timeout is not None:
+            check_timeout_s(timeout)
         if self._closed:
             return
         try:
@@ -836,6 +841,13 @@ def _check_settings(*, transactional_id, enable_idempotence, linger_ms, batch_si
         check_name(transactional_id, "transactional_id")
         if not enable_idempotence:
             raise InvalidArgumentError("a transactional producer must be idempotent (enable_idempotence=True)")
+
+
+def check_timeout_s(timeout) -> float:
+    """``timeout`` if it is a number of seconds >= 0 (a wait of ``get``, ``flush``, ``close``)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+        raise InvalidArgumentError(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}")
+    return timeout
 
 
 def _group_identity(group) -> tuple[str, int, str]:
