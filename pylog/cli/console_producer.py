@@ -120,12 +120,14 @@ def _check_partition(args) -> None:
     ``--partition`` the topic does not have (or will not have, once created)."""
     try:
         with open_manager(args.root, read_only=True) as manager:
-            count = len(manager.partitions(args.topic)) if args.topic in manager.topics() else args.partitions
+            exists = args.topic in manager.topics()
+            count = len(manager.partitions(args.topic)) if exists else args.partitions
     except LogDirNotFoundError as e:
         raise LogDirNotFoundError(f"{e}: pylog topics {args.root} --create --topic {args.topic} creates it with "
                                   f"the topic") from None
     if args.partition is not None and not 0 <= args.partition < count:
-        raise InvalidArgumentError(f"topic {args.topic!r} has no partition {args.partition} (it has {count})")
+        has = "it has" if exists else "created with --partitions, it would have"
+        raise InvalidArgumentError(f"topic {args.topic!r} has no partition {args.partition} ({has} {count})")
 
 
 def _ensure_topic(root: str, topic: str, partitions: int) -> None:
