@@ -17,7 +17,9 @@ wait for more, starting at the end unless told otherwise.
 Following, every record is printed once, in offset order per partition, across rolls,
 retention, compaction and truncation by the writing process. A position the writer removed
 meanwhile (retention passed it, or truncation cut below it) is reported on stderr and
-reading goes on from the log start, or the log end, as Kafka's consumers reset.
+reading goes on from the log start, or the log end, as Kafka's consumers reset. Following a
+``--topic`` that does not exist, it waits for it, as Kafka's does; a topic deleted under it is
+said on stderr and waited for again; either is read from its start once created.
 
 Without ``--group`` no consumer group is joined: the partitions and start offsets come
 from the options (:func:`assign`), and nothing is committed. With ``--group G`` the process

@@ -8,7 +8,9 @@ input; a line typed on a terminal or written by a slow writer is readable by con
 within milliseconds. Records go to ``--partition``, or by Kafka's default partitioner (murmur2
 of the key; records without a key go, batch by batch, to the next partition in turn), or
 ``--partitioner round-robin`` (each record to the next partition). A topic that does not
-exist is created with ``--partitions`` partitions (Kafka's auto-creation). Appends go through
+exist is created with ``--partitions`` partitions (Kafka's auto-creation) when the first
+record comes, so a run that fails before one writes nothing; a log dir that does not exist is
+refused (a mistyped path). Appends go through
 a client :class:`~pylog.clients.Producer` (idempotent, as Kafka's console producer is), so
 other producers of the topic, in other processes, write while this one runs.
 
