@@ -1,13 +1,15 @@
 """``spark.read.format("pylog")`` finds the source by PySpark's own discovery, with no
 ``register()`` call, after the README's install (``pip install -e``) and after a regular
-``pip install``: each installs the checkout into a fresh venv (which sees the system's
-pyspark) and reads a log from a new process run without ``PYTHONPATH``, so the checkout is
-importable only through what the install put into the venv."""
+``pip install``: each installs the checkout into a fresh venv (which sees the packages of
+the environment running the tests: a plain install, a venv or a conda env) and reads a log
+from a new process run without ``PYTHONPATH``, so the checkout is importable only through
+what the install put into the venv."""
 
 from __future__ import annotations
 
 import json
 import os
+import site
 import subprocess
 import sys
 import textwrap
@@ -31,6 +33,7 @@ READ_WITHOUT_REGISTER = textwrap.dedent("""
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     rows = spark.read.format("pylog").load(sys.argv[1]).select("offset", "value").collect()
+    assert spark.read.format("pylog").load(sys.argv[1]).count() == len(rows)
     print(json.dumps({"pylog": pylog.__file__, "rows": sorted([r.offset, r.value.decode()] for r in rows)}))
     spark.stop()
 """)
@@ -63,10 +66,11 @@ def _isolated_env(venv: Path) -> dict:
 
 
 def _install(tmp: Path, editable: bool) -> Path:
-    """A venv that sees the system's pyspark/pyarrow, with the checkout pip-installed into it."""
+    """A venv that sees this environment's packages (pyspark, pyarrow, crc32c, ...: see
+    :func:`_see_packages_of_this_environment`), with the checkout pip-installed into it."""
     venv = tmp / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
-                   check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    _see_packages_of_this_environment(venv)
     cmd = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps"]
     cmd += ["-e", str(CHECKOUT)] if editable else [str(CHECKOUT)]
     done = subprocess.run(cmd, cwd=tmp, env=_isolated_env(venv), capture_output=True, text=True, timeout=600)
@@ -74,6 +78,22 @@ def _install(tmp: Path, editable: bool) -> Path:
         pytest.skip("pip cannot fetch the build requirements (setuptools, wheel): no package index reachable")
     assert done.returncode == 0, f"pip install failed:\n{done.stdout}\n{done.stderr}"
     return venv
+
+
+def _see_packages_of_this_environment(venv: Path) -> None:
+    """A ``.pth`` file in ``venv`` listing the site-packages directories of the interpreter
+    running the tests, after the venv's own. ``venv --system-site-packages`` would show the
+    base interpreter's instead, which inside a venv or a conda env lack pyspark and crc32c.
+    The directories are listed, not added as site directories, so their ``.pth`` files (this
+    environment's own install of pylog) do not run: pylog comes from the venv's install."""
+    dirs = list(site.getsitepackages())
+    if site.ENABLE_USER_SITE:
+        dirs.append(site.getusersitepackages())
+    lines = [d for d in dirs if os.path.isdir(d) and not Path(d).resolve().is_relative_to(CHECKOUT)]
+    ask = "import sysconfig; print(sysconfig.get_path('purelib'))"
+    purelib = subprocess.run([str(venv / "bin" / "python"), "-c", ask], check=True, capture_output=True, text=True,
+                             timeout=60).stdout.strip()
+    (Path(purelib) / "this_environment.pth").write_text("".join(f"{d}\n" for d in lines))
 
 
 def _error_lines(stderr: str) -> str:
@@ -95,6 +115,7 @@ def test_after_pip_install_e_a_fresh_spark_session_reads_format_pylog(tmp_path):
     out = _run(tmp_path, venv, READ_WITHOUT_REGISTER, str(tmp_path / "root"))
     assert Path(out["pylog"]).is_relative_to(CHECKOUT), out["pylog"]
     assert out["rows"] == [[i, f"v{i}"] for i in range(5)]
+    assert out["stderr"].count("SlowReaderWarning: ") == 1, out["stderr"]  # once: the session has no jar
 
 
 def test_after_a_regular_pip_install_pysparks_lookup_finds_pylog(tmp_path):
@@ -109,10 +130,11 @@ def test_after_a_regular_pip_install_pysparks_lookup_finds_pylog(tmp_path):
 
 
 def _run(tmp: Path, venv: Path, script: str, *args: str) -> dict:
-    """Run ``script`` with the venv's interpreter from ``tmp``; return its last line, JSON."""
+    """Run ``script`` with the venv's interpreter from ``tmp``; return its last line, JSON,
+    with its stderr under ``"stderr"``."""
     path = tmp / "script.py"
     path.write_text(script)
     done = subprocess.run([str(venv / "bin" / "python"), str(path), *args], cwd=tmp, env=_isolated_env(venv),
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, _error_lines(done.stderr)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return {**json.loads(done.stdout.strip().splitlines()[-1]), "stderr": done.stderr}
