@@ -207,5 +207,10 @@ def test_kafka_wrote_every_case_the_reads_cover(written, kafka_tool):
     assert {r["timestampType"] for r in views.records[("append-time", 0)]} == {"LogAppendTime"}
     assert len({r["leaderEpoch"] for r in views.records[("codecs", 0)]}) == 2
     logs = [written.stopped_copy / f"codecs-{p}" / "00000000000000000000.log" for p in range(len(scenario.CODECS))]
-    dump = kafka_tool("org.apache.kafka.tools.DumpLogSegments", "--files", ",".join(map(str, logs))).stdout
-    assert _codecs_by_file(dump) == {f"codecs-{p}": {codec} for p, codec in enumerate(scenario.CODECS)}
+    compacted = written.stopped_copy / "compacted-0" / "00000000000000000000.log"
+    dump = kafka_tool("org.apache.kafka.tools.DumpLogSegments", "--files", ",".join(map(str, [*logs, compacted]))).stdout
+    codecs = _codecs_by_file(dump)
+    assert {f"codecs-{p}": codecs[f"codecs-{p}"] for p in range(len(scenario.CODECS))} == \
+        {f"codecs-{p}": {codec} for p, codec in enumerate(scenario.CODECS)}
+    # the cleaner kept a tombstone and stamped its batch with a delete horizon (KIP-534)
+    assert re.search(r"deleteHorizonMs: OptionalLong\[\d+\]", dump.split("compacted-0")[1])
