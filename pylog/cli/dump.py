@@ -397,7 +397,7 @@ def dump_index(path: str, args, summaries: Summaries, *, time_index: bool) -> No
         return
     log_path = path[: path.rfind(".")] + LOG_SUFFIX
     log_data = open(log_path, "rb").read() if os.path.exists(log_path) else None
-    entries = [entry.unpack_from(data, i * entry.size) for i in range(n)]
+    entries = entry.iter_unpack(memoryview(data)[:n * entry.size])  # lazily: a preallocated index is mostly zeros
     if time_index:
         _dump_time_entries(path, base, entries, log_data, args, summaries)
     else:

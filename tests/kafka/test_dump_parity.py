@@ -354,8 +354,17 @@ def kafka_written(kafka_broker, tmp_path_factory) -> list[Path]:
     for directory in kafka_broker.log_dir.iterdir():
         if directory.name.rsplit("-", 1)[0] in (*topics, "__consumer_offsets", "__transaction_state",
                                                  "__cluster_metadata"):
-            shutil.copytree(directory, root / directory.name)
+            copy_live_partition(directory, root / directory.name)
     return [p for p in dumpable(root) if kafka_can_dump(p)]
+
+
+def copy_live_partition(source: Path, target: Path) -> None:
+    """Time indexes first, then offset indexes, then the rest: an index entry is written after
+    the batch it points to, so no copied entry points past the copied log's end."""
+    target.mkdir()
+    order = {".timeindex": 0, ".index": 1}
+    for path in sorted((p for p in source.iterdir() if p.is_file()), key=lambda p: order.get(p.suffix, 2)):
+        shutil.copyfile(path, target / path.name)
 
 
 def logs_of(files: list[Path], partition_prefix: str) -> list[Path]:
