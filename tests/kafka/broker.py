@@ -77,6 +77,8 @@ def free_port() -> int:
 
 
 def classpath() -> str:
+    """Tools and drivers. The broker runs with Kafka's jars alone: a rebuild of the drivers'
+    jar (prepare, in another test run) cannot pull it from under a running broker."""
     return f"{DRIVERS_JAR}{os.pathsep}{LIB}{os.sep}*"
 
 
@@ -190,7 +192,8 @@ class KafkaBroker:
         with open(self.server_log, "ab") as out:
             self._process = subprocess.Popen(
                 ["java", *BROKER_JVM_FLAGS, f"-Dlog4j2.configurationFile={BROKER_LOG4J}",
-                 f"-Dkafka.logs.dir={self.root}", "-cp", classpath(), "kafka.Kafka", str(self.properties_file)],
+                 f"-Dkafka.logs.dir={self.root}", "-cp", f"{LIB}{os.sep}*", "kafka.Kafka",
+                 str(self.properties_file)],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         wait_until(lambda: self._started_since(log_offset), f"the Kafka broker to start (log: {self.server_log})",
                    timeout_s)
