@@ -186,13 +186,13 @@ class ProducerStateManager:
     # -- loading -----------------------------------------------------------------------------
     def load(self, log_start_offset: int, log_end_offset: int, read_batches: Callable[[int, int], Iterable], now_ms: int, *, replay_from: int | None = None,
              on_aborted: Callable[[AbortedTxn], None] | None = None, names: list[str] | None = None,
-             read_back: Callable[[int], Iterable] | None = None) -> None:
+             read_back: Callable[[int, int], Iterable] | None = None) -> None:
         """Newest valid snapshot <= ``log_end_offset`` (and <= ``replay_from`` if given),
         then replay the batches after it. Corrupt snapshots and, as Kafka, those past the log
         end or at or below the log start are skipped (and deleted unless read-only).
-        ``read_back(offset)``: the batches of the log's tail before ``offset`` (about
-        ``READ_BACK_BYTES``), where the batches before each producer's last one in the
-        snapshot are found again (:meth:`_restore_earlier_batches`).
+        ``read_back(offset, max_bytes)``: the batches of about the last ``max_bytes`` of the
+        log before ``offset``, where the batches before each producer's last one in the
+        snapshot are found again (:meth:`_restore_earlier_batches`, ``READ_BACK_BYTES``).
         Cost: O(bytes after the snapshot), plus the read-back when a snapshot has producers."""
         self.producers = {}
         self._unreplicated = []
@@ -212,7 +212,8 @@ class ProducerStateManager:
             self.producers = {e.producer_id: e for e in entries}
             start = off
             if self.producers and read_back is not None:
-                self._restore_earlier_batches(b for b in read_back(off) if b.last_offset >= log_start_offset)
+                self._restore_earlier_batches(b for b in read_back(off, READ_BACK_BYTES)
+                                              if b.last_offset >= log_start_offset)
             break
         self.replay((b for b in read_batches(start, log_end_offset) if b.last_offset >= start), on_aborted)
         self.remove_expired(now_ms)
@@ -238,10 +239,11 @@ class ProducerStateManager:
                 batches.appendleft(found.pop())
 
     def truncate_and_reload(self, log_start_offset: int, log_end_offset: int,
-                            read_batches: Callable[[int, int], Iterable], now_ms: int) -> None:
-        """After a truncation: drop snapshots past the new end and rebuild."""
+                            read_batches: Callable[[int, int], Iterable], now_ms: int, *,
+                            read_back: Callable[[int, int], Iterable] | None = None) -> None:
+        """After a truncation: drop snapshots past the new end and rebuild (see :meth:`load`)."""
         self.delete_snapshots_above(log_end_offset)
-        self.load(log_start_offset, log_end_offset, read_batches, now_ms)
+        self.load(log_start_offset, log_end_offset, read_batches, now_ms, read_back=read_back)
 
     # -- appends -------------------------------------------------------------------------------
     def validate(self, batches, *, from_client: bool):

@@ -128,13 +128,25 @@ def test_the_read_back_window_keeps_only_batches_that_chain_into_the_snapshot(tm
             send(log, 2, epoch=EPOCH)
 
 
+def test_the_window_stays_five_batches_when_a_truncation_reloads_a_snapshot(tmp_path):
+    d = tmp_path / "t-0"
+    with Log.open(d) as log:
+        infos = [send(log, seq) for seq in range(0, 12, 2)]  # the close snapshot is at offset 12
+    with Log.open(d) as log:
+        send(log, 12)
+        log.truncate_to(12)  # producer state reloads from the snapshot at 12
+        for original in infos[-5:]:
+            assert send(log, original.first_offset).first_offset == original.first_offset
+        assert log.log_end_offset == 12
+
+
 def test_the_read_back_reads_a_bounded_tail_of_the_log(tmp_path, monkeypatch):
-    import pylog.log.loader as loader
+    import pylog.producer_state as producer_state
     d = tmp_path / "t-0"
     with Log.open(d, index_interval_bytes=1) as log:  # an index entry per batch: the read-back starts at one
         infos = [send(log, seq) for seq in range(0, 16, 2)]
     batch_bytes = log.size_bytes // len(infos)
-    monkeypatch.setattr(loader, "READ_BACK_BYTES", 3 * batch_bytes)  # from two batches before the last
+    monkeypatch.setattr(producer_state, "READ_BACK_BYTES", 3 * batch_bytes)  # from two batches before the last
     with Log.open(d) as log:
         for original in infos[-3:]:
             assert send(log, original.first_offset).first_offset == original.first_offset

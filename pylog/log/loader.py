@@ -36,9 +36,9 @@ from pylog.layout import (
 )
 from pylog.log.leader_epoch import LeaderEpochFileCache, load_epoch_cache
 from pylog.log.offsets import LogOffsets
-from pylog.log.segments import LogSegments, SegmentFactory, batches_from, delete_segment, tail_start
+from pylog.log.segments import LogSegments, SegmentFactory, batches_before, batches_from, delete_segment
 from pylog.partition_dir import PartitionDir
-from pylog.producer_state import READ_BACK_BYTES, ProducerStateManager
+from pylog.producer_state import ProducerStateManager
 from pylog.record.encode import now_ms
 from pylog.segment.open_files import OpenFiles
 from pylog.segment.segment import InvalidTail, Segment
@@ -391,13 +391,10 @@ class LogLoader:
 
         bases = segments.bases()
         self.producers.remove_stray_snapshots(bases, None if rebuilt else names_at_open)
-        def read_back(end: int):  # the log's tail before a snapshot, for each producer's earlier batches
-            start = tail_start(segments, end, READ_BACK_BYTES)
-            return batches_from(segments.from_floor(start), start, end)
         self.producers.load(self.offsets.log_start_offset, segments.active.next_offset,
                             lambda start, end: batches_from(segments.from_floor(start), start, end), now_ms(),
                             replay_from=min(rebuilt) if rebuilt else None, on_aborted=index_aborted,
-                            read_back=read_back)
+                            read_back=lambda end, max_bytes: batches_before(segments, end, max_bytes))
         for base, entries in rebuilt.items():
             segments.get(base).txn_index.replace(entries)
 

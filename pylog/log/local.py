@@ -21,7 +21,7 @@ from pylog.layout import LEADER_EPOCH_CHECKPOINT, LOG_SUFFIX, SWAP_SUFFIX
 from pylog.log.leader_epoch import LeaderEpochFileCache, read_writers_epochs
 from pylog.log.loader import LoadedLog, live_segment_bases, take_checkpointed_offsets, while_files_vanish
 from pylog.log.offsets import LogOffsets
-from pylog.log.segments import DelayedDeletes, batches_from, delete_segment
+from pylog.log.segments import DelayedDeletes, batches_before, batches_from, delete_segment
 from pylog.segment.fetch import FetchData
 from pylog.segment.segment import Segment, segment_paths
 from pylog.stat_watch import StatWatch
@@ -272,6 +272,12 @@ class LocalLog:
         with self._lock:
             segments = self.segments.from_floor(start)
         yield from batches_from(segments, start, end)
+
+    def batches_before(self, end: int, max_bytes: int):
+        """The batches of about the last ``max_bytes`` before offset ``end``, oldest first
+        (producer state reading back each producer's earlier batches). O(max_bytes)."""
+        with self._lock:
+            return batches_before(self.segments, end, max_bytes)
 
     def offset_for_timestamp(self, timestamp: int, log_start_offset: int) -> int | None:
         """The earliest offset at or above the log start whose record timestamp is >=

@@ -304,7 +304,8 @@ class Log(contextlib.AbstractContextManager):
                                    log_end_offset=self.log_end_offset)
             if summary.has_producer:
                 producers.truncate_and_reload(self.log_start_offset, self.log_end_offset,
-                                              self._local.batches_between, now_ms())
+                                              self._local.batches_between, now_ms(),
+                                              read_back=self._local.batches_before)
             self._epochs.truncate_from_end(summary.first_offset)  # last: a failed write leaves only the file stale
             raise
         return summary.info(len(data))
@@ -453,7 +454,8 @@ class Log(contextlib.AbstractContextManager):
             self._epochs.truncate_from_end(self.log_end_offset)
             self._offsets.truncated(self.log_end_offset)
             self._producers.truncate_and_reload(self.log_start_offset, self.log_end_offset,
-                                                self._local.batches_between, now_ms())
+                                                self._local.batches_between, now_ms(),
+                                                read_back=self._local.batches_before)
             self._local.active.flush()
             self._offsets.checkpoint(self._dir)
 

@@ -206,6 +206,13 @@ def tail_start(segments: LogSegments, end: int, max_bytes: int) -> int:
     return end
 
 
+def batches_before(segments: LogSegments, end: int, max_bytes: int):
+    """The batches of about the last ``max_bytes`` of the log before offset ``end``, oldest
+    first (from :func:`tail_start`). O(max_bytes + index_interval_bytes)."""
+    start = tail_start(segments, end, max_bytes)
+    return batches_from(segments.from_floor(start), start, end)
+
+
 def delete_segment(segment: Segment, *, delay_ms: int) -> threading.Timer | None:
     """Rename ``segment``'s files ``.deleted`` now and remove them after ``delay_ms`` (at
     once when 0): a fetch that holds the file meanwhile still reads it. Returns the timer
