@@ -18,11 +18,11 @@ from pylog.layout import INDEX_SUFFIX, INT32_MAX, KRAFT_SNAPSHOT_SUFFIX, LOG_SUF
     SEQUENCE_MODULUS, SNAPSHOT_SUFFIX, TIME_INDEX_ENTRY, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
 from pylog.record.batch import decode_batches
 from pylog.record.kraft import control_text, metadata_text, snapshot_title
+from pylog.record.remote_metadata import remote_metadata_text
 
 RECORD_INDENT = "|"
 #: Kafka's decoder options pylog does not implement, and the topic whose records they decode
-NOT_DECODED = {"--remote-log-metadata-decoder": "__remote_log_metadata",
-               "--share-group-state-decoder": "__share_group_state"}
+NOT_DECODED = {"--share-group-state-decoder": "__share_group_state"}
 
 
 def add_parser(sub) -> None:
@@ -48,6 +48,8 @@ def add_parser(sub) -> None:
                           help="print keys and payloads as __transaction_state records (implies --print-data-log)")
     decoders.add_argument("--cluster-metadata-decoder", action="store_true",
                           help="print payloads as KRaft cluster metadata records (implies --print-data-log)")
+    decoders.add_argument("--remote-log-metadata-decoder", action="store_true",
+                          help="print payloads as __remote_log_metadata records (implies --print-data-log)")
     for option in NOT_DECODED:
         decoders.add_argument(option, action="store_true", help=argparse.SUPPRESS)
     decoders.add_argument("--value-decoder", choices=list(VALUE_DECODERS),
@@ -243,6 +245,7 @@ def _print_data(args) -> bool:
     """Kafka prints keys and payloads with --print-data-log or any decoder option."""
     return args.print_data_log or getattr(args, "offsets_decoder", False) or \
         getattr(args, "transaction_log_decoder", False) or getattr(args, "cluster_metadata_decoder", False) or \
+        getattr(args, "remote_log_metadata_decoder", False) or \
         getattr(args, "value_decoder", None) is not None
 
 
@@ -257,6 +260,8 @@ def _payload_parser(args):
         return lambda r: TXN_RECORDS.dump_text(r.key, r.value, r.offset)
     if getattr(args, "cluster_metadata_decoder", False):  # no keys for metadata records, as Kafka's parser
         return lambda r: (None, metadata_text(r.value, r.offset))
+    if getattr(args, "remote_log_metadata_decoder", False):
+        return lambda r: (None, remote_metadata_text(r.value, r.offset))
     decode_value = VALUE_DECODERS[getattr(args, "value_decoder", None) or "utf8"]
     return lambda r: (None if r.key is None else _text(r.key), None if r.value is None else decode_value(r.value))
 

@@ -263,19 +263,27 @@ def metadata_text(value: bytes | None, offset: int) -> str:
     return json_text({"type": type_name, "version": version, "data": data})
 
 
-def _metadata_record(value: bytes | None) -> tuple[str, int, dict]:
+def read_frame(value: bytes | None, what: str) -> tuple[int, int, bytes]:
+    """``(record type, version, message bytes)`` of a framed record value (the metadata log's,
+    __remote_log_metadata's). Raises :class:`InvalidRecordError` for a null value, a cut
+    varint or a frame version other than 1."""
     if value is None:
-        raise InvalidRecordError("a metadata record has a value")
-    f = _Fields(bytes(value), "metadata")
+        raise InvalidRecordError(f"a {what} record has a value")
+    f = _Fields(bytes(value), what)
     frame = f.uvarint()
     if frame != METADATA_FRAME_VERSION:
-        raise InvalidRecordError(f"Could not deserialize metadata record due to unknown frame version {frame}"
+        raise InvalidRecordError(f"Could not deserialize {what} record due to unknown frame version {frame}"
                                  f" (expected {METADATA_FRAME_VERSION})")
     type_id, version = f.uvarint(), f.uvarint()
+    return type_id, version, bytes(value)[f.position:]
+
+
+def _metadata_record(value: bytes | None) -> tuple[str, int, dict]:
+    type_id, version, body = read_frame(value, "metadata")
     known = _METADATA_RECORDS.get(type_id)
     if known is None:
         raise InvalidRecordError(f"pylog does not decode metadata record type {type_id}")
     name, message = known
     message.check_version(version)
-    tree = json_tree(message, version, decode(message, version, bytes(value)[f.position:]))
+    tree = json_tree(message, version, decode(message, version, body))
     return name, version, _with_java_types(tree, *_JAVA_TYPES.get(type_id, (set(), set())))

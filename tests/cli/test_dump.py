@@ -397,6 +397,6 @@ def test_cluster_metadata_decoder_prints_feature_levels_as_kafka_and_skips_types
 
 
 def test_kafkas_decoders_pylog_does_not_implement_are_refused_by_name(tmp_path):
-    out = pylog("dump", "--remote-log-metadata-decoder", "--files", tmp_path / "00000000000000000000.log")
+    out = pylog("dump", "--share-group-state-decoder", "--files", tmp_path / "00000000000000000000.log")
     assert out.returncode == 1 and out.stdout == b""
-    assert "--remote-log-metadata-decoder (__remote_log_metadata records) is not implemented" in out.stderr.decode()
+    assert "--share-group-state-decoder (__share_group_state records) is not implemented" in out.stderr.decode()

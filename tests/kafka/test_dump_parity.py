@@ -286,6 +286,18 @@ def test_kafkas_other_options_on_samples_and_pylog_written_files(kafka_tool, pyl
     assert_same_dump(kafka_tool, [p for p in files if p.suffix in suffixes], *options)
 
 
+def test_remote_log_metadata_records_with_the_remote_log_metadata_decoder(kafka_tool, tmp_path):
+    """Neither the samples nor pylog hold a __remote_log_metadata partition: Kafka's serde writes
+    one (io.pylog.interop.encode.RemoteLogMetadataLog) with a remote segment's every state."""
+    log = tmp_path / "__remote_log_metadata-0" / "00000000000000000000.log"
+    log.parent.mkdir()
+    kafka_tool("io.pylog.interop.encode.RemoteLogMetadataLog", log)
+    out = assert_same_dump(kafka_tool, [log], "--remote-log-metadata-decoder")
+    assert sum("payload: RemoteLogSegmentMetadataUpdate{" in line for line in out) == 3
+    assert any("customMetadata=Optional[CustomMetadata{3 bytes}]" in line for line in out)
+    assert any("state=DELETE_PARTITION_FINISHED" in line for line in out)
+
+
 # --- KRaft ------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
