@@ -42,6 +42,7 @@ TOPICS = {  # name -> Kafka topic configs, set when the broker creates it
     "pw-keyed": COMPACT,
     "pw-idempotent": {},
     "pw-txn": {},
+    "pw-max-timestamp-deleted": {},
     "pw-lso-inside-by-pylog": COMPACT,
     "pw-lso-inside-by-kafka": COMPACT,
     "pw-abort-in-active-by-pylog": COMPACT,
@@ -57,6 +58,8 @@ CLEANING = {
 PARTITIONS = [f"{topic}:0" for topic in TOPICS]
 #: The partitions only pylog changed: the broker's cleaner works on the pw-*-by-kafka ones once started.
 PYLOG_PARTITIONS = [p for p in PARTITIONS if not p.endswith("-by-kafka:0")]
+#: Where pylog's get-offsets differs from Kafka's (docs/faq.md): the largest timestamp below the log start.
+MAX_TIMESTAMP_DELETED = "pw-max-timestamp-deleted:0"
 
 
 # -- what pylog writes ------------------------------------------------------------------------
@@ -70,8 +73,8 @@ def write_plain(m: LogManager) -> None:
         log.roll()
         log.append([Record(b"v%d-%d" % (segment, i), key=None, headers=[("seg", b"%d" % segment)])
                     for i in range(3)])
-    m.alter_topic_config("pw-plain", {"retention_ms": WEEK_MS})
-    assert enforce_retention(m.log("pw-plain", 0)) == [0]
+    m.alter_topic_config("pw-plain", {"retention_ms": WEEK_MS})  # applies to the open log at once
+    assert enforce_retention(log) == [0]
 
 
 def write_keyed(m: LogManager) -> None:
@@ -88,13 +91,23 @@ def write_keyed(m: LogManager) -> None:
 
 
 def write_idempotent(root: Path, m: LogManager) -> None:
-    """Three batches of pylog's idempotent producer; then delete_records inside the second."""
+    """Three batches of pylog's idempotent producer, timestamps rising; then delete_records
+    inside the second."""
     with Producer(str(root), enable_idempotence=True) as producer:
         for batch in range(3):
             for i in range(2):
-                producer.send("pw-idempotent", b"i%d-%d" % (batch, i), key=b"k%d" % i, partition=0)
+                producer.send("pw-idempotent", b"i%d-%d" % (batch, i), key=b"k%d" % i, partition=0,
+                              timestamp_ms=T0_MS + 10 * batch + i)
             producer.flush()
     assert m.log("pw-idempotent", 0).delete_records(3) == 3
+
+
+def write_max_timestamp_deleted(m: LogManager) -> None:
+    """The largest timestamp at offset 0, then delete_records before 1."""
+    log = m.log("pw-max-timestamp-deleted", 0)
+    for timestamp_ms in (T0_MS + 300, T0_MS + 100, T0_MS + 200):
+        log.append([Record(b"t", timestamp=timestamp_ms)])
+    assert log.delete_records(1) == 1
 
 
 def write_transactions(root: Path) -> None:
@@ -167,7 +180,7 @@ def pylog_cli(*args: str) -> str:
 # -- the phases ---------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def written(kafka_broker, kafka_tool):
+def written(kafka_broker):
     """Topics created by the broker, written by pylog offline, loaded by the restarted broker."""
     broker = kafka_broker
     broker.create_topics([{"topic": t, "partitions": 1, "configs": c} for t, c in TOPICS.items()])
@@ -184,16 +197,22 @@ def written(kafka_broker, kafka_tool):
         write_plain(m)
         write_keyed(m)
         write_idempotent(root, m)
+        write_max_timestamp_deleted(m)
         write_cleaning_scenarios(m)
     write_transactions(root)
     with LogManager(root, read_only=True) as m:
         view = pylog_view(m)
-    offsets = {t: pylog_cli("get-offsets", str(root), "--topic-partitions", ",".join(PYLOG_PARTITIONS), "--time", t)
-               for t in ("-2", "-1", "-3")}
-    transactions = pylog_cli("transactions", str(root), "list")
-    described = pylog_cli("transactions", str(root), "describe", "--transactional-id", "pw-tx-open")
-    producers = {t: pylog_cli("transactions", str(root), "describe-producers", "--topic", t, "--partition", "0")
-                 for t in ("pw-idempotent", "pw-txn")}
+    times, producer_topics = ("-2", "-1", "-3"), ("pw-idempotent", "pw-txn")
+    outputs = parallel(  # the read-only tools, at once
+        *[lambda t=t: pylog_cli("get-offsets", str(root), "--topic-partitions", ",".join(PYLOG_PARTITIONS),
+                                "--time", t) for t in times],
+        lambda: pylog_cli("transactions", str(root), "list"),
+        lambda: pylog_cli("transactions", str(root), "describe", "--transactional-id", "pw-tx-open"),
+        *[lambda t=t: pylog_cli("transactions", str(root), "describe-producers", "--topic", t, "--partition", "0")
+          for t in producer_topics])
+    offsets = dict(zip(times, outputs[:3]))
+    transactions, described = outputs[3:5]
+    producers = dict(zip(producer_topics, outputs[5:]))
 
     log_offset = broker.server_log.stat().st_size
     broker.start()
@@ -247,12 +266,30 @@ def _read_back(broker, partitions: list[str], groups=()) -> list[dict]:
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
-def test_kafkas_get_offsets_equal_pylogs(kafka_broker, kafka_tool, written):
+#: What kafka-get-offsets --time -3 prints for MAX_TIMESTAMP_DELETED (checked below): the offset
+#: of the largest timestamp although it lies below the log start offset (1).
+KAFKA_MAX_TIMESTAMP_DELETED = f"{MAX_TIMESTAMP_DELETED}:0"
+
+
+def test_kafkas_get_offsets_equal_pylogs(kafka_broker, written):
     times = ("-2", "-1", "-3")
     outputs = parallel(*[lambda t=t: kafka_broker.admin("get-offsets", "--topic-partitions", ",".join(PYLOG_PARTITIONS),
                                                        "--time", t).stdout for t in times])
     for t, kafka_out in zip(times, outputs):
-        assert sorted(kafka_out.split()) == sorted(written["get_offsets"][t].split()), f"--time {t}"
+        theirs, ours = sorted(kafka_out.split()), sorted(written["get_offsets"][t].split())
+        if t == "-3":  # the one difference (docs/faq.md), pinned by the next test
+            assert KAFKA_MAX_TIMESTAMP_DELETED in theirs
+            theirs = [line for line in theirs if not line.startswith(MAX_TIMESTAMP_DELETED + ":")]
+            ours = [line for line in ours if not line.startswith(MAX_TIMESTAMP_DELETED + ":")]
+        assert theirs == ours, f"--time {t}"
+
+
+@pytest.mark.xfail(strict=True, reason="kafka-get-offsets --time -3 names the offset of the largest timestamp "
+                   "even below the log start offset (pw-max-timestamp-deleted:0:0 with the log start at 1); "
+                   "pylog get-offsets leaves that partition out")
+def test_get_offsets_names_a_largest_timestamp_below_the_log_start_as_kafka_does(written):
+    ours = [line for line in written["get_offsets"]["-3"].split() if line.startswith(MAX_TIMESTAMP_DELETED + ":")]
+    assert ours == [KAFKA_MAX_TIMESTAMP_DELETED]
 
 
 def test_kafka_transactions_shows_pylogs_transactional_ids(kafka_broker, written):
