@@ -52,6 +52,7 @@ from pylog.log import Log
 from pylog.manager import TOPIC_CONFIGS_FILE, LogManager
 from pylog.partition_dir import partition_dir_name
 from pylog.retention.cleaner import INITIAL_DELAY_MS, Cleaner
+from pylog.segment.open_files import OpenFiles
 from pylog.stat_watch import StatWatch
 
 CLIENTS_LOCK_FILE = ".pylog-clients.lock"
@@ -79,6 +80,7 @@ class WriterPool(PerRoot):
         self._cleaner = Cleaner(self.held_logs, initial_delay_ms=INITIAL_DELAY_MS) if clean else None
         self._lock = threading.Lock()
         self._held: dict[tuple[str, int], _Held] = {}
+        self._open_files = OpenFiles()  # one descriptor budget for the segments of every log held
         self._opening: dict[tuple[str, int], threading.Lock] = {}
         self._locks = LockFile(os.path.join(self.root, CLIENTS_LOCK_FILE))
         self._handed_off: dict[str, float] = {}  # partition dir name -> when this process handed it over
@@ -191,7 +193,7 @@ class WriterPool(PerRoot):
             while True:
                 if not self._yielding(name, byte):
                     try:
-                        return _Held(Log.open(path, config), byte)
+                        return _Held(Log.open(path, config, open_files=self._open_files), byte)
                     except LogLockedError:
                         if time.monotonic() >= deadline:
                             raise

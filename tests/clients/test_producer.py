@@ -337,3 +337,28 @@ def test_a_record_too_large_for_the_topic_fails_alone_and_the_batch_around_it_go
     with Log.open(os.path.join(root, "t-0"), read_only=True) as log:
         batches = log.read(0).batches()
     assert [b.base_sequence for b in batches] == [b.base_offset for b in batches]  # gapless: refused ones took none
+
+
+_FEW_DESCRIPTORS = r"""
+import os, resource, shutil, sys
+from pylog import Log
+from pylog.clients import Producer
+root, partitions, limit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+Log.open(os.path.join(root, "many-0")).close()
+for p in range(1, partitions):  # copies: no fsync per partition
+    shutil.copytree(os.path.join(root, "many-0"), os.path.join(root, "many-%d" % p))
+resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+with Producer(root) as producer:
+    futures = [producer.send("many", b"v", partition=i % partitions) for i in range(2 * partitions)]
+    print(sum(f.get().offset for f in futures))
+"""
+
+
+def test_a_producer_writes_more_partitions_than_the_descriptor_limit_allows_files(tmp_path):
+    """The logs a producer's process holds share one ``max_open_files`` budget (half the
+    process's RLIMIT_NOFILE by default), as a LogManager's do: 50 partitions under a limit
+    of 32 descriptors take every record."""
+    out = subprocess.run([sys.executable, "-c", _FEW_DESCRIPTORS, str(tmp_path), "50", "32"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["50"]
