@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -72,8 +73,10 @@ def committed(kafka_module_broker_factory):
 
 def test_kafka_consumer_groups_describes_pylogs_offsets_and_lag(committed):
     broker, described = committed
+    with ThreadPoolExecutor(len(described)) as pool:  # the JVMs at once
+        kafkas = {g: pool.submit(broker.admin, "consumer-groups", "--describe", "--group", g) for g in described}
     for group, ours in described.items():
-        theirs = broker.admin("consumer-groups", "--describe", "--group", group)
+        theirs = kafkas[group].result()
         assert theirs.stdout == ours.stdout, group
         assert theirs.stderr.strip().splitlines()[-1:] == ours.stderr.strip().splitlines()[-1:], group
 
