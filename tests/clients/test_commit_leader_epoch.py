@@ -77,3 +77,17 @@ def test_a_commit_after_poll_columns_carries_the_epoch_of_the_last_row(root):
         assert consumer.poll_columns(timeout_ms=5000, max_records=2)[TP].num_rows == 2
         consumer.commit()
         assert committed_epoch(root, "g") == (2, 6)
+
+
+def test_a_position_taken_from_a_commit_keeps_its_epoch_until_a_record_is_consumed(root):
+    write_epochs(root, [(3, [b"a", b"b"]), (8, [b"c"])])
+    with Consumer(root, "g", enable_auto_commit=False) as consumer:
+        consumer.commit({TP: OffsetAndMetadata(2, "", 3)})
+    with Consumer(root, "g", enable_auto_commit=False) as consumer:
+        consumer.assign([TP])
+        assert consumer.position(TP) == 2
+        consumer.commit()
+        assert committed_epoch(root, "g") == (2, 3)
+        consumer.seek(TP, 1)  # a seek knows no epoch, as Kafka's seek(offset)
+        consumer.commit()
+        assert committed_epoch(root, "g") == (1, None)
