@@ -92,21 +92,15 @@ def test_auto_created_topics_take_num_partitions(root):
 
 
 def test_producers_auto_creating_one_topic_at_once_all_send_to_it(root):
-    errors, barrier = [], threading.Barrier(4)
+    from concurrent.futures import ThreadPoolExecutor
+    barrier = threading.Barrier(4)
 
     def send(i):
-        try:
-            with Producer(root, num_partitions=2) as producer:
-                barrier.wait()
-                producer.send("shared", b"%d" % i, partition=i % 2).get()
-        except Exception as e:  # reported below
-            errors.append(e)
-    threads = [threading.Thread(target=send, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+        with Producer(root, num_partitions=2) as producer:
+            barrier.wait()
+            return producer.send("shared", b"%d" % i, partition=i % 2).get().partition
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(send, range(4))) == [0, 1, 0, 1]  # a failed send raises here
     assert sorted(read(root, "shared", 0) + read(root, "shared", 1)) == [b"0", b"1", b"2", b"3"]
 
 
