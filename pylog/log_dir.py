@@ -235,6 +235,30 @@ def has_marker(log_dir: str) -> bool:
     return os.path.exists(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE))
 
 
+def has_writer(log_dir: str, name: str) -> bool:
+    """Whether partition ``name`` of ``log_dir`` is open for writing, in this process or
+    another (or a Kafka broker holds ``.lock``). A writer recovered its partition when it
+    opened it; with none alive and no marker, the last one may have crashed. Cost: one
+    ``stat``, an ``open`` and a lock probe; takes no lock."""
+    try:
+        st = os.stat(log_dir)
+    except OSError:
+        return False
+    with _registry_lock:
+        entry = _registry.get((st.st_dev, st.st_ino))
+        if entry is not None and name in entry._held:
+            return True
+    try:
+        fd = os.open(os.path.join(log_dir, LOCK_FILE), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False  # no lock file: nothing ever wrote here, or it was removed with no writer
+    try:
+        probe = fcntl.fcntl(fd, _GET_LOCK, _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, lock_offset(name), 1, 0))
+        return _FLOCK.unpack(probe)[0] != fcntl.F_UNLCK
+    finally:
+        os.close(fd)
+
+
 class _LogDirMutex:
     """``flock`` of the log dir itself: what checkpoint updates and marker changes hold."""
 

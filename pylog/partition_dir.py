@@ -26,7 +26,7 @@ from pylog.layout import (
     CLEAN_SHUTDOWN_FILE, INT32_MAX, LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 )
-from pylog.log_dir import LogDirWriters, has_marker, lock_partition
+from pylog.log_dir import LogDirWriters, has_marker, has_writer, lock_partition
 
 #: Files only a log dir holds (at its root, beside its partition directories), never a partition.
 LOG_DIR_FILES = frozenset((RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT))
@@ -207,6 +207,10 @@ class PartitionDir:
     def has_clean_shutdown_marker(self) -> bool:
         """Whether the log dir's marker is present (what a read-only open reports)."""
         return has_marker(self.log_dir)
+
+    def has_live_writer(self) -> bool:
+        """Whether this partition is open for writing (here or in another process)."""
+        return has_writer(self.log_dir, self.name)
 
     # -- checkpoints ----------------------------------------------------------------------------
     def read_offsets(self) -> dict[str, int | None]:

@@ -408,15 +408,17 @@ class LogLoader:
         if self.segments:
             self.segments.active.zero_tail_is_end = True  # a crash's zero-filled tail ends the log
         self.report.clean = self._dir.has_clean_shutdown_marker()
-        if self.report.clean and self.segments:  # no writer: a tail that does not validate is damage
+        if self.segments and (self.report.clean or not self._dir.has_live_writer()):
+            # no writer (closed cleanly, or crashed): a tail that does not validate is damage
             self._stop_before_invalid_tail(self.segments.active)
         empty_start = take_checkpointed_offsets(self._dir, self.segments, self.offsets, empty_start=0)
         return self._loaded(empty_start=empty_start, dir_watch=dir_watch, checkpoint_watch=checkpoint_watch)
 
     def _stop_before_invalid_tail(self, segment: Segment) -> None:
-        """Read-only, under a clean-shutdown marker: if the segment's last batches do not
-        validate (the marker lies), reading stops at the last valid one, and the log says
-        so; the file is left for a writable open to recover."""
+        """Read-only, with no writer alive (under a clean-shutdown marker that may lie, or
+        after a crash): if the segment's last batches do not validate, reading stops at the
+        last valid one, and the log says so; the file is left for a writable open (or
+        ``pylog verify --repair``) to recover."""
         invalid = segment.check_tail()
         if invalid is not None:
             logger.warning(invalid.message(truncated=False))

@@ -146,3 +146,38 @@ def test_a_damaged_batch_with_whole_batches_after_it_is_corruption_not_a_tail(tm
         assert log.load_report.truncations == [] and log.log_end_offset == 3
         assert any("record batch is corrupt" in problem for problem in log.check())
     assert segment_file.read_bytes() == bytes(data)
+
+
+def _flip_base_offset_high_bits(segment_file, position: int) -> None:
+    """Damage the last batch's base offset (outside its CRC) so that it cannot be right."""
+    data = bytearray(segment_file.read_bytes())
+    data[position + 2] ^= 0x7F
+    segment_file.write_bytes(bytes(data))
+
+
+def test_after_a_crash_with_no_writer_alive_a_read_only_open_stops_before_an_invalid_tail(tmp_path, caplog):
+    segment_file = _closed_log_dir(tmp_path)
+    position = _last_batch_position(segment_file)
+    _flip_base_offset_high_bits(segment_file, position)
+    (tmp_path / CLEAN_SHUTDOWN_FILE).unlink()  # as a crash leaves it
+    before = segment_file.read_bytes()
+    with caplog.at_level(logging.WARNING, logger="pylog"), Log.open(tmp_path / "t-0", read_only=True) as log:
+        assert log.log_end_offset == 2
+        assert [r.value for r in log.records()] == [b"value-0", b"value-1"]
+    assert f"found invalid batch at position {position} in {segment_file}" in caplog.text
+    assert segment_file.read_bytes() == before
+    described = pylog("describe", "--json", tmp_path)
+    assert described.returncode == 0, described.stderr
+    assert '"log_end_offset": 2' in described.stdout.decode()
+    checked = pylog("verify", tmp_path)
+    assert checked.returncode == 1
+    assert f"found invalid batch at position {position} in {segment_file}" in checked.stdout.decode()
+
+
+def test_a_read_only_open_beside_a_live_writer_trusts_its_tail(tmp_path):
+    _closed_log_dir(tmp_path)
+    with Log.open(tmp_path / "t-0") as writer:
+        writer.append([b"value-3"])
+        with Log.open(tmp_path / "t-0", read_only=True) as reader:
+            assert reader.log_end_offset == 4
+            assert reader.load_report.truncations == []

@@ -218,7 +218,9 @@ def test_a_zero_filled_tail_of_a_segment_before_the_last_is_corruption(part):
     assert (e.value.path, e.value.position) == (str(path), end_of_data)
 
 
-def test_a_non_zero_damaged_tail_of_the_last_segment_still_raises_with_file_and_position(part):
+def test_a_non_zero_damaged_tail_of_the_last_segment_is_left_unread_and_told_with_file_and_position(part):
+    """No writer alive and no marker: the last writer crashed. The read-only open stops at
+    the last valid batch, changes nothing, and its load report names file and position."""
     path = part / name(bases(part)[-1], ".log")
     end_of_data = path.stat().st_size
     append_zeros(path, 40)
@@ -226,10 +228,9 @@ def test_a_non_zero_damaged_tail_of_the_last_segment_still_raises_with_file_and_
         f.seek(end_of_data + 11)
         f.write(b"\x05")
     unclean(part)
-    with pytest.raises(CorruptRecordError) as e:
-        with Log.open(part, read_only=True, **CONFIG) as log:
-            values(log)
-    assert (e.value.path, e.value.position) == (str(path), end_of_data)
+    assert open_read_only_unchanged(part) == (expected_values(), 0, 120)
+    with Log.open(part, read_only=True, **CONFIG) as log:
+        assert [(t.path, t.position, t.bytes) for t in log.load_report.truncations] == [(str(path), end_of_data, 40)]
 
 
 @pytest.mark.parametrize("written_over", ["less", "exactly", "more"])
