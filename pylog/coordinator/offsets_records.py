@@ -37,6 +37,7 @@ OFFSET_COMMIT_VALUE = Message("OffsetCommitValue", "0-4", "4+", (
     Field("metadata", "string"),
     Field("commitTimestamp", "int64"),
     Field("expireTimestamp", "int64", "1", default=-1),
+    Field("topicId", "uuid", "4+", tag=0, tagged="4+"),
 ))
 GROUP_METADATA_KEY = Message("GroupMetadataKey", "2", "none", (Field("group", "string"),))
 MEMBER_METADATA = Struct((

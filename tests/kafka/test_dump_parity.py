@@ -401,9 +401,6 @@ def test_kafkas_transaction_state_and_metadata_log_with_the_decoders(kafka_tool,
             "NO_OP_RECORD"} <= printed
 
 
-@pytest.mark.xfail(strict=True, reason="pylog's OffsetCommitValue schema (pylog/coordinator/offsets_records.py) "
-                                       "lacks Kafka 4's tagged field 0 topicId of version 4, so the dump leaves "
-                                       "out the \"topicId\" Kafka prints")
 def test_kafkas_consumer_offsets_with_the_offsets_decoder(kafka_tool, kafka_written):
     out = assert_same_dump(kafka_tool, logs_of(kafka_written, "__consumer_offsets"), "--offsets-decoder")
     assert any(f'"group":"{BROKER_TOPIC_PREFIX}group"' in line for line in out)
