@@ -131,8 +131,13 @@ def run_tools(calls: list[tuple[str, ...]], timeout_s: float = 300) -> list[subp
 
 
 def kafka_uuid() -> str:
-    """A random Kafka Uuid as Kafka prints one: URL-safe base64 of 16 bytes, unpadded."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A random Kafka Uuid as Kafka prints one: URL-safe base64 of 16 bytes, unpadded, and (as
+    Kafka's Uuid.randomUuid draws again) not starting with "-", which a command line would take
+    for an option."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not text.startswith("-"):
+            return text
 
 
 class KafkaBroker:
@@ -155,6 +160,7 @@ class KafkaBroker:
                            **self._node_properties()}
         self.properties_file = self.root / "server.properties"
         self.properties_file.write_text("".join(f"{k}={v}\n" for k, v in self.properties.items()))
+        self.cluster_id = kafka_uuid()
         self._process: subprocess.Popen | None = None
         self._formatted = False
 
@@ -177,9 +183,10 @@ class KafkaBroker:
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
-    def _format(self) -> None:
-        run_java("kafka.tools.StorageTool", "format", "--cluster-id", kafka_uuid(),
-                 "--config", self.properties_file)
+    def format(self) -> None:
+        """StorageTool format: the log dir's meta.properties for ``cluster_id``; ``start`` does it once."""
+        run_java("kafka.tools.StorageTool", "format", f"--cluster-id={self.cluster_id}", "--config",
+                 self.properties_file)
         self._formatted = True
 
     def start(self, timeout_s: float = 180) -> None:
@@ -187,7 +194,7 @@ class KafkaBroker:
         if self.running:
             return
         if not self._formatted:
-            self._format()
+            self.format()
         log_offset = self.server_log.stat().st_size if self.server_log.exists() else 0
         with open(self.server_log, "ab") as out:
             self._process = subprocess.Popen(

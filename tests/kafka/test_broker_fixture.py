@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pylog import Log
+from tests.kafka.broker import KafkaBroker, kafka_uuid
 
 
 def test_a_record_kafka_produces_is_read_back_by_kafka_and_by_pylog(kafka_broker):
@@ -21,3 +22,14 @@ def test_a_record_kafka_produces_is_read_back_by_kafka_and_by_pylog(kafka_broker
         [record] = list(log.records())
     assert (record.offset, record.key, record.value, record.timestamp, list(record.headers)) == \
         (0, b"k", b"v", 1_700_000_000_000, [("h", b"x")])
+
+
+def test_kafka_uuids_never_start_with_a_dash_as_kafkas_own_do():
+    assert not [u for u in (kafka_uuid() for _ in range(2000)) if u.startswith("-")]
+
+
+def test_a_cluster_id_starting_with_a_dash_formats_the_log_dir(kafka_jars, tmp_path):
+    broker = KafkaBroker(tmp_path)
+    broker.cluster_id = "-0JwesCKROWfVOcIxUEMhw"  # one a test run drew: the tool took it for an option
+    broker.format()
+    assert "cluster.id=-0JwesCKROWfVOcIxUEMhw" in (broker.log_dir / "meta.properties").read_text().splitlines()
