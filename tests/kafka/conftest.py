@@ -1,8 +1,8 @@
 """Fixtures for the tests that take Apache Kafka itself as the judge (tests/kafka/).
 
-Every test here carries the ``kafka`` marker. Without ``java`` or ``mvn`` they skip, naming what is
-missing; with the environment variable ``CI`` set they fail instead, as they do when the broker
-cannot start. One broker serves the whole session (``kafka_broker``); a test that stops it starts
+Every test here carries the ``kafka`` marker. Without ``java`` or ``mvn``, or when Maven cannot
+fetch Kafka's jars (offline), they skip, naming why; with the environment variable ``CI`` set
+they fail instead. A broker that cannot start fails them everywhere: that is no missing tool. One broker serves the whole session (``kafka_broker``); a test that stops it starts
 it again, and a module that finds it stopped gets it started before its first test.
 
 - ``kafka_jars``: interop/kafka/target/lib, prepared first when missing or stale.
@@ -63,7 +63,7 @@ def _start(broker: kafka.KafkaBroker) -> None:
         broker.start()
     except AssertionError as e:
         broker.stop(kill=True)
-        _unavailable(f"the Kafka broker cannot start: {e}")
+        pytest.fail(f"the Kafka broker cannot start: {e}", pytrace=False)
 
 
 @pytest.fixture(scope="session")
