@@ -4,6 +4,9 @@ read_uncommitted, the last stable offset for read_committed), and every reader t
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from pylog import Log, LogManager
@@ -81,3 +84,14 @@ def test_the_cli_tools_answer_latest_as_read_uncommitted(open_transaction, capsy
     assert main(["consumer-groups", root, "--reset-offsets", "--group", "g", "--topic", "t", "--to-latest",
                  "--dry-run"]) == 0
     assert capsys.readouterr().out.split()[-4:] == ["g", "t", "0", "3"]
+
+
+def test_no_other_module_chooses_latest_by_isolation():
+    """``latest_offset`` is the one owner of the rule: a copy (``last_stable_offset if ...
+    committed ... else``) anywhere else in pylog/ fails here, naming file and line."""
+    pylog_dir = Path(__file__).resolve().parents[2] / "pylog"
+    copies = [f"{path.relative_to(pylog_dir)}:{number}: {line.strip()}"
+              for path in sorted(pylog_dir.rglob("*.py")) if path.relative_to(pylog_dir).as_posix() != "log/offsets.py"
+              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+              if re.search(r"last_stable_offset if .*committed.* else", line)]
+    assert copies == []
