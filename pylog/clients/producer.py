@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 import collections
+import contextlib
 import itertools
 import logging
 import os
@@ -41,7 +42,7 @@ from pylog.clients.locks import LockFile, Mutex, name_byte
 from pylog.clients.writers import CLIENTS_LOCK_FILE, WriterPool
 from pylog.closing import close_all
 from pylog.errors import (
-    ClientStateError, ClientTimeoutError, InvalidArgumentError, ProducerFencedError,
+    ClientStateError, ClientTimeoutError, InvalidArgumentError, InvalidConfigError, ProducerFencedError,
     RecordTooLargeError, SerializationError, TransactionAbortableError, UnknownTopicError,
 )
 from pylog.layout import COMPRESSION_NAMES, INT32_MAX, INT64_MAX
@@ -536,23 +537,25 @@ class Producer:
     def _topic_partitions(self, topic: str) -> list[int]:
         """``topic``'s partitions; a topic that does not exist is first created with
         ``num_partitions`` partitions when ``auto_create_topics_enable``, as Kafka's broker
-        does on a producer's first request (another process creating it at the same time
-        is fine). Cost: a listing of the log dir, plus the creation (a directory and empty
-        files per partition, fsynced)."""
-        try:
-            return LogManager(self.root, read_only=True).partitions(topic)
-        except UnknownTopicError:
-            if not self.auto_create_topics_enable:
-                raise UnknownTopicError(
-                    f"unknown topic {topic!r} in {self.root}: create it with `pylog topics {self.root} --create "
-                    f"--topic {topic} --partitions N`, or make the Producer with "
-                    f"auto_create_topics_enable=True") from None
-        # one creator at a time: a topic a producer created and writes is not opened again
-        with LockFile(os.path.join(self.root, CLIENTS_LOCK_FILE)) as lock_file, \
-                Mutex(lock_file, name_byte("create-topic:" + topic)), LogManager(self.root) as manager:
-            if topic not in manager.topics():
-                manager.create_topic(topic, self.num_partitions)
-            return manager.partitions(topic)
+        does on a producer's first request. Counted under :func:`topic_creation_lock`, so
+        a topic another producer is creating is counted once made whole. Cost: a listing
+        of the log dir, plus the creation (a directory and empty files per partition,
+        fsynced)."""
+        validate_topic(topic)
+        with topic_creation_lock(self.root, topic):
+            try:
+                return LogManager(self.root, read_only=True).partitions(topic)
+            except UnknownTopicError:
+                if not self.auto_create_topics_enable:
+                    raise UnknownTopicError(
+                        f"unknown topic {topic!r} in {self.root}: create it with `pylog topics {self.root} --create "
+                        f"--topic {topic} --partitions N`, or make the Producer with "
+                        f"auto_create_topics_enable=True") from None
+            with LogManager(self.root) as manager:
+                try:
+                    return manager.create_topic(topic, self.num_partitions).partitions
+                except InvalidConfigError:  # made meanwhile by other means (pylog topics), of another size
+                    return manager.partitions(topic)
 
     def partitions_for(self, topic: str) -> set[int]:
         """The partition numbers of ``topic``."""
@@ -841,6 +844,15 @@ def _check_settings(*, transactional_id, enable_idempotence, linger_ms, batch_si
         check_name(transactional_id, "transactional_id")
         if not enable_idempotence:
             raise InvalidArgumentError("a transactional producer must be idempotent (enable_idempotence=True)")
+
+
+@contextlib.contextmanager
+def topic_creation_lock(root: str, topic: str):
+    """Held while a producer creates ``topic`` in the log dir ``root`` (one byte of the
+    clients' lock file, exclusive across threads and processes)."""
+    with LockFile(os.path.join(root, CLIENTS_LOCK_FILE)) as lock_file, \
+            Mutex(lock_file, name_byte("create-topic:" + topic)):
+        yield
 
 
 def check_timeout_s(timeout) -> float:

@@ -104,6 +104,24 @@ def test_producers_auto_creating_one_topic_at_once_all_send_to_it(root):
     assert sorted(read(root, "shared", 0) + read(root, "shared", 1)) == [b"0", b"1", b"2", b"3"]
 
 
+def test_a_producer_does_not_count_the_partitions_of_a_topic_another_is_still_creating(root):
+    """While a producer creates a topic (its partition directories one by one), another
+    one learning its partition count waits for it: counting a half-made topic would map
+    keys to the wrong partitions for as long as the count is kept."""
+    from pylog.clients.producer import topic_creation_lock
+    with Producer(root) as producer:
+        with topic_creation_lock(root, "half"):  # a creator, between its first and its last partition
+            with LogManager(root) as m:
+                m.create_topic("half", 1)
+            metas = []
+            sent = threading.Thread(target=lambda: metas.append(producer.send("half", b"v", key=b"k").get()))
+            sent.start()
+            with LogManager(root) as m:
+                m.add_partitions("half", 3)
+        sent.join()
+        assert [meta.partition for meta in metas] == [partition_for_key(b"k", 3)] != [0]
+
+
 @pytest.mark.parametrize("acks, flushed", [(1, False), (0, False), ("all", True), (-1, True)])
 def test_acks_all_answers_once_the_records_are_flushed_to_disk(root, acks, flushed):
     """The log's recovery point (what is known to be on disk) passes the records before
