@@ -15,8 +15,8 @@ from pylog.clients import Consumer, Producer
 from pylog.clients.producer_ids import allocate_producer_id
 from pylog.clients.consumer import GroupMetadata
 from pylog.errors import (
-    InvalidArgumentError, InvalidConfigError, LogLockedError, ProducerFencedError, RecordTooLargeError, TransactionAbortableError, UnknownMemberIdError,
-    UnknownTopicError,
+    InvalidArgumentError, InvalidConfigError, LogLockedError, ProducerFencedError, RecordTooLargeError,
+    TransactionAbortableError, UnknownMemberIdError, UnknownTopicError,
 )
 from pylog.record.encode import now_ms
 from pylog.partitioner import partition_for_key
