@@ -364,9 +364,11 @@ class Producer:
         """Add a record to ``topic``'s batch for its partition; returns a future.
         ``headers``: ``[(str, bytes), ...]``. Cost: a microsecond or two of Python for a
         record of bytes (a key or a partition, no headers), plus, when the batch is sent
-        now, one ``Log.append``. Raises :class:`UnknownTopicError` for a topic or
-        partition that does not exist, :class:`InvalidArgumentError` for a bad record,
-        before anything is appended."""
+        now, one ``Log.append``; the first send to a topic that does not exist creates
+        it (``auto_create_topics_enable``). Raises :class:`UnknownTopicError` for a
+        partition that does not exist (or a topic, without auto-creation),
+        :class:`InvalidTopicError` for a name Kafka refuses, :class:`InvalidArgumentError`
+        for a bad record, before anything is appended."""
         if self._closed or self._fenced is not None or self._txn_error is not None:
             self._check_usable()
         if type(topic) is not str:
