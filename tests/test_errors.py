@@ -67,9 +67,14 @@ def log_path(tmp_path):
 
 
 def test_a_flipped_bit_in_a_segment_is_a_corrupt_record_error_naming_file_and_position(log_path):
+    """A damaged batch with a whole batch after it is corruption (a damaged last batch is
+    a torn tail, which a read-only open stops before: tests/log/test_torn_tail.py)."""
     segment = log_path / "00000000000000000000.log"
+    first_batch_bytes = segment.stat().st_size
+    with Log.open(log_path) as log:
+        log.append([b"after"])
     data = bytearray(segment.read_bytes())
-    data[-3] ^= 0x01
+    data[first_batch_bytes - 3] ^= 0x01
     segment.write_bytes(bytes(data))
     with Log.open(log_path, read_only=True) as log:
         with pytest.raises(CorruptFileError) as e:
