@@ -97,6 +97,7 @@ def run(args) -> int:
     if not targets:
         raise InvalidArgumentError("give --group G (or --all-groups)")
     if args.describe:
+        targets = sorted(set(targets))  # Kafka describes the groups from a map sorted by id
         for g in targets:
             if args.members:
                 describe_members(args.root, g, state, verbose=args.verbose)

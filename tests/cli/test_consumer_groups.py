@@ -69,3 +69,18 @@ def test_describe_of_a_group_that_does_not_exist_says_so_as_kafka_and_exits_1(tm
         assert main(["consumer-groups", str(root), "--describe", "--group", "nope", *view]) == 1
         assert capsys.readouterr().out == "Error: Consumer group 'nope' does not exist.\n"
     assert main(["consumer-groups", str(root), "--describe", "--group", "g", "--state"]) == 0
+
+
+def test_describe_prints_the_groups_sorted_by_id_as_kafka_does(tmp_path, capsys):
+    """Kafka's tool collects the groups in a map sorted by id: the order on the command line
+    does not matter, and a group named twice is described once."""
+    root = tmp_path / "root"
+    for group in ("b-group", "a-group"):
+        _group(root, group)
+    alone = {}
+    for group in ("a-group", "b-group"):
+        assert main(["consumer-groups", str(root), "--describe", "--group", group]) == 0
+        alone[group] = capsys.readouterr().out
+    assert main(["consumer-groups", str(root), "--describe", "--group", "b-group", "--group", "a-group",
+                 "--group", "b-group"]) == 0
+    assert capsys.readouterr().out == alone["a-group"] + alone["b-group"]
