@@ -100,13 +100,12 @@ def table(rows: list[dict], columns: list[str]) -> str:
 
 
 def kafka_table(rows: list[dict], columns: list[str]) -> str:
-    """A table as Kafka's admin tools print one (TransactionsCommand's prettyPrintTable):
-    each cell but the last padded to its column's width and followed by a tab."""
+    """A table as Kafka's admin tools print one (ToolsUtils.prettyPrintTable): every cell,
+    the last too, padded to its column's width and followed by a tab."""
     widths = [max([len(c)] + [len(str(r.get(c, ""))) for r in rows]) for c in columns]
 
     def line(cells) -> str:
-        cells = [str(c) for c in cells]
-        return "".join(c.ljust(w) + "\t" for c, w in zip(cells[:-1], widths)) + cells[-1]
+        return "".join(str(c).ljust(w) + "\t" for c, w in zip(cells, widths))
     return "\n".join([line(columns)] + [line(r.get(c, "") for c in columns) for r in rows])
 
 

@@ -20,7 +20,10 @@
 
 from __future__ import annotations
 
+import os
+
 from pylog.cli.common import add_timeout_argument, kafka_table, open_manager, taken_log, writer_pool
+from pylog.cli.topics import node_id
 from pylog.errors import InvalidArgumentError, UnknownTopicError
 from pylog.record.encode import now_ms
 
@@ -75,8 +78,18 @@ def _transaction_states(root: str) -> dict:
     return read_transaction_states(root)
 
 
+def coordinator(root: str, partition: int) -> str:
+    """Kafka's Coordinator(Id) column: the coordinator's broker id. A log dir with a broker's
+    ``meta.properties`` is that broker (its ``node.id``), the one holding the transactional
+    id's ``__transaction_state`` partition; any other log dir has no broker id, and the
+    partition is named instead (``__transaction_state-P``)."""
+    if os.path.isfile(os.path.join(root, "meta.properties")):
+        return str(node_id(root))
+    return f"__transaction_state-{partition}"
+
+
 def run_list(args) -> int:
-    rows = [{"TransactionalId": tid, "Coordinator": f"__transaction_state-{p}", "ProducerId": meta.producer_id,
+    rows = [{"TransactionalId": tid, "Coordinator": coordinator(args.root, p), "ProducerId": meta.producer_id,
              "TransactionState": meta.state} for tid, (p, meta) in _transaction_states(args.root).items()]
     print(kafka_table(rows, ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]))
     return 0
@@ -89,7 +102,7 @@ def run_describe(args) -> int:
                                    f"__transaction_state")
     p, meta = found
     started = meta.start_ms >= 0  # Kafka shows the start whenever the coordinator has one, in any state
-    row = {"CoordinatorId": f"__transaction_state-{p}", "TransactionalId": args.transactional_id,
+    row = {"CoordinatorId": coordinator(args.root, p), "TransactionalId": args.transactional_id,
            "ProducerId": meta.producer_id, "ProducerEpoch": meta.producer_epoch, "TransactionState": meta.state,
            "TransactionTimeoutMs": meta.timeout_ms,
            "CurrentTransactionStartTimeMs": meta.start_ms if started else "None",

@@ -132,16 +132,32 @@ def test_active_producers_of_a_reader_are_the_writer_s(tmp_path):
 
 
 def test_tables_are_kafkas_padded_tab_separated_cells_with_none_for_no_value(tmp_path):
-    """As TransactionsCommand prints them: each cell but the last padded to its column and
-    followed by a tab; an idempotent producer's CurrentTransactionStartOffset is None."""
+    """As TransactionsCommand prints them: every cell, the last too, padded to its column
+    and followed by a tab; an idempotent producer's CurrentTransactionStartOffset is None."""
     root = tmp_path / "root"
     with LogManager(root) as m:
         m.create_topic("t", 1).log(0).append([b"idempotent"], producer_id=3, producer_epoch=0, base_sequence=0)
     lines = ok("transactions", root, "describe-producers", "--topic", "t", "--partition", "0").splitlines()
     header, row = lines[0].split("\t"), lines[1].split("\t")
-    assert [c.rstrip() for c in header] == ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence",
-                                            "LastTimestamp", "CurrentTransactionStartOffset"]
-    assert [len(c) for c in header[:-1]] == [len(c) for c in row[:-1]] and row[0].rstrip() == "3" and row[-1] == "None"
+    assert header[-1] == row[-1] == ""  # each line ends with a tab
+    assert [c.rstrip() for c in header[:-1]] == ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch",
+                                                 "LastSequence", "LastTimestamp", "CurrentTransactionStartOffset"]
+    assert [len(c) for c in header] == [len(c) for c in row]
+    assert row[0].rstrip() == "3" and row[-2] == "None".ljust(len("CurrentTransactionStartOffset"))
+
+
+def test_the_coordinator_is_the_brokers_node_id_in_a_brokers_log_dir(tmp_path):
+    """Kafka names the coordinator by its broker id: a log dir with a broker's meta.properties
+    is that broker; elsewhere pylog names the __transaction_state partition."""
+    root = tmp_path / "root"
+    producer = _in_a_transaction(root, "orders-tx", 1)
+    producer.close()
+    partition = _rows(ok("transactions", root, "list"))[0][1]
+    assert partition.startswith("__transaction_state-")
+    (root / "meta.properties").write_text("#\nversion=1\nnode.id=3\ndirectory.id=x\ncluster.id=y\n")
+    assert _rows(ok("transactions", root, "list"))[0][1] == "3"
+    described = ok("transactions", root, "describe", "--transactional-id", "orders-tx").splitlines()
+    assert described[1].split()[0] == "3"
 
 
 def test_describe_shows_a_completed_transactions_start_time(tmp_path):
