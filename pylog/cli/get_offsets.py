@@ -3,15 +3,17 @@ partition, the offset ``--time`` names, printed ``topic:partition:offset`` in Ka
 (sorted by ``topic-partition`` as text).
 
 ``--time`` is ``-1``/``latest`` (the high watermark, the default: the log end of a log without
-replicas), ``-2``/``earliest`` (the log start offset), ``-3``/``max-timestamp`` (the record
-with the largest timestamp),
+replicas), ``-2``/``earliest`` (the log start offset), ``-3``/``max-timestamp`` (the first
+record with the largest timestamp, looked up in the segments only, as Kafka does: it may lie
+below a log start that ``delete-records`` moved),
 ``-4``/``earliest-local`` (the log start: every segment is local), ``-5``/``latest-tiered`` and
 ``-6``/``earliest-pending-upload`` (none: nothing is tiered, so Kafka names no offset), or a
 time in ms since the epoch: the first offset whose timestamp is at or after it (Kafka's
 ListOffsets). A partition with no such offset is left out, as Kafka leaves it out.
 
 Partitions: ``--topic REGEX`` and ``--partitions 0,1``, or Kafka's ``--topic-partitions``
-patterns (``orders:0-3,audit,:5-``).
+patterns (``orders:0-3,audit,:5-``). A broker's log dir also holds KRaft's metadata log
+(``__cluster_metadata-0``), which is no topic: left out, as Kafka's tool never lists it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ LOCAL_TIMES = {-4: -2, -5: None, -6: None}
 #: one ``--topic-partitions`` pattern: an optional topic regex, then ``:N``, ``:N-M`` (M
 #: exclusive), ``:N-`` or ``:-M``
 _PATTERN = re.compile(r"([^:,]*)(?::(?:(\d+)|(\d*)-(\d*)))?")
+#: KRaft's metadata log in a broker's log dir: a partition dir, but no topic
+KRAFT_METADATA_TOPIC = "__cluster_metadata"
 
 
 def add_parser(sub) -> None:
@@ -53,7 +57,8 @@ def run(args) -> int:
     timestamp = LOCAL_TIMES.get(asked, asked)
     wanted = _partition_filter(args)
     with open_manager(args.root, read_only=True) as manager:
-        topics = wanted_topics(manager.topics(), None, exclude_internal=args.exclude_internal_topics)
+        topics = [t for t in wanted_topics(manager.topics(), None, exclude_internal=args.exclude_internal_topics)
+                  if t != KRAFT_METADATA_TOPIC]
         found = [(t, p) for t in topics for p in manager.partitions(t) if wanted(t, p)]
         if not found:
             raise UnknownTopicError(f"no topic-partition in {args.root} matches the given filters")
@@ -69,7 +74,21 @@ def _offset(log, timestamp: int | None) -> int | None:
     watermark (:func:`latest_offset`)."""
     if timestamp is None:
         return None
+    if timestamp == TIMES["max-timestamp"]:
+        return max_timestamp_offset(log)
     return latest_offset(log) if timestamp == TIMES["latest"] else log.offset_for_timestamp(timestamp)
+
+
+def max_timestamp_offset(log) -> int | None:
+    """Kafka's ListOffsets answer for max-timestamp (UnifiedLog's MAX_TIMESTAMP lookup): in the
+    first segment holding the largest timestamp, the first record with that timestamp. Kafka
+    does not compare it with the log start offset, so a record ``delete_records`` left below
+    the log start (still in its segment) is named. None when no batch has a timestamp."""
+    best = max(log.segments, key=lambda s: s.max_timestamp, default=None)
+    if best is None or best.max_timestamp < 0:
+        return None
+    found = best.find_offset_by_timestamp(best.max_timestamp, best.base_offset)
+    return None if found is None else found[0]
 
 
 def _partition_filter(args):

@@ -186,6 +186,30 @@ def test_get_offsets_prints_kafkas_lines_in_kafkas_order(tmp_path):
     assert "--time" in one_line_error("get-offsets", root, "--time", "yesterday")
 
 
+def test_get_offsets_max_timestamp_names_the_largest_timestamps_offset_below_the_log_start_as_kafka(tmp_path):
+    """Kafka's ListOffsets for max-timestamp looks only at the segments: the first record
+    with the largest timestamp, even where delete_records moved the log start past it."""
+    root = tmp_path / "root"
+    with LogManager(root) as m:
+        t = m.create_topic("t", 2)
+        t.append([Record(b"v", timestamp=ts) for ts in (300, 100, 200)], partition=0)
+        for ts in (100, 200, 300, 300, 250):
+            t.append([Record(b"v", timestamp=ts)], partition=1)
+        assert t.log(0).delete_records(1) == 1 and t.log(1).delete_records(3) == 3
+    assert ok("get-offsets", root, "--time", "-3") == "t:0:0\nt:1:2\n"
+    assert ok("get-offsets", root, "--time", "-2") == "t:0:1\nt:1:3\n"
+
+
+def test_get_offsets_leaves_out_krafts_metadata_log_as_kafka_does(tmp_path):
+    """A broker's log dir holds __cluster_metadata-0, KRaft's log: no topic Kafka's tool lists."""
+    root = tmp_path / "root"
+    with LogManager(root) as m:
+        m.create_topic("t", 1).append([b"v"], partition=0)
+        m.create_topic("__cluster_metadata", 1).append([b"record"], partition=0)
+    assert ok("get-offsets", root) == "t:0:1\n"
+    assert "no topic-partition" in one_line_error("get-offsets", root, "--topic", "__cluster_metadata")
+
+
 def test_get_offsets_takes_kafkas_topic_partition_patterns_and_tiered_times(tmp_path):
     root = tmp_path / "root"
     _offsets_topic(root)
