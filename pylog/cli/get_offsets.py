@@ -74,21 +74,7 @@ def _offset(log, timestamp: int | None) -> int | None:
     watermark (:func:`latest_offset`)."""
     if timestamp is None:
         return None
-    if timestamp == TIMES["max-timestamp"]:
-        return max_timestamp_offset(log)
     return latest_offset(log) if timestamp == TIMES["latest"] else log.offset_for_timestamp(timestamp)
-
-
-def max_timestamp_offset(log) -> int | None:
-    """Kafka's ListOffsets answer for max-timestamp (UnifiedLog's MAX_TIMESTAMP lookup): in the
-    first segment holding the largest timestamp, the first record with that timestamp. Kafka
-    does not compare it with the log start offset, so a record ``delete_records`` left below
-    the log start (still in its segment) is named. None when no batch has a timestamp."""
-    best = max(log.segments, key=lambda s: s.max_timestamp, default=None)
-    if best is None or best.max_timestamp < 0:
-        return None
-    found = best.find_offset_by_timestamp(best.max_timestamp, best.base_offset)
-    return None if found is None else found[0]
 
 
 def _partition_filter(args):

@@ -281,18 +281,20 @@ class LocalLog:
 
     def offset_for_timestamp(self, timestamp: int, log_start_offset: int) -> int | None:
         """The earliest offset at or above the log start whose record timestamp is >=
-        ``timestamp``, or EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP (the record
-        with the largest timestamp) as ``Log.offset_for_timestamp`` takes them. None when no
-        record is that late. O(segments + index_interval)."""
+        ``timestamp``, or EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP as
+        ``Log.offset_for_timestamp`` takes them. MAX_TIMESTAMP is Kafka's (UnifiedLog): in the
+        first segment holding the largest timestamp, the first record with it, even below
+        the log start that ``delete_records`` moved into that segment. None when no record
+        is that late. O(segments + index_interval)."""
         if timestamp in (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP):
             return log_start_offset if timestamp == EARLIEST_TIMESTAMP else self.log_end_offset
         with self._lock:
             segs = list(self.segments)
-        if timestamp == MAX_TIMESTAMP:
+        if timestamp == MAX_TIMESTAMP:  # Kafka's rule: never compared with the log start
             best = max(segs, key=lambda s: s.max_timestamp, default=None)
             if best is None or best.max_timestamp < 0:
                 return None
-            found = best.find_offset_by_timestamp(best.max_timestamp, log_start_offset)
+            found = best.find_offset_by_timestamp(best.max_timestamp, best.base_offset)
             return None if found is None else found[0]
         for seg in segs:
             if seg.next_offset <= log_start_offset or seg.largest_timestamp() < timestamp:

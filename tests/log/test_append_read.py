@@ -176,6 +176,17 @@ def test_offset_for_timestamp_finds_earliest_offset_at_or_after(log):
     assert log.offset_for_timestamp(-1) == log.log_end_offset
 
 
+def test_max_timestamp_names_the_largest_timestamps_first_offset_even_below_the_log_start(log):
+    """Kafka's ListOffsets MAX_TIMESTAMP (UnifiedLog): the first record with the largest
+    timestamp in the first segment holding it, never compared with the log start."""
+    log.append([Record(b"a", timestamp=300), Record(b"b", timestamp=100), Record(b"c", timestamp=200)])
+    log.append([Record(b"d", timestamp=300)])
+    assert log.offset_for_timestamp(-3) == 0
+    log.delete_records(1)
+    assert log.offset_for_timestamp(-3) == 0
+    assert log.offset_for_timestamp(300) == 3  # a timestamp search starts at the log start
+
+
 def test_truncate_to_removes_whole_batches_and_appends_continue(log):
     for i in range(40):
         log.append([b"a%d" % i, b"b%d" % i])
