@@ -8,7 +8,8 @@ naming it and where it came from, and saying why: pylog's tools are no network c
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from dataclasses import dataclass
+from typing import Callable
 
 from pylog.errors import InvalidArgumentError
 
@@ -16,7 +17,8 @@ from pylog.errors import InvalidArgumentError
 CLUSTER_SETTINGS = ("bootstrap.servers", "security.protocol", "sasl.", "ssl.")
 
 
-class Setting(NamedTuple):
+@dataclass(frozen=True)
+class Setting:
     """What a Kafka client setting is here: the option it stands for (its ``dest`` on the
     parsed arguments) and how its text becomes that option's value (ValueError if wrong)."""
     option: str
