@@ -67,7 +67,9 @@ def describe(path: str, topic: str | None = None, *, exclude_internal: bool = Fa
 def _row(manager, topic: str, partition: int) -> dict:
     """The partition's row. A corrupt batch where the oldest timestamp or the last stable
     offset is read leaves that column empty (None) and is told on stderr: ``pylog verify``
-    finds every one."""
+    finds every one. ``invalid_tail``: the bytes after the last valid batch that the
+    read-only open stopped before (each path, position, bytes, reason; logged on stderr
+    too), which ``pylog verify --repair`` truncates."""
     log = manager.log(topic, partition)
     stamps = [t for t in (s.max_timestamp for s in log.segments) if t >= 0]
     first = _unless_corrupt(log, lambda: log.read(log.log_start_offset, 1).records())  # the first batch only
@@ -76,7 +78,8 @@ def _row(manager, topic: str, partition: int) -> dict:
             "last_stable_offset": _unless_corrupt(log, lambda: log.last_stable_offset),
             "segments": len(log.segments), "bytes": log.size_bytes,
             "oldest_timestamp": first[0].timestamp if first else None,
-            "newest_timestamp": max(stamps) if stamps else None, "topic_config": _config_overrides(manager, topic)}
+            "newest_timestamp": max(stamps) if stamps else None, "topic_config": _config_overrides(manager, topic),
+            "invalid_tail": [t._asdict() for t in log.load_report.truncations]}
 
 
 def _unless_corrupt(log, answer):

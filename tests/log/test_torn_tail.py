@@ -6,6 +6,7 @@ repairs it."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 
@@ -168,7 +169,10 @@ def test_after_a_crash_with_no_writer_alive_a_read_only_open_stops_before_an_inv
     assert segment_file.read_bytes() == before
     described = pylog("describe", "--json", tmp_path)
     assert described.returncode == 0, described.stderr
-    assert '"log_end_offset": 2' in described.stdout.decode()
+    [row] = json.loads(described.stdout)
+    assert row["log_end_offset"] == 2
+    assert [(t["path"], t["position"], t["bytes"]) for t in row["invalid_tail"]] == [
+        (str(segment_file), position, len(before) - position)]
     checked = pylog("verify", tmp_path)
     assert checked.returncode == 1
     assert f"found invalid batch at position {position} in {segment_file}" in checked.stdout.decode()
