@@ -16,18 +16,15 @@ from tests.waiting import wait_until
 WRITES_PER_PROCESS = 15
 
 # Each writer builds its LogManager (reading topic-configs.json) before the others write,
-# then waits for the go file: a writer that wrote its stale copy back would drop theirs.
+# then waits for the go (its stdin closed): a writer that wrote its stale copy back would drop theirs.
 _WRITER = textwrap.dedent("""
-    import os, sys, time
+    import os, sys
     from pylog import LogManager
     from pylog.cli.configs import alter
     root, kind, me = sys.argv[1], sys.argv[2], int(sys.argv[3])
     manager = LogManager(root)
     open(os.path.join(root, f"ready-{kind}-{me}"), "w").close()
-    deadline = time.monotonic() + 60
-    while not os.path.exists(os.path.join(root, "go")):
-        assert time.monotonic() < deadline, "no go file"
-        time.sleep(0.002)
+    sys.stdin.read()  # the go: the test closes every writer's stdin at once
     for j in range(%d):
         if kind == "set":      # its own topic, whole
             manager.set_topic_config(f"own-{me}", {"segment_bytes": 100_000 + j})
@@ -40,12 +37,13 @@ _WRITER = textwrap.dedent("""
 
 
 def _run_writers(root, kinds: list[tuple[str, int]]) -> None:
-    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(root), kind, str(me)])
+    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(root), kind, str(me)], stdin=subprocess.PIPE)
              for kind, me in kinds]
     try:
         wait_until(lambda: all(os.path.exists(root / f"ready-{k}-{m}") for k, m in kinds)
                    or any(p.poll() for p in procs), "every writer to be ready", timeout_s=120)
-        (root / "go").touch()
+        for p in procs:
+            p.stdin.close()
         for p in procs:
             assert p.wait(timeout=300) == 0
     finally:
