@@ -115,6 +115,17 @@ class CorruptCheckpointError(CorruptFileError):
     """Raised when a checkpoint file is malformed (the message names the line)."""
 
 
+class RemoteObjectNotFoundError(CorruptFileError):
+    """Raised when an object is missing from object storage (``pylog.remote.store``): a
+    segment or index that the remote log metadata lists, a key read through an
+    ``ObjectStore``. ``key`` is the object's key below the store's root, ``path`` its URL
+    (never with credentials)."""
+
+    def __init__(self, message: str, *, key: str, path: str | None = None):
+        super().__init__(message, path=path)
+        self.key = key
+
+
 class LogLockedError(PylogError):
     """Raised when a second writer opens a partition another writer holds."""
 
