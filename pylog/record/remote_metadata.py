@@ -1,5 +1,6 @@
 """The records of Kafka's ``__remote_log_metadata`` topic (TopicBasedRemoteLogMetadataManager):
-read only, for ``pylog dump --remote-log-metadata-decoder``.
+decoded for ``pylog dump --remote-log-metadata-decoder`` and pylog.remote.metadata, encoded for
+tiering (:func:`encode_event`).
 
 A record has no key; its value is uvarint frame version (1), uvarint record type, uvarint
 version, then the event in the flexible encoding: a remote segment's metadata (type 0), an
@@ -10,9 +11,10 @@ RemoteLogSegmentMetadata, RemoteLogSegmentMetadataUpdate and RemotePartitionDele
 
 from __future__ import annotations
 
-from pylog.coordinator.schema import Array, Field, Message, Struct, decode, uuid_text
+from pylog.coordinator.schema import Array, Field, Message, Struct, decode, encode, uuid_text
 from pylog.errors import InvalidRecordError
-from pylog.record.kraft import read_frame
+from pylog.record.kraft import METADATA_FRAME_VERSION, read_frame
+from pylog.record.varint import encode_uvarint
 
 _TOPIC_ID_PARTITION = Struct((Field("name", "string"), Field("id", "uuid"), Field("partition", "int32")))
 _SEGMENT_ID = Struct((Field("topicIdPartition", _TOPIC_ID_PARTITION), Field("id", "uuid")))
@@ -42,12 +44,30 @@ def remote_metadata_text(value: bytes | None, offset: int) -> str:
         return f"Error at offset {offset}, skipping. {e.reason}"
 
 
-def _event_text(value: bytes | None) -> str:
+def decode_event(value: bytes | None) -> dict:
+    """One record's payload as a dict of its message's fields (Kafka's camelCase names), with
+    ``"record"`` naming the message (``"RemoteLogSegmentMetadataRecord"``, ...). Raises
+    :class:`InvalidRecordError` for a payload it cannot decode. O(len(value))."""
     type_id, version, body = read_frame(value, "remote log metadata")
-    message, render = _TYPES.get(type_id, (None, None))
+    message, _ = _TYPES.get(type_id, (None, None))
     if message is None:
         raise InvalidRecordError(f"pylog does not decode remote log metadata record type {type_id}")
-    return render(decode(message, version, body))
+    return {**decode(message, version, body), "record": message.name}
+
+
+def encode_event(event: dict, version: int = 0) -> bytes:
+    """The payload Kafka's RemoteLogMetadataSerde writes for ``event`` (a dict as
+    :func:`decode_event` returns; ``"record"`` names the message). O(size of the result)."""
+    for type_id, (message, _) in _TYPES.items():
+        if message.name == event["record"]:
+            frame = encode_uvarint(METADATA_FRAME_VERSION) + encode_uvarint(type_id) + encode_uvarint(version)
+            return frame + encode(message, version, event)
+    raise InvalidRecordError(f"no remote log metadata record named {event['record']!r}")
+
+
+def _event_text(value: bytes | None) -> str:
+    event = decode_event(value)
+    return _RENDERERS[event["record"]](event)
 
 
 def _segment_text(r: dict) -> str:
@@ -95,3 +115,4 @@ def _state(names: tuple, state_id: int) -> str:
 
 
 _TYPES = {0: (_SEGMENT, _segment_text), 1: (_UPDATE, _update_text), 2: (_PARTITION_DELETE, _partition_delete_text)}
+_RENDERERS = {message.name: render for message, render in _TYPES.values()}
