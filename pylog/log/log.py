@@ -10,7 +10,6 @@ live in the log dir's checkpoint files; a clean close lets the next open skip re
 from __future__ import annotations
 
 import contextlib
-import itertools
 import warnings
 import weakref
 
@@ -27,9 +26,9 @@ from pylog.log.cleaner_view import LogCleanerView
 from pylog.log.committed import CommittedReadState
 from pylog.log.loader import LoadedLog, lso_after, open_partition, while_files_vanish
 from pylog.log.local import MAX_TIMESTAMP, LocalLog
+from pylog.log.reading import RecordReads
 from pylog.log.validation import validate_timestamps
 from pylog.producer_state import ProducerState
-from pylog.record import arrow
 from pylog.record.batch import decode_batches
 from pylog.record.encode import encode_control_batch, now_ms
 from pylog.segment.fetch import FetchData
@@ -39,7 +38,7 @@ from pylog.segment.segment import Segment
 ISOLATIONS = ("uncommitted", "high_watermark", "committed")
 
 
-class Log(contextlib.AbstractContextManager):
+class Log(RecordReads, contextlib.AbstractContextManager):
     """One Kafka partition: ``Log.open(path)`` opens or creates ``<topic>-<partition>/``.
     ``path``, ``topic`` and ``partition`` name it (from the directory name); ``cleaner_view``
     is what retention and compaction use of it (:class:`pylog.retention.view.CleanerView`).
@@ -382,47 +381,6 @@ class Log(contextlib.AbstractContextManager):
             fetch.last_stable_offset = self.last_stable_offset
         return fetch
 
-    def records(self, start_offset: int | None = None, end_offset: int | None = None, *,
-                isolation: str = "uncommitted", max_bytes: int = 4 << 20):
-        """Iterate data records in ``[start_offset, end_offset)`` (default: all), ``max_bytes`` a
-        read; lazily, one read at a time (the records of a read are chained in C, no Python
-        step per record). A bad offset raises :class:`InvalidArgumentError` at the call."""
-        for name, offset in (("start_offset", start_offset), ("end_offset", end_offset)):
-            if offset is not None:
-                check_int(offset, name, OFFSET_RANGE)
-        return itertools.chain.from_iterable(self._record_lists(start_offset, end_offset, isolation, max_bytes))
-
-    def read_to(self, offset: int, end_offset: int, max_bytes: int = 1 << 20, *,
-                isolation: str = "uncommitted") -> FetchData:
-        """:meth:`read` up to ``end_offset`` (``max_offset``), except that a legacy (v0/v1)
-        compressed wrapper holding offsets on both sides of ``end_offset`` comes whole (its
-        offset is its last inner one, past the bound, so the bounded read stops before it):
-        the caller keeps its records below ``end_offset``. Cost: :meth:`read`'s, twice
-        when such a wrapper is met."""
-        fetch = self.read(offset, max_bytes, isolation=isolation, max_offset=end_offset)
-        if fetch.size_bytes == 0 and offset < end_offset:
-            fetch = self.read(offset, max_bytes, isolation=isolation)
-        return fetch
-
-    def _record_lists(self, start_offset, end_offset, isolation: str, max_bytes: int):
-        """The records of each read of :meth:`records`, a list a read."""
-        offset = self.log_start_offset if start_offset is None else max(start_offset, self.log_start_offset)
-        while True:
-            if end_offset is None:
-                fetch = self.read(offset, max_bytes, isolation=isolation)
-            else:
-                fetch = self.read_to(offset, end_offset, max_bytes, isolation=isolation)
-            if fetch.size_bytes == 0:
-                return
-            records = fetch.records()
-            if end_offset is not None and records and records[-1].offset >= end_offset:
-                yield [r for r in records if r.offset < end_offset]  # a wrapper read_to gave whole
-                return
-            yield records
-            if fetch.next_offset <= offset:
-                return
-            offset = fetch.next_offset
-
     def offset_for_timestamp(self, timestamp: int) -> int | None:
         """The earliest offset with a record timestamp >= ``timestamp`` (Kafka's ListOffsets; -2: the log
         start, -1: the log end, -3: the largest timestamp's); None if none. O(segments + index_interval)."""
@@ -493,7 +451,6 @@ class Log(contextlib.AbstractContextManager):
             return self.log_start_offset
 
     # Operations whose code and documentation live with their module; each takes the log first.
-    read_arrow, to_pandas = arrow.read_arrow, arrow.to_pandas
     enforce_retention, compact, check = retention.enforce_retention, retention.compact, check_log
 
     def close(self) -> None:
