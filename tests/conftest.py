@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.s3_endpoint import s3  # noqa: F401  (the loopback S3 endpoint, for every test)
+
 _HERE = Path(__file__).resolve().parent
 
 

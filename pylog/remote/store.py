@@ -7,14 +7,15 @@ passed to the filesystem as given.
 Faults: retries and timeouts are the client library's own. For S3 (s3fs over botocore), where
 the caller's ``storage_options`` leave them out, the defaults are:
 
-- ``config_kwargs["retries"] = {"mode": "standard", "max_attempts": 5}``: botocore retries
-  throttling (503 SlowDown), 5xx, timeouts and broken connections with jittered exponential
-  backoff, up to 5 attempts per request;
+- ``config_kwargs["retries"] = {"mode": "standard", "total_max_attempts": 5}``: botocore
+  retries throttling (503 SlowDown), 5xx, timeouts and broken connections with jittered
+  exponential backoff (up to 1, 2, 4, 8 s), 5 attempts in all per request (botocore's
+  ``max_attempts`` counts the retries only);
 - ``config_kwargs["connect_timeout"] = 5`` and ``config_kwargs["read_timeout"] = 15``
   (seconds): a stalled request fails after that and is retried as above;
 - ``retries = 2``: s3fs's own loop around each call (it also retries a body read that broke
   midway, which botocore does not see). s3fs nests that loop (around the call and around
-  the read), so a persistent fault costs up to ``retries² × max_attempts`` requests;
+  the read), so a persistent fault costs up to ``retries² × total_max_attempts`` requests;
 - ``use_listings_cache = False``: :meth:`ObjectStore.list` always asks the store (callers cache).
 
 Other backends (gcsfs, adlfs) keep their own defaults. Once the library gives up, the
@@ -26,6 +27,7 @@ missing object is a :class:`~pylog.errors.RemoteObjectNotFoundError`. Credential
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 import re
 from urllib.parse import unquote
@@ -39,7 +41,7 @@ SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "file", "m
 _SCHEME_ALIASES = {"s3a": "s3"}  # Hadoop's name for S3
 _EXTRAS = {"s3": "s3", "gs": "gcs", "gcs": "gcs", "az": "azure", "abfs": "azure", "abfss": "azure"}
 _S3_DEFAULTS = {"retries": 2, "use_listings_cache": False}
-_S3_CONFIG_DEFAULTS = {"retries": {"mode": "standard", "max_attempts": 5},
+_S3_CONFIG_DEFAULTS = {"retries": {"mode": "standard", "total_max_attempts": 5},
                        "connect_timeout": 5, "read_timeout": 15}
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -96,7 +98,7 @@ def _with_defaults(scheme: str, storage_options: dict) -> dict:
     if scheme != "s3":
         return storage_options
     options = {**_S3_DEFAULTS, **storage_options}
-    options["config_kwargs"] = {**_S3_CONFIG_DEFAULTS, **(storage_options.get("config_kwargs") or {})}
+    options["config_kwargs"] = copy.deepcopy({**_S3_CONFIG_DEFAULTS, **(storage_options.get("config_kwargs") or {})})
     return options
 
 
