@@ -133,6 +133,14 @@ class ObjectStore:
         self.fs = fs
         self.root = root
         self.scheme = scheme
+        self._opened_from: tuple[str, dict] | None = None  # from_url's arguments, for pickling
+
+    def __reduce__(self):
+        """Pickled as the :meth:`from_url` call that made it (Spark ships readers to its
+        workers), so the copy opens its own client."""
+        if self._opened_from is None:
+            return super().__reduce__()
+        return (ObjectStore.from_url, self._opened_from)
 
     @classmethod
     def from_url(cls, url, storage_options: dict | None = None) -> "ObjectStore":
@@ -147,6 +155,7 @@ class ObjectStore:
         import fsspec.core
 
         text = os.fspath(url)
+        opened_from = (text, dict(storage_options or {}))
         m = _URL.match(text)
         scheme = m.group(1).lower() if m else None
         if scheme is not None and scheme not in SCHEMES:
@@ -170,9 +179,13 @@ class ObjectStore:
                                          f"'{extra}': pip install 'pylog-kafka[{extra}]' ({e})") from None
         except (ValueError, TypeError) as e:
             raise InvalidArgumentError(f"cannot open object storage at {redact(text)}: {redact(str(e))}") from None
+        except _errors() as e:  # a backend that looks up credentials when made
+            raise StorageError(f"opening {redact(text)} failed: {type(e).__name__}: {redact(str(e))}") from None
         if retries is not None:
             fs.retries = int(retries)
-        return cls(fs, root.rstrip("/") or root, scheme)
+        store = cls(fs, root.rstrip("/") or root, scheme)
+        store._opened_from = opened_from
+        return store
 
     def __repr__(self) -> str:
         return f"ObjectStore({self.url()!r})"

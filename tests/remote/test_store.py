@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import pickle
 import traceback
 
 import pytest
@@ -290,3 +291,10 @@ def _local_file(tmp_path, data: bytes):
     path = tmp_path / "upload.bin"
     path.write_bytes(data)
     return path
+
+
+def test_a_pickled_store_opens_its_own_client_with_the_same_options(s3, segment):
+    store = ObjectStore.from_url(segment, {**s3.storage_options, "retries": 3})
+    copy = pickle.loads(pickle.dumps(store))
+    assert copy.url() == store.url() and copy.fs.retries == 3
+    assert copy.read_range(LOG, 5, 9) == DATA[5:9]
