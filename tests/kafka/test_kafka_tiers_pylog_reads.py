@@ -132,10 +132,7 @@ def remote(request, tiered) -> tuple[str, dict | None]:
     to a bucket on the loopback S3 endpoint."""
     if request.param == "file":
         return f"file://{tiered.storage_dir}", None
-    try:
-        s3 = request.getfixturevalue("s3")
-    except pytest.FixtureLookupError:
-        pytest.skip("the loopback S3 endpoint fixture `s3` (tests/s3_endpoint.py) has not landed")
+    s3 = request.getfixturevalue("s3")
     url = s3.url(s3.bucket())
     s3.upload_dir(tiered.storage_dir, url)
     return url, s3.storage_options
