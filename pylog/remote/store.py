@@ -248,8 +248,9 @@ class ObjectStore:
 
     def list(self, prefix: str = "") -> dict[str, int]:
         """Every object whose key starts with ``prefix`` (a string prefix, any depth), as
-        ``{key: size}`` in key order. Cost: one LIST request per 1000 objects on S3; never
-        cached."""
+        ``{key: size}`` in key order. Cost: one LIST request per 1000 objects on S3 (when
+        none is found, s3fs adds a HEAD and a LIST to tell a missing prefix from an
+        object); never cached."""
         directory = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
         base = self.path(directory)
         try:

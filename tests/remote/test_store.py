@@ -90,6 +90,15 @@ def test_list_is_recursive_under_a_string_prefix_with_sizes(store):
     assert store.list("nothing/") == {}
 
 
+def test_a_listing_is_one_request_per_thousand_objects(s3):
+    url = s3.url(s3.bucket(), "logs")
+    ObjectStore.from_url(url, s3.storage_options).put("t-0/a.log", b"1")
+    proxy = s3.faulty()
+    assert ObjectStore.from_url(url, proxy.storage_options).list("t-0/") == {"t-0/a.log": 1}
+    assert [(r.method, r.path.split("?")[1].split("&")[:2]) for r in proxy.requests] == [
+        ("GET", ["list-type=2", "prefix=logs/t-0/"])]
+
+
 def test_list_is_not_cached(s3):
     url = s3.url(s3.bucket(), "logs")
     store = ObjectStore.from_url(url, s3.storage_options)
