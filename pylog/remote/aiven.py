@@ -40,6 +40,8 @@ from pylog.layout import INT32_MAX, LOG_OVERHEAD, LOG_OVERHEAD_BYTES, offset_fil
 LOG, INDEXES, MANIFEST = SUFFIXES = ("log", "indexes", "rsm-manifest")
 #: The plugin's recommended ``chunk.size`` (its README).
 DEFAULT_CHUNK_SIZE = 4 * 1024 * 1024
+#: The largest ``chunk.size`` the plugin accepts (RemoteStorageManagerConfig).
+MAX_CHUNK_SIZE = INT32_MAX // 2
 #: AES-GCM as the plugin runs it: a 12-byte IV before each encrypted chunk, a 16-byte tag after.
 IV_BYTES = 12
 GCM_TAG_BYTES = 16
@@ -890,8 +892,8 @@ def upload_segment(store, prefix: str, topic: str, topic_id, partition: int, seg
         if parsed is None or parsed[1] != ".log" or parsed[2]:
             raise InvalidArgumentError(f"start_offset not given and {log_path} is not named <20-digit offset>.log")
         start_offset = parsed[0]
-    if not isinstance(chunk_size, int) or not 0 < chunk_size <= INT32_MAX:
-        raise InvalidArgumentError(f"chunk_size must be a positive int32, not {chunk_size!r}")
+    if not isinstance(chunk_size, int) or not 0 < chunk_size <= MAX_CHUNK_SIZE:
+        raise InvalidArgumentError(f"chunk_size must be in [1, {MAX_CHUNK_SIZE}], not {chunk_size!r}")
     key = ObjectKey(prefix or "", topic, _uuid(topic_id, "topic id"), partition, start_offset,
                     _uuid(segment_id, "segment id"), LOG)
     str(key)  # validates the parts before anything is written
