@@ -29,6 +29,12 @@ def read_checkpoint(path: str, parse_line: Callable[[list[str]], object], *,
         return []
     except UnicodeDecodeError:
         raise CorruptCheckpointError("checkpoint is not UTF-8 text", path=path) from None
+    return parse_checkpoint(text, parse_line, path=path, version=version)
+
+
+def parse_checkpoint(text: str, parse_line: Callable[[list[str]], object], *, path: str | None = None,
+                     version: int = CHECKPOINT_VERSION) -> list:
+    """Entries of a checkpoint's text (``path`` names it in errors), as :func:`read_checkpoint`."""
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -80,6 +86,15 @@ class OffsetCheckpoint:
 
     def read(self) -> dict[tuple[str, int], int]:
         return dict(read_checkpoint(self.path, _offset_line))
+
+    @staticmethod
+    def parse(data: bytes, path: str | None = None) -> dict[tuple[str, int], int]:
+        """The entries of a checkpoint's bytes (read from object storage)."""
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise CorruptCheckpointError("checkpoint is not UTF-8 text", path=path) from None
+        return dict(parse_checkpoint(text, _offset_line, path=path))
 
     def write(self, entries: dict[tuple[str, int], int]) -> None:
         lines = [f"{t} {p} {o}" for (t, p), o in sorted(entries.items())]

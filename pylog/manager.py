@@ -58,12 +58,25 @@ class LogManager:
     ['events']
     """
 
+    def __new__(cls, root=None, *args, read_only: bool = False, storage_options: dict | None = None,
+                remote_log_metadata=None, **kwargs):
+        """An object-store URL (``s3://``, ``gs://``, ``az://``, ``abfss://``; ``file://`` of a
+        tiered layout) opens a read-only :class:`~pylog.remote.log_dir.RemoteLogDir` there
+        (``storage_options``: fsspec's, as pandas takes them; ``remote_log_metadata``: where
+        the ``__remote_log_metadata`` partitions are; docs/tiered.md)."""
+        from pylog.remote.log_dir import RemoteLogDir, check_read_only, remote_target
+        if remote_target(root) is None:
+            return super().__new__(cls)
+        check_read_only(read_only, root)
+        return RemoteLogDir(root, storage_options=storage_options, remote_log_metadata=remote_log_metadata)
+
     def __init__(self, root, config: LogConfig | dict | None = None, *, read_only: bool = False,
                  io: FileIO | None = None, max_open_files: int | None = None, **overrides):
         """``max_open_files``: file descriptors the segments of all its logs may hold at once
         (default: half the process's ``RLIMIT_NOFILE``, at most 1,000; least recently used
         segments give theirs back, see :class:`OpenFiles`)."""
-        self.root = directory_path(root)
+        from pylog.remote.log_dir import local_path
+        self.root = directory_path(local_path(root) if isinstance(root, str) else root)
         self.config = build_config(config, overrides)
         self.read_only = read_only
         self.io = io or DEFAULT_IO

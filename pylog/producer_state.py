@@ -416,16 +416,22 @@ def read_snapshot(path) -> list[ProducerEntry]:
         if e.errno in (errno.EMFILE, errno.ENFILE):  # no descriptor left: the file is not damaged
             raise StorageError(e.errno, f"cannot read {os.fspath(path)}: {e.strerror}") from None
         raise CorruptSnapshotError(f"cannot read snapshot: {e}", path=os.fspath(path)) from None
+    return parse_snapshot(data, os.fspath(path))
+
+
+def parse_snapshot(data: bytes, path: str | None = None) -> list[ProducerEntry]:
+    """The entries of a ``.snapshot``'s bytes (``path`` names it in errors); raises
+    :class:`CorruptSnapshotError` for a bad version, CRC or size."""
     if len(data) < SNAPSHOT_HEADER.size:
-        raise CorruptSnapshotError(f"snapshot of {len(data)} bytes is shorter than its header", path=os.fspath(path))
+        raise CorruptSnapshotError(f"snapshot of {len(data)} bytes is shorter than its header", path=path)
     version, crc, count = SNAPSHOT_HEADER.unpack_from(data)
     if version != SNAPSHOT_VERSION:
-        raise CorruptSnapshotError(f"snapshot version {version} is not {SNAPSHOT_VERSION}", path=os.fspath(path))
+        raise CorruptSnapshotError(f"snapshot version {version} is not {SNAPSHOT_VERSION}", path=path)
     if _crc32c.crc32c(memoryview(data)[SNAPSHOT_CRC_FROM:]) != crc:
-        raise CorruptSnapshotError("snapshot CRC does not match", path=os.fspath(path))
+        raise CorruptSnapshotError("snapshot CRC does not match", path=path)
     if count < 0 or len(data) != SNAPSHOT_HEADER.size + count * SNAPSHOT_ENTRY_BYTES:
         raise CorruptSnapshotError(f"snapshot declares {count} entries but holds {len(data)} bytes",
-                                   path=os.fspath(path))
+                                   path=path)
     out = []
     for i in range(count):
         (pid, epoch, last_seq, last_offset, offset_delta, ts, coord_epoch,

@@ -69,7 +69,8 @@ class Log(RecordReads, contextlib.AbstractContextManager):
     @classmethod
     def open(cls, path, config: LogConfig | dict | None = None, *, read_only: bool = False,
              auto_high_watermark: bool = True, io: FileIO | None = None, clean_shutdown: bool | None = None,
-             max_open_files: int | None = None, open_files: OpenFiles | None = None, **overrides) -> "Log":
+             max_open_files: int | None = None, open_files: OpenFiles | None = None,
+             storage_options: dict | None = None, remote_log_metadata=None, **overrides) -> "Log":
         """Open (or, unless ``read_only``, create) the partition directory ``path``.
 
         ``read_only=True`` never modifies the directory (missing indexes are built in
@@ -78,7 +79,16 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         the first bad batch. ``auto_high_watermark`` keeps the high watermark at the log end.
         ``max_open_files`` bounds the descriptors its segments hold (see :class:`OpenFiles`;
         ``open_files`` shares one bound among logs); running out raises :class:`StorageError`.
-        Cost: O(segments) to list, plus O(bytes above the recovery point) after a crash."""
+        Cost: O(segments) to list, plus O(bytes above the recovery point) after a crash.
+
+        An object-store URL (``s3://``, ``gs://``, ``az://``, ``abfss://``; ``file://`` of a
+        tiered layout) opens a read-only :class:`~pylog.remote.log.RemoteLog` of the partition
+        there (``storage_options``: fsspec's, as pandas takes them; docs/tiered.md)."""
+        from pylog.remote.log_dir import check_read_only, local_path, open_remote_log, remote_target
+        if remote_target(path) is not None:
+            check_read_only(read_only, path)
+            return open_remote_log(path, storage_options=storage_options, remote_log_metadata=remote_log_metadata)
+        path = local_path(path) if isinstance(path, str) else path
         cfg, io = build_config(config, overrides), io or DEFAULT_IO
         loaded = open_partition(path, cfg, read_only=read_only, io=io, auto_high_watermark=auto_high_watermark,
                                 clean_shutdown=clean_shutdown, open_files=open_files or OpenFiles(max_open_files))

@@ -45,6 +45,17 @@ class FetchData:
         self.high_watermark = self.log_start_offset = self.last_stable_offset = None
         self.topic = self.partition = None  # the log's, stamped by Log.read on its records
 
+    @classmethod
+    def of_bytes(cls, first_offset: int, raw: bytes, *, position: int, path: str, bound: int | None,
+                 isolation: str, aborted_transactions=None,
+                 offset_range: tuple[int, int | None] = (0, None)) -> "FetchData":
+        """A fetch whose bytes were already read (a segment in object storage): ``raw`` is
+        the slice at ``position`` of the object at ``path``."""
+        fetch = cls(first_offset, position=position, size_bytes=len(raw), path=path, bound=bound,
+                    isolation=isolation, aborted_transactions=aborted_transactions, offset_range=offset_range)
+        fetch._raw = bytes(raw)
+        return fetch
+
     @property
     def position(self) -> int:
         """Byte position of the slice in its segment file."""
@@ -146,6 +157,8 @@ class FetchData:
         if not self.size_bytes:
             return 0
         out_fd = destination if isinstance(destination, int) else destination.fileno()
+        if self._handle is None:  # bytes already read (object storage): written as they are
+            return _write_all(out_fd, destination, self.raw())
         in_fd = self._handle.fd
         sent, pos, left = 0, self._position, self.size_bytes
         while left > 0:
@@ -164,6 +177,18 @@ class FetchData:
     def __repr__(self) -> str:
         return (f"FetchData(first_offset={self.first_offset}, position={self._position}, "
                 f"size_bytes={self.size_bytes})")
+
+
+def _write_all(out_fd: int, destination, data: bytes) -> int:
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(out_fd, view)
+        except BlockingIOError:
+            _wait_writable(destination)
+            continue
+        view = view[n:]
+    return len(data)
 
 
 def _wait_writable(destination) -> None:

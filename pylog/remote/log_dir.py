@@ -1,0 +1,217 @@
+"""``RemoteLogDir``: Kafka data in object storage opened as a read-only log dir.
+
+``LogManager(url, read_only=True, storage_options=..., remote_log_metadata=...)`` and
+``Log.open(url, read_only=True, storage_options=...)`` come here for an object-store URL.
+The store is listed once when it opens (one LIST walk; a partition's ``Log.open`` lists
+only that partition's objects) and the listing is kept: a log dir in object storage is
+read as it was when opened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+
+from pylog.checkpoint import OffsetCheckpoint
+from pylog.errors import LogDirNotFoundError, ReadOnlyError, UnknownTopicError
+from pylog.layout import LOG_SUFFIX, OFFSET_DIGITS, SNAPSHOT_SUFFIX
+from pylog.producer_state import parse_snapshot
+from pylog.remote.layouts import LOG_DIR, list_store, live_entries
+from pylog.remote.log import RemoteLog
+from pylog.remote.store import ObjectStore, is_url, redact
+
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+_UUID = r"[A-Za-z0-9_-]{22}"
+_AIVEN_PARTITION = re.compile(rf"(?P<root>.*/)?(?P<topic>[^/]+)-{_UUID}/(?P<partition>\d+)")
+_LOCAL_TIERED_PARTITION = re.compile(rf"(?P<root>.*/)?(?P<topic>[^/]+)-(?P<partition>\d+)-{_UUID}")
+_LOG_DIR_PARTITION = re.compile(r"(?P<root>.*/)?(?P<topic>[^/]+)-(?P<partition>\d+)")
+
+
+class RemoteLogDir(contextlib.AbstractContextManager):
+    """The topics and partitions of a store (a log dir copied to a bucket, or a tiered
+    layout), each opened as a :class:`RemoteLog`. ``remote_log_metadata``: a path, URL or
+    :class:`~pylog.remote.metadata.RemoteLogMetadata` of the ``__remote_log_metadata``
+    partitions, which say which tiered segments are live."""
+
+    read_only = True
+
+    def __init__(self, url, *, storage_options: dict | None = None, remote_log_metadata=None, prefix: str = ""):
+        self.store = ObjectStore.from_url(url, storage_options)
+        self.root = self.store.url()
+        self.storage_options = storage_options
+        self._prefix = prefix
+        self._listing = list_store(self.store, prefix)
+        self._log_starts: dict | None = None
+        self.layout = self._listing.layout
+        self.metadata = _metadata(remote_log_metadata, storage_options)
+        self._logs: dict[tuple[str, int], RemoteLog] = {}
+
+    def __repr__(self) -> str:
+        return f"RemoteLogDir({self.root!r}, layout={self.layout!r})"
+
+    def topics(self) -> list[str]:
+        return self._listing.topics()
+
+    def partitions(self, topic: str) -> list[int]:
+        return self._listing.partitions_of(topic)
+
+    def topic_id(self, topic: str) -> str | None:
+        """The topic's id as its tiered objects name it (None for a plain log dir)."""
+        return self._listing.topic_ids.get(topic)
+
+    def log(self, topic: str, partition: int, *, create: bool = False) -> RemoteLog:
+        """The partition as a :class:`RemoteLog` (opened once, then the same object)."""
+        if create:
+            raise ReadOnlyError(f"{self.root} is in object storage and read only: cannot create {topic}-{partition}")
+        key = (topic, partition)
+        if key not in self._logs:
+            if key not in self._listing.partitions:
+                raise UnknownTopicError(f"no partition {topic}-{partition} in {self.root}")
+            entries, infos = live_entries(self._listing, topic, partition, self.metadata)
+            segments = []
+            for entry, info in zip(entries, infos):
+                seg = entry.build()
+                if info is not None:
+                    seg._end_offset, seg._max_timestamp = info.end_offset, info.max_timestamp_ms
+                segments.append(seg)
+            self._logs[key] = RemoteLog(segments, topic=topic, partition=partition,
+                                        url=self.store.url(self._listing.dirs[key].rstrip("/")),
+                                        log_start_offset=self._log_start_offset(topic, partition),
+                                        open_transactions=self._open_transactions_of(topic, partition))
+        return self._logs[key]
+
+    def logs(self) -> list[RemoteLog]:
+        return [self.log(t, p) for t in self.topics() for p in self.partitions(t)]
+
+    def _log_start_offset(self, topic: str, partition: int) -> int | None:
+        """A plain log dir's ``log-start-offset-checkpoint`` entry (moved by delete-records)."""
+        if self.layout != LOG_DIR:
+            return None
+        if self._log_starts is None:
+            self._log_starts = {}
+            listed = LOG_START_OFFSET_CHECKPOINT in self._listing.objects
+            if listed or (self._prefix and self.store.exists(LOG_START_OFFSET_CHECKPOINT)):  # listed a partition only
+                self._log_starts = OffsetCheckpoint.parse(self.store.read(LOG_START_OFFSET_CHECKPOINT),
+                                                          self.store.url(LOG_START_OFFSET_CHECKPOINT))
+        return self._log_starts.get((topic, partition))
+
+    def _open_transactions_of(self, topic: str, partition: int):
+        """For a plain log dir: ``() -> {producer id: first offset}`` of the transactions open at
+        its end, from its latest producer snapshot and the batches after it."""
+        if self.layout != LOG_DIR:
+            return None
+        directory = self._listing.dirs[(topic, partition)]
+        snapshots = sorted(int(k[len(directory):-len(SNAPSHOT_SUFFIX)]) for k in self._listing.objects
+                           if k.startswith(directory) and k.endswith(SNAPSHOT_SUFFIX)
+                           and len(k) - len(directory) == OFFSET_DIGITS + len(SNAPSHOT_SUFFIX))
+
+        def open_transactions() -> dict[int, int]:
+            log = self._logs[(topic, partition)]
+            at = max([s for s in snapshots if s <= log.log_end_offset], default=None)
+            ongoing: dict[int, int] = {}
+            if at is not None:
+                key = f"{directory}{at:0{OFFSET_DIGITS}d}{SNAPSHOT_SUFFIX}"
+                for e in parse_snapshot(self.store.read(key), self.store.url(key)):
+                    if e.current_txn_first_offset is not None:
+                        ongoing[e.producer_id] = e.current_txn_first_offset
+            for batch in _batches_from(log, log.log_start_offset if at is None else at):
+                if batch.is_control:
+                    ongoing.pop(batch.producer_id, None)
+                elif batch.is_transactional:
+                    ongoing.setdefault(batch.producer_id, batch.base_offset)
+            return ongoing
+        return open_transactions
+
+    def flush(self) -> None:
+        """Nothing to flush."""
+
+    def close(self) -> None:
+        for log in self._logs.values():
+            log.close()
+        self._logs.clear()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _batches_from(log: RemoteLog, offset: int):
+    """Every batch of ``log`` from the one holding ``offset`` on (uncommitted, control included)."""
+    while offset < log.log_end_offset:
+        fetch = log.read(offset, 4 << 20)
+        batches = fetch.batches()
+        if not batches:
+            return
+        yield from batches
+        offset = fetch.next_offset
+
+
+def _metadata(remote_log_metadata, storage_options):
+    if remote_log_metadata is None:
+        return None
+    from pylog.remote.metadata import RemoteLogMetadata
+    if isinstance(remote_log_metadata, RemoteLogMetadata):
+        return remote_log_metadata
+    return RemoteLogMetadata.open(remote_log_metadata, storage_options=storage_options)
+
+
+def open_remote_log(url, *, storage_options: dict | None = None, remote_log_metadata=None) -> RemoteLog:
+    """The partition at ``url``: ``<root>/<topic>-<partition>`` (a log dir),
+    ``<prefix><topic>-<topicId>/<partition>`` (Aiven's layout) or
+    ``<dir>/<topic>-<partition>-<topicId>`` (Kafka's LocalTieredStorage). Lists that
+    partition's objects only."""
+    text = str(url).rstrip("/")
+    for pattern in (_AIVEN_PARTITION, _LOCAL_TIERED_PARTITION, _LOG_DIR_PARTITION):
+        m = pattern.fullmatch(text)
+        if m is None or not m["root"] or m["root"].endswith("://"):
+            continue
+        root, prefix = m["root"].rstrip("/"), text[len(m["root"]):] + "/"
+        log_dir = RemoteLogDir(root, storage_options=storage_options, remote_log_metadata=remote_log_metadata,
+                               prefix=prefix)
+        key = (m["topic"], int(m["partition"]))
+        if key in log_dir._listing.partitions:
+            return log_dir.log(*key)
+    raise LogDirNotFoundError(f"no partition found at {redact(text)}: expected <topic>-<partition> (a log dir), "
+                              f"<topic>-<topicId>/<partition> (Aiven's tiered layout) or "
+                              f"<topic>-<partition>-<topicId> (Kafka's LocalTieredStorage) holding segments")
+
+
+def remote_target(path) -> str | None:
+    """The URL to open in object storage for ``path`` (any scheme but ``file://``, or a
+    ``file://`` URL of a tiered layout), None for a local path or a ``file://`` URL of a
+    plain log dir or partition dir (opened as local files, :func:`local_path`). No I/O but a
+    directory listing for ``file://``."""
+    if not isinstance(path, str) or not is_url(path):
+        return None
+    if not path.lower().startswith("file://"):
+        return path
+    local = local_path(path)
+    tiered = _AIVEN_PARTITION.fullmatch(local) or _LOCAL_TIERED_PARTITION.fullmatch(local.rstrip("/"))
+    if tiered or not _holds_log_dir(local):
+        return path
+    return None
+
+
+def local_path(url: str) -> str:
+    """The local path of a ``file://`` URL (the URL itself otherwise)."""
+    return url[len("file://"):] if url.lower().startswith("file://") else url
+
+
+def _holds_log_dir(directory: str) -> bool:
+    """Whether ``directory`` is a plain partition dir or log dir (segments in it or one level down)."""
+    import os
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return True  # let the local open say what is wrong
+    if not names or any(n.endswith(LOG_SUFFIX) and n[:-len(LOG_SUFFIX)].isdigit() for n in names):
+        return True
+    return any(_LOG_DIR_PARTITION.fullmatch(n) and not _LOCAL_TIERED_PARTITION.fullmatch(n)
+               and os.path.isdir(os.path.join(directory, n)) for n in names)
+
+
+def check_read_only(read_only: bool, url) -> None:
+    if not read_only:
+        raise ReadOnlyError(f"{redact(str(url))} is in object storage: open it with read_only=True "
+                            f"(pylog reads Kafka data in object storage; it writes there by tiering)")
+
+

@@ -1,0 +1,235 @@
+"""``RemoteSegment``: one segment in object storage, read with ranged GETs.
+
+A remote segment is a ``.log`` object (or, in the Aiven layout, a chunked and possibly
+transformed one: :class:`pylog.remote.aiven.ChunkedSegmentBytes`) plus its indexes,
+which may be separate objects (a plain log dir, Kafka's ``LocalTieredStorage``) or ranges
+of one object (Aiven's ``.indexes``). Nothing is read at construction. The offset and
+time indexes are read once, whole (one ranged GET each; a full 10 MiB index is the
+worst case), and kept for the life of the segment; a lookup then costs one ranged GET
+of the ``.log``: the window from the index entry's position, big enough for the fetch
+asked for, so header walks and the fetch's bytes come from that one response.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+import numpy as np
+
+from pylog.errors import CorruptIndexError, ReadOnlyError
+from pylog.index.txn_index import AbortedTxn
+from pylog.layout import OFFSET_INDEX_ENTRY, TIME_INDEX_ENTRY, TXN_INDEX_ENTRY, TXN_INDEX_ENTRY_BYTES
+from pylog.segment.file import LogFile
+
+_OFFSET_DTYPE = np.dtype([("k", ">i4"), ("v", ">i4")])
+_TIME_DTYPE = np.dtype([("k", ">i8"), ("v", ">i4")])
+
+#: Bytes fetched past what a read needs: an index entry lies at most ``index.interval.bytes``
+#: (4 KiB by default) before the batch sought, and the walk reads headers from there.
+READ_AHEAD_BYTES = 64 * 1024
+
+
+class SegmentBytes(Protocol):
+    """The bytes of a remote ``.log``: ``size`` and ranged ``read``."""
+
+    size: int
+    url: str
+
+    def read(self, position: int, size: int) -> bytes: ...
+
+
+class ObjectBytes:
+    """A ``.log`` stored as it is on disk: a read is one ranged GET."""
+
+    def __init__(self, store, key: str, size: int):
+        self.store, self.key, self.size = store, key, size
+        self.url = store.url(key)
+
+    def read(self, position: int, size: int) -> bytes:
+        end = min(position + size, self.size)
+        return self.store.read_range(self.key, position, end) if end > position else b""
+
+
+class RemoteLogFile(LogFile):
+    """A read-only :class:`LogFile` over :class:`SegmentBytes`, with a window cache: a
+    read inside the last fetched window costs nothing, one outside fetches
+    ``[position, position + max(size, READ_AHEAD_BYTES))`` in one request. The header walk,
+    batch walk and zero-tail rules are LogFile's own."""
+
+    def __init__(self, source: SegmentBytes):
+        super().__init__(source.url, writable=False)
+        self.source = source
+        self._window_at, self._window = 0, b""
+
+    @property
+    def size_bytes(self) -> int:
+        return self.source.size if self._size is None else self._size
+
+    @size_bytes.setter
+    def size_bytes(self, value: int) -> None:
+        self._size = value
+
+    def prefetch(self, position: int, size: int) -> None:
+        """Fetch ``[position, position + size)`` (one request) unless the window holds it."""
+        size = min(size, self.source.size - position)
+        if size <= 0 or self._covers(position, size):
+            return
+        self._window_at, self._window = position, self.source.read(position, size)
+
+    def _covers(self, position: int, size: int) -> bool:
+        rel = position - self._window_at
+        return rel >= 0 and rel + size <= len(self._window)
+
+    def read(self, position: int, size: int) -> bytes:
+        size = max(0, min(size, self.source.size - position))
+        if not self._covers(position, size):
+            self.prefetch(position, max(size, READ_AHEAD_BYTES))
+        rel = position - self._window_at
+        return self._window[rel:rel + size]
+
+    def handle(self):
+        raise ReadOnlyError(f"{self.path} is in object storage: it has no file descriptor")
+
+    def append(self, data) -> int:
+        raise ReadOnlyError(f"{self.path} is in object storage and read only")
+
+
+@dataclass
+class IndexSource:
+    """Where a remote segment's indexes are: ``load(kind) -> bytes | None`` for kind in
+    ``offset``, ``timestamp``, ``transaction``, ``producer_snapshot``, ``leader_epoch``
+    (None when the segment has none of that kind). Each kind is loaded once."""
+
+    load: Callable[[str], bytes | None]
+    _cache: dict = field(default_factory=dict)
+
+    def get(self, kind: str) -> bytes | None:
+        if kind not in self._cache:
+            self._cache[kind] = self.load(kind)
+        return self._cache[kind]
+
+
+class RemoteSegment:
+    """One remote segment: ``base_offset``, ``end_offset`` (its last offset, inclusive, as
+    Kafka's RemoteLogSegmentMetadata says; None until learned from the bytes),
+    ``max_timestamp`` (None until learned), ``size_bytes`` and the sources of its bytes."""
+
+    def __init__(self, base_offset: int, log: SegmentBytes, indexes: IndexSource, *,
+                 end_offset: int | None = None, max_timestamp: int | None = None, segment_id: str | None = None):
+        self.base_offset = base_offset
+        self.file = RemoteLogFile(log)
+        self.indexes = indexes
+        self._end_offset = end_offset
+        self._max_timestamp = max_timestamp
+        self.segment_id = segment_id
+        self._offset_index: tuple[np.ndarray, np.ndarray] | None = None
+        self._time_index: tuple[np.ndarray, np.ndarray] | None = None
+
+    def __repr__(self) -> str:
+        return f"RemoteSegment({self.file.path!r}, base_offset={self.base_offset})"
+
+    @property
+    def url(self) -> str:
+        return self.file.path
+
+    @property
+    def size_bytes(self) -> int:
+        return self.file.size_bytes
+
+    # -- indexes ----------------------------------------------------------------------------
+    def _entries(self, kind: str, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+        raw = self.indexes.get(kind) or b""
+        n = len(raw) // dtype.itemsize
+        arr = np.frombuffer(raw, dtype=dtype, count=n)
+        keys, vals = arr["k"].astype(np.int64), arr["v"].astype(np.int64)
+        # a preallocated index ends in zero entries: the valid entries rise strictly
+        used = int(np.argmax(keys[1:] <= keys[:-1]) + 1) if n > 1 and np.any(keys[1:] <= keys[:-1]) else n
+        if kind == "timestamp" and used and keys[used - 1] == 0 and vals[used - 1] == 0:
+            used -= 1
+        return keys[:used], vals[:used]
+
+    def offset_index(self) -> tuple[np.ndarray, np.ndarray]:
+        """(absolute offsets, positions) of the offset index; one request the first time."""
+        if self._offset_index is None:
+            keys, vals = self._entries("offset", _OFFSET_DTYPE)
+            if len(vals) > 1 and np.any(np.diff(vals) < 0):
+                raise CorruptIndexError("offset index positions go backwards", path=self.url)
+            self._offset_index = (keys + self.base_offset, vals)
+        return self._offset_index
+
+    def time_index(self) -> tuple[np.ndarray, np.ndarray]:
+        """(timestamps, absolute offsets) of the time index; one request the first time."""
+        if self._time_index is None:
+            keys, vals = self._entries("timestamp", _TIME_DTYPE)
+            self._time_index = (keys, vals + self.base_offset)
+        return self._time_index
+
+    def position_floor(self, offset: int) -> int:
+        """Position of the largest indexed offset <= ``offset`` (0 below the first)."""
+        offsets, positions = self.offset_index()
+        i = int(np.searchsorted(offsets, offset, side="right")) - 1
+        return int(positions[i]) if i >= 0 else 0
+
+    def aborted_transactions(self) -> list[AbortedTxn]:
+        """The entries of the segment's transaction index (none without one)."""
+        raw = self.indexes.get("transaction") or b""
+        if len(raw) % TXN_INDEX_ENTRY_BYTES:
+            raise CorruptIndexError(f"transaction index of {len(raw)} bytes is not a whole number of entries",
+                                    path=self.url)
+        return [AbortedTxn(*TXN_INDEX_ENTRY.unpack_from(raw, i)[1:]) for i in range(0, len(raw), TXN_INDEX_ENTRY_BYTES)]
+
+    # -- bytes --------------------------------------------------------------------------------
+    def translate_offset(self, offset: int, fetch_bytes: int = 0):
+        """The header of the first batch whose last offset is >= ``offset`` (None past the
+        end), fetching ``fetch_bytes`` more with the walk's window (one request)."""
+        position = self.position_floor(offset)
+        self.file.prefetch(position, fetch_bytes + READ_AHEAD_BYTES)
+        for h in self.file.headers(position):
+            if h.last_offset >= offset:
+                return h
+        return None
+
+    def last_header(self):
+        """The header of the segment's last batch (None if empty): a walk from the last
+        index entry, one request."""
+        offsets, positions = self.offset_index()
+        position = int(positions[-1]) if len(positions) else 0
+        last = None
+        for last in self.file.headers(position):
+            pass
+        return last
+
+    @property
+    def end_offset(self) -> int:
+        """The last offset in the segment (``base_offset - 1`` if it is empty)."""
+        if self._end_offset is None:
+            h = self.last_header()
+            self._end_offset = self.base_offset - 1 if h is None else h.last_offset
+        return self._end_offset
+
+    @property
+    def max_timestamp(self) -> int:
+        """The largest timestamp in the segment (-1 if none): the time index's largest
+        entry, else the largest of its batches' headers."""
+        if self._max_timestamp is None:
+            stamps, _ = self.time_index()
+            if len(stamps):
+                self._max_timestamp = int(stamps.max())
+            else:  # no time index: every header (rare: Kafka indexes a closed segment's largest timestamp)
+                self._max_timestamp = max((h.max_timestamp for h in self.file.headers(0)), default=-1)
+        return self._max_timestamp
+
+    def offset_floor_for_timestamp(self, timestamp: int) -> int:
+        """The offset of the largest time index entry whose timestamp is <= ``timestamp``
+        (the base offset below the first): where a search for ``timestamp`` starts."""
+        stamps, offsets = self.time_index()
+        i = int(np.searchsorted(stamps, timestamp, side="right")) - 1
+        return int(offsets[i]) if i >= 0 else self.base_offset
+
+
+def segment_at(segments: list[RemoteSegment], offset: int) -> int:
+    """Index in ``segments`` (sorted by base offset) of the one whose base is the largest
+    <= ``offset`` (0 below the first)."""
+    return max(0, bisect.bisect_right([s.base_offset for s in segments], offset) - 1)
