@@ -60,6 +60,15 @@ class LogConfig:
     #: how often the cleaner thread of a LogManager or of a client process applies retention and
     #: compaction to the log (Kafka's broker-wide log.retention.check.interval.ms, 5 minutes)
     retention_check_interval_ms: int = 5 * 60 * 1000
+    #: tier the topic's closed segments to the LogManager's ``remote_storage`` (KIP-405)
+    remote_storage_enable: bool = False
+    #: how long / how many bytes of a tiered topic stay on the local disk once copied; -2: as
+    #: ``retention_ms`` / ``retention_bytes`` (Kafka's local.retention.ms/bytes)
+    local_retention_ms: int = -2
+    local_retention_bytes: int = -2
+    #: how often a LogManager's tiering task copies and expires segments (Kafka's broker-wide
+    #: remote.log.manager.task.interval.ms, 30 seconds)
+    remote_log_manager_task_interval_ms: int = 30_000
 
     def __post_init__(self):
         for f in fields(self):
@@ -82,6 +91,9 @@ class LogConfig:
         _at_least(self, "retention_check_interval_ms", 1)
         _at_least(self, "message_timestamp_before_max_ms", 0)
         _at_least(self, "message_timestamp_after_max_ms", 0)
+        _at_least(self, "local_retention_ms", -2)
+        _at_least(self, "local_retention_bytes", -2)
+        _at_least(self, "remote_log_manager_task_interval_ms", 1)
         if self.preallocate:
             raise InvalidConfigError("preallocate=True is not supported: pylog does not preallocate segment "
                                      "files (Kafka's default, preallocate=false)")
@@ -96,12 +108,28 @@ class LogConfig:
             raise InvalidConfigError(
                 f"cleanup_policy must be one of {', '.join(CLEANUP_POLICIES)}, got {self.cleanup_policy!r}")
         object.__setattr__(self, "cleanup_policy", policy)
+        if self.remote_storage_enable:
+            self._check_tiering()
         if self.message_timestamp_type not in TIMESTAMP_TYPES:
             raise InvalidConfigError(f"message_timestamp_type must be CreateTime or LogAppendTime, "
                                      f"got {self.message_timestamp_type!r}")
         if self.compression not in COMPRESSION_TYPES:
             raise InvalidConfigError(
                 f"compression must be one of {', '.join(COMPRESSION_TYPES)}, got {self.compression!r}")
+
+    def _check_tiering(self) -> None:
+        """Kafka's checks of a tiered topic (LogConfig.validateTopicLogConfigValues)."""
+        if self.compact:
+            raise InvalidConfigError("remote_storage_enable: compacted topics cannot be tiered "
+                                     f"(cleanup_policy={self.cleanup_policy})")
+        for local, total in (("local_retention_ms", "retention_ms"), ("local_retention_bytes", "retention_bytes")):
+            local_value, total_value = getattr(self, local), getattr(self, total)
+            if total_value == -1 or local_value == -2:
+                continue
+            if local_value == -1:
+                raise InvalidConfigError(f"{local} must not be -1 as {total} is {total_value}")
+            if local_value > total_value:
+                raise InvalidConfigError(f"{local} must not be more than {total} ({total_value}), got {local_value}")
 
     # -- derived ---------------------------------------------------------------------
     @property
@@ -118,6 +146,16 @@ class LogConfig:
     def max_segment_ms(self) -> int:
         """``segment_ms``, or ``min(segment_ms, max_compaction_lag_ms)`` for compacted topics."""
         return min(self.segment_ms, self.max_compaction_lag_ms) if self.compact else self.segment_ms
+
+    @property
+    def resolved_local_retention_ms(self) -> int:
+        """``local_retention_ms``, or ``retention_ms`` where it is -2 (Kafka's localRetentionMs())."""
+        return self.retention_ms if self.local_retention_ms == -2 else self.local_retention_ms
+
+    @property
+    def resolved_local_retention_bytes(self) -> int:
+        """``local_retention_bytes``, or ``retention_bytes`` where it is -2."""
+        return self.retention_bytes if self.local_retention_bytes == -2 else self.local_retention_bytes
 
     @property
     def target_compression(self) -> str | None:
