@@ -273,12 +273,14 @@ class S3Endpoint:
             "spark.hadoop.fs.s3.impl": s3a,
         }
 
-    def faulty(self, *plan: Fault) -> FaultyS3:
-        """The fault proxy answering by ``plan`` (module docstring), its record cleared."""
+    def faulty(self, *plan: Fault | list[Fault]) -> FaultyS3:
+        """The fault proxy answering by ``plan`` (faults, or lists of them; module docstring),
+        its record cleared."""
         if self._proxy is None:
             self._proxy = _Proxy(self.port)
+        faults = [f for item in plan for f in (item if isinstance(item, (list, tuple)) else [item])]
         with self._proxy.plan.lock:
-            self._proxy.plan.faults = list(plan)
+            self._proxy.plan.faults = faults
             self._proxy.plan.requests.clear()
         return FaultyS3(self._proxy, self._proxy.plan)
 

@@ -147,10 +147,12 @@ class ObjectStore:
         """The store rooted at ``url`` (``s3://bucket/prefix``, ``s3a://…`` (as ``s3://``),
         ``gs://``, ``az://``, ``abfss://``, ``file:///dir``, ``memory://``, or a local path).
 
-        No request is made: the root need not exist yet. Raises
+        No request is made: the root need not exist yet (an S3 client is made now, so that
+        options it does not take fail here). Raises
         :class:`~pylog.errors.MissingDependencyError` when the URL's filesystem package is
         not installed (``pip install 'pylog-kafka[s3]'``), and
-        :class:`~pylog.errors.InvalidArgumentError` for an unknown scheme.
+        :class:`~pylog.errors.InvalidArgumentError` for an unknown scheme, a URL without a
+        bucket, or options the filesystem does not take.
         """
         import fsspec.core
 
@@ -181,9 +183,14 @@ class ObjectStore:
             raise InvalidArgumentError(f"cannot open object storage at {redact(text)}: {redact(str(e))}") from None
         except _errors() as e:  # a backend that looks up credentials when made
             raise StorageError(f"opening {redact(text)} failed: {type(e).__name__}: {redact(str(e))}") from None
+        root = root.rstrip("/") or root
+        if scheme not in (None, "file", "memory") and not root.strip("/"):
+            raise InvalidArgumentError(f"{redact(text)} names no bucket or container")
         if retries is not None:
             fs.retries = int(retries)
-        store = cls(fs, root.rstrip("/") or root, scheme)
+        if scheme == "s3":
+            _connect(fs, text)
+        store = cls(fs, root, scheme)
         store._opened_from = opened_from
         return store
 
@@ -328,6 +335,17 @@ class ObjectStore:
             return self._missing(key)
         detail = redact(str(e)) or "no message"
         return StorageError(f"{what} {self.url(key)} failed: {type(e).__name__}: {detail}")
+
+
+def _connect(fs, url: str) -> None:
+    """Make s3fs's client now (no request), so that an option botocore does not take is an
+    error of the open, not of the first read."""
+    try:
+        fs.connect()
+    except TypeError as e:
+        raise InvalidArgumentError(f"storage_options for {redact(url)} not accepted: {redact(str(e))}") from None
+    except _errors() as e:
+        raise StorageError(f"opening {redact(url)} failed: {type(e).__name__}: {redact(str(e))}") from None
 
 
 def _errors() -> tuple[type[BaseException], ...]:

@@ -254,13 +254,23 @@ def test_is_url_knows_object_storage_schemes_and_not_paths(tmp_path):
     assert not any(is_url(u) for u in ["/data/logs", "logs", tmp_path, "http://host/x", "C:\\logs"])
 
 
-def test_s3a_urls_are_s3_urls():
-    assert ObjectStore.from_url("s3a://bucket/logs/").url("t-0/a.log") == "s3://bucket/logs/t-0/a.log"
+def test_s3a_urls_are_s3_urls(s3):
+    assert ObjectStore.from_url("s3a://bucket/logs/", s3.storage_options).url("t-0/a.log") == \
+        "s3://bucket/logs/t-0/a.log"
 
 
 def test_an_unknown_scheme_is_an_invalid_argument():
     with pytest.raises(InvalidArgumentError, match="unknown object storage scheme ftp://"):
         ObjectStore.from_url("ftp://host/logs")
+
+
+@pytest.mark.parametrize("url,options,message", [
+    ("s3://", {}, "names no bucket"),
+    ("s3://pylog-test-x/logs", {"no_such_option": 1}, "not accepted: .*no_such_option"),
+])
+def test_a_url_without_a_bucket_or_an_unknown_option_fails_the_open(s3, url, options, message):
+    with pytest.raises(InvalidArgumentError, match=message):
+        ObjectStore.from_url(url, {**s3.storage_options, **options})
 
 
 def test_a_key_must_be_relative(store):
