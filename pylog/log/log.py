@@ -26,6 +26,7 @@ from pylog.log.cleaner_view import LogCleanerView
 from pylog.log.committed import CommittedReadState
 from pylog.log.loader import LoadedLog, lso_after, open_partition, while_files_vanish
 from pylog.log.local import MAX_TIMESTAMP, LocalLog
+from pylog.log import tiered
 from pylog.log.reading import RecordReads
 from pylog.log.validation import validate_timestamps
 from pylog.producer_state import ProducerState
@@ -50,6 +51,10 @@ class Log(RecordReads, contextlib.AbstractContextManager):
     ...     [r.value for r in log.read(0).records()]
     [b'a', b'b']
     """
+
+    #: The partition's tiered segments (a :class:`~pylog.remote.log.RemoteLog`), read below
+    #: the local log start (:mod:`pylog.log.tiered`); None for a log kept on disk only.
+    remote = None
 
     def __init__(self, loaded: LoadedLog, config: LogConfig, *, read_only: bool, io: FileIO,
                  auto_high_watermark: bool):
@@ -102,7 +107,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
             with self._lock:
                 if self._local.refresh(self._offsets, relist=relist):  # rewritten: replay producers again
                     self._committed.forget()
-                self._epochs = self._local.follow_epochs(self._epochs, self.log_start_offset)
+                self._epochs = self._local.follow_epochs(self._epochs, self.local_log_start_offset)
 
     @property
     def segments(self) -> list[Segment]:
@@ -128,7 +133,14 @@ class Log(RecordReads, contextlib.AbstractContextManager):
 
     @property
     def log_start_offset(self) -> int:
-        """The first readable offset (moved by retention, ``delete_records`` and truncation)."""
+        """The first readable offset (moved by retention, ``delete_records`` and truncation);
+        with a :attr:`remote` part reaching the local start, the remote log's start."""
+        local = self._offsets.log_start_offset
+        return local if self.remote is None else tiered.log_start_offset(self.remote, local)
+
+    @property
+    def local_log_start_offset(self) -> int:
+        """The first offset in the local segments (:attr:`log_start_offset` without a remote part)."""
         return self._offsets.log_start_offset
 
     @property
@@ -198,7 +210,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         self._producers_caught_up(aborts=aborts)
         high_watermark = self._offsets.high_watermark
         fuo = self._producers.first_unstable_offset(None if self.auto_high_watermark else high_watermark,
-                                                    self.log_start_offset)
+                                                    self.local_log_start_offset)
         return high_watermark if fuo is None else min(fuo, high_watermark)
 
     def _producers_caught_up(self, *, aborts: bool) -> None:
@@ -302,7 +314,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         try:
             self._epochs.assign_batches(batches)
             producers.replay(batches, lambda txn: self._local.index_aborted(txn._replace(
-                last_stable_offset=lso_after(producers, self.high_watermark, txn.last_offset)), self.log_start_offset))
+                last_stable_offset=lso_after(producers, self.high_watermark, txn.last_offset)), self.local_log_start_offset))
             self._offsets.appended(self.log_end_offset)
             if (self.log_end_offset - self.recovery_point >= self.config.flush_messages
                     or now - self._last_flush_ms >= self.config.flush_ms):
@@ -312,7 +324,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
             self._offsets.restored(high_watermark=high_watermark, recovery_point=recovery_point,
                                    log_end_offset=self.log_end_offset)
             if summary.has_producer:
-                producers.truncate_and_reload(self.log_start_offset, self.log_end_offset,
+                producers.truncate_and_reload(self.local_log_start_offset, self.log_end_offset,
                                               self._local.batches_between, now_ms(),
                                               read_back=self._local.batches_before)
             self._epochs.truncate_from_end(summary.first_offset)  # last: a failed write leaves only the file stale
@@ -374,6 +386,9 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         check_offset(offset, "offset")
         check_int(max_bytes, "max_bytes", OFFSET_RANGE)
         check_choice(isolation, "isolation", ISOLATIONS)
+        if tiered.reads_remote(self.remote, offset, self.local_log_start_offset):
+            return tiered.read(self.remote, offset, self.local_log_start_offset, max_bytes, isolation=isolation,
+                               max_offset=max_offset, min_one_message=min_one_message)
 
         def limits() -> tuple[int, int]:  # under the lock: the log start, and where this read stops
             bound = {"uncommitted": self.log_end_offset, "high_watermark": self.high_watermark}.get(isolation)
@@ -381,7 +396,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
             if max_offset is not None:
                 check_offset(max_offset, "max_offset")
                 bound = min(bound, max_offset)
-            return self.log_start_offset, bound
+            return self.local_log_start_offset, bound
 
         fetch = self._local.read(offset, limits, max_bytes=max_bytes, isolation=isolation,
                                  min_one_message=min_one_message, refresh=self.refresh)
@@ -396,7 +411,12 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         start, -1: the log end, -3: the largest timestamp's); None if none. O(segments + index_interval)."""
         self._local.check_open()
         check_int(timestamp, "timestamp", (MAX_TIMESTAMP, INT64_MAX))
-        return self._following_the_writer(lambda: self._local.offset_for_timestamp(timestamp, self.log_start_offset))
+        def local(ts: int) -> int | None:
+            return self._following_the_writer(lambda: self._local.offset_for_timestamp(ts, self.local_log_start_offset))
+        if self.remote is None:
+            return local(timestamp)
+        return tiered.offset_for_timestamp(self.remote, timestamp, self.local_log_start_offset, local,
+                                           max((s.max_timestamp for s in self.segments), default=-1))
 
     def _following_the_writer(self, read):
         """``read()``; for a read-only log whose writer renamed or deleted a file under it
@@ -421,7 +441,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
                 self._epochs.clear()
             self._epochs.truncate_from_end(self.log_end_offset)
             self._offsets.truncated(self.log_end_offset)
-            self._producers.truncate_and_reload(self.log_start_offset, self.log_end_offset,
+            self._producers.truncate_and_reload(self.local_log_start_offset, self.log_end_offset,
                                                 self._local.batches_between, now_ms(),
                                                 read_back=self._local.batches_before)
             self._local.active.flush()
@@ -450,15 +470,15 @@ class Log(RecordReads, contextlib.AbstractContextManager):
             if before_offset > self.high_watermark:
                 raise OffsetOutOfRangeError(
                     f"cannot delete records before {before_offset}: past the high watermark {self.high_watermark}")
-            if before_offset <= self.log_start_offset:
-                return self.log_start_offset
+            if before_offset <= self.local_log_start_offset:
+                return self.local_log_start_offset
             self._offsets.delete_records_before(before_offset, self.log_end_offset)
-            self._epochs.truncate_from_start(self.log_start_offset)
+            self._epochs.truncate_from_start(self.local_log_start_offset)
             segments = self.segments  # a segment goes when the next one starts at or below the new log start
             self.cleaner_view.delete_segments([s for s, nxt in zip(segments, segments[1:])
                                                if nxt.base_offset <= before_offset])
             self._offsets.checkpoint(self._dir)
-            return self.log_start_offset
+            return self.local_log_start_offset
 
     # Operations whose code and documentation live with their module; each takes the log first.
     enforce_retention, compact, check = retention.enforce_retention, retention.compact, check_log

@@ -1,0 +1,49 @@
+"""The tiered part of a log: reads below the local log start served by its remote
+segments, so a consumer sees one partition, as Kafka's does (UnifiedLog with a
+RemoteLogManager). A :class:`~pylog.log.log.Log` holds its remote part in ``log.remote``
+(a :class:`~pylog.remote.log.RemoteLog`, set by ``LogManager(root, remote_storage=url)``).
+"""
+
+from __future__ import annotations
+
+from pylog.log.local import EARLIEST_TIMESTAMP, MAX_TIMESTAMP
+
+
+def log_start_offset(remote, local_start: int) -> int:
+    """The partition's first offset: the remote start when its segments reach the local
+    start (no gap between them), else the local one."""
+    if not remote.segments or remote.log_end_offset < local_start:
+        return local_start
+    return min(remote.log_start_offset, local_start)
+
+
+def reads_remote(remote, offset: int, local_start: int) -> bool:
+    """Whether a read at ``offset`` is served by the remote part."""
+    return remote is not None and offset < local_start and offset >= log_start_offset(remote, local_start)
+
+
+def read(remote, offset: int, local_start: int, max_bytes: int, *, isolation: str, max_offset: int | None,
+         min_one_message: bool):
+    """A fetch from the remote segments, stopping at the local start (what follows is local)."""
+    bound = local_start if max_offset is None else min(max_offset, local_start)
+    return remote.read(offset, max_bytes, isolation=isolation, max_offset=bound, min_one_message=min_one_message)
+
+
+def offset_for_timestamp(remote, timestamp: int, local_start: int, local_answer, local_max_timestamp: int):
+    """Kafka's ListOffsets over both parts: the remote segments answer first for a
+    timestamp they hold, the local ones after (``local_answer(timestamp)``); the largest
+    timestamp is the earlier part's when both hold it."""
+    start = log_start_offset(remote, local_start)
+    if timestamp == EARLIEST_TIMESTAMP:
+        return start
+    if start == local_start:
+        return local_answer(timestamp)
+    if timestamp == MAX_TIMESTAMP:
+        remote_max = max((s.max_timestamp for s in remote.segments), default=-1)
+        return remote.offset_for_timestamp(timestamp) if 0 <= remote_max >= local_max_timestamp \
+            else local_answer(timestamp)
+    if timestamp >= 0:
+        found = remote.offset_for_timestamp(timestamp)
+        if found is not None and found < local_start:
+            return found
+    return local_answer(timestamp)

@@ -1,0 +1,78 @@
+"""A log whose oldest segments are only in object storage reads as one partition: reads,
+records, offsets and ListOffsets below the local log start fall through to the remote
+segments (``Log.remote``), as Kafka's consumer sees a tiered partition."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+import pylog
+from pylog.remote.log_dir import RemoteLogDir
+
+BASE_TS = 1_700_000_000_000
+
+
+def _records(log, **kwargs) -> list[tuple]:
+    return [(r.offset, r.key, r.value, r.timestamp) for r in log.records(**kwargs)]
+
+
+@pytest.fixture
+def tiered(s3, tmp_path):
+    """``events-0`` with 6 segments; the first 3 copied to a bucket (as a log dir), then
+    deleted locally. Returns (local log, its records before, remote part)."""
+    root = tmp_path / "data"
+    with pylog.Log.open(root / "events-0", segment_bytes=2048, index_interval_bytes=128) as log:
+        for i in range(120):
+            log.append([pylog.Record(b"value-%03d" % i * 4, key=b"k%d" % i, timestamp=BASE_TS + i * 100)])
+        everything = _records(log)
+        copied = log.segments[:3]
+        upload = tmp_path / "upload" / "events-0"
+        upload.mkdir(parents=True)
+        for seg in copied:
+            for path in seg.paths():
+                shutil.copy(path, upload)
+        local_start = log.segments[3].base_offset
+    url = s3.url(s3.bucket(), "tiered")
+    s3.upload_dir(tmp_path / "upload", url)
+    log = pylog.Log.open(root / "events-0")
+    log.delete_records(local_start)
+    remote_dir = RemoteLogDir(url, storage_options=s3.storage_options)
+    log.remote = remote_dir.log("events", 0)
+    yield log, everything, local_start
+    log.close()
+    remote_dir.close()
+
+
+def test_records_from_the_start_come_from_both_parts_with_no_gap_or_duplicate(tiered):
+    log, everything, local_start = tiered
+    assert log.local_log_start_offset == local_start > 0
+    assert log.log_start_offset == 0
+    assert _records(log) == everything
+    assert _records(log, start_offset=local_start - 3, end_offset=local_start + 3) == \
+        everything[local_start - 3:local_start + 3]
+
+
+def test_a_read_below_the_local_start_stops_where_the_local_part_begins(tiered):
+    log, everything, local_start = tiered
+    fetch = log.read(local_start - 2, 1 << 20)
+    assert [r.offset for r in fetch.records()] == [local_start - 2, local_start - 1]
+    assert fetch.next_offset == local_start
+
+
+def test_list_offsets_answer_over_both_parts(tiered):
+    log, everything, local_start = tiered
+    assert log.offset_for_timestamp(-2) == 0
+    assert log.offset_for_timestamp(-1) == log.log_end_offset
+    assert log.offset_for_timestamp(-3) == everything[-1][0]
+    for offset in (0, 5, local_start - 1, local_start, local_start + 7):
+        assert log.offset_for_timestamp(BASE_TS + offset * 100) == offset
+        assert log.offset_for_timestamp(BASE_TS + offset * 100 - 50) == offset
+
+
+def test_without_the_remote_part_the_local_start_is_the_start(tiered):
+    log, everything, local_start = tiered
+    log.remote = None
+    assert log.log_start_offset == local_start
+    assert _records(log) == everything[local_start:]
