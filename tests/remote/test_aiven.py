@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import random
+import shutil
 import struct
+import subprocess
 
 import pytest
 import zstandard
@@ -591,3 +594,203 @@ def test_reads_through_s3_cost_one_ranged_get_each(tmp_path, s3, key_pair):
     assert len(proxy.requests) == len(gets) == 1
     assert gets[0].path.endswith(f"/tiered/{key}")
     assert gets[0].range == f"bytes={first.transformed_position}-{last.transformed_end - 1}"
+
+
+# --- The JDK's ciphers and zstd-jni, the plugin's primitives, as judges -----------------------
+
+# What the plugin does with each chunk and key, written with the same Java primitives: zstd-jni
+# (ZstdCompressCtx with the content size; Zstd.decompress), AES/GCM/NoPadding with the IV before
+# the ciphertext, RSA-OAEP with SHA3-512 for the label and MGF1 (the JDK's SunJCE given the
+# parameters BouncyCastle takes from "OAEPWithSHA3-512AndMGF1Padding"), Jackson for the manifest.
+# "read" de-transforms a segment pylog wrote; "write" writes one for pylog to read.
+JAVA_JUDGE = r'''
+import com.fasterxml.jackson.databind.*;
+import com.fasterxml.jackson.databind.node.*;
+import com.github.luben.zstd.*;
+import java.nio.*;
+import java.nio.file.*;
+import java.security.*;
+import java.security.spec.*;
+import java.util.*;
+import javax.crypto.*;
+import javax.crypto.spec.*;
+
+public class AivenJudge {
+    static final OAEPParameterSpec OAEP = new OAEPParameterSpec(
+        "SHA3-512", "MGF1", new MGF1ParameterSpec("SHA3-512"), PSource.PSpecified.DEFAULT);
+
+    static byte[] pem(Path p) throws Exception {
+        return Base64.getMimeDecoder().decode(Files.readString(p).replaceAll("-----[A-Z ]+-----", ""));
+    }
+
+    static byte[] gcm(int mode, byte[] key, byte[] aad, byte[] data) throws Exception {
+        Cipher c = Cipher.getInstance("AES/GCM/NoPadding");
+        if (mode == Cipher.DECRYPT_MODE) {
+            c.init(mode, new SecretKeySpec(key, "AES"), new GCMParameterSpec(128, data, 0, 12));
+            c.updateAAD(aad);
+            return c.doFinal(data, 12, data.length - 12);
+        }
+        c.init(mode, new SecretKeySpec(key, "AES"), SecureRandom.getInstanceStrong());
+        c.updateAAD(aad);
+        byte[] iv = c.getIV();
+        byte[] out = new byte[iv.length + c.getOutputSize(data.length)];
+        System.arraycopy(iv, 0, out, 0, iv.length);
+        c.doFinal(data, 0, data.length, out, iv.length);
+        return out;
+    }
+
+    static List<Integer> sizes(String text) {
+        byte[] frame = Base64.getDecoder().decode(text);
+        ByteBuffer b = ByteBuffer.wrap(Zstd.decompress(frame, (int) Zstd.decompressedSize(frame)));
+        int count = b.getInt();
+        List<Integer> out = new ArrayList<>();
+        if (count == 1) out.add(b.getInt());
+        if (count > 1) {
+            int base = b.getInt(), width = b.get();
+            for (int i = 0; i < count - 1; i++) {
+                byte[] v = new byte[4];
+                b.get(v, 4 - width, width);
+                out.add(ByteBuffer.wrap(v).getInt() + base);
+            }
+            out.add(b.getInt());
+        }
+        return out;
+    }
+
+    static String encodeSizes(List<Integer> sizes) {
+        int base = Collections.min(sizes.subList(0, sizes.size() - 1));
+        ByteBuffer b = ByteBuffer.allocate(13 + 4 * sizes.size());
+        b.putInt(sizes.size()).putInt(base).put((byte) 4);
+        for (int v : sizes.subList(0, sizes.size() - 1)) b.putInt(v - base);
+        b.putInt(sizes.get(sizes.size() - 1));
+        ZstdCompressCtx z = new ZstdCompressCtx();
+        z.setContentSize(true);
+        return Base64.getEncoder().encodeToString(z.compress(Arrays.copyOf(b.array(), b.position())));
+    }
+
+    public static void main(String[] a) throws Exception {
+        Path dir = Path.of(a[1]);
+        ObjectMapper json = new ObjectMapper();
+        if (a[0].equals("read")) {
+            JsonNode m = json.readTree(dir.resolve("manifest.json").toFile());
+            String[] wrapped = m.get("encryption").get("dataKey").asText().split(":");
+            Cipher rsa = Cipher.getInstance("RSA/ECB/OAEPPadding");
+            rsa.init(Cipher.DECRYPT_MODE, KeyFactory.getInstance("RSA").generatePrivate(
+                new PKCS8EncodedKeySpec(pem(dir.resolve("private.pem")))), OAEP);
+            byte[] key = rsa.doFinal(Base64.getDecoder().decode(wrapped[1]));
+            byte[] aad = m.get("encryption").get("aad").binaryValue();
+            byte[] log = Files.readAllBytes(dir.resolve("segment.log"));
+            var out = new java.io.ByteArrayOutputStream();
+            int at = 0;
+            for (int size : sizes(m.get("chunkIndex").get("transformedChunks").asText())) {
+                byte[] z = gcm(Cipher.DECRYPT_MODE, key, aad, Arrays.copyOfRange(log, at, at + size));
+                out.write(Zstd.decompress(z, (int) Zstd.decompressedSize(z)));
+                at += size;
+            }
+            Files.write(dir.resolve("java-read.log"), out.toByteArray());
+            byte[] indexes = Files.readAllBytes(dir.resolve("segment.indexes"));
+            JsonNode offset = m.get("segmentIndexes").get("offset");
+            int p = offset.get("position").asInt(), n = offset.get("size").asInt();
+            Files.write(dir.resolve("java-read.index"), gcm(Cipher.DECRYPT_MODE, key, aad,
+                Arrays.copyOfRange(indexes, p, p + n)));
+        } else {
+            int chunkSize = Integer.parseInt(a[2]);
+            KeyGenerator aes = KeyGenerator.getInstance("AES");
+            aes.init(256, SecureRandom.getInstanceStrong());
+            byte[] key = aes.generateKey().getEncoded(), aad = aes.generateKey().getEncoded();
+            byte[] original = Files.readAllBytes(dir.resolve("original.log"));
+            var log = new java.io.ByteArrayOutputStream();
+            List<Integer> sizes = new ArrayList<>();
+            for (int at = 0; at < original.length; at += chunkSize) {
+                byte[] chunk = Arrays.copyOfRange(original, at, Math.min(original.length, at + chunkSize));
+                ZstdCompressCtx z = new ZstdCompressCtx();
+                z.setPledgedSrcSize(chunk.length);
+                z.setContentSize(true);
+                byte[] t = gcm(Cipher.ENCRYPT_MODE, key, aad, z.compress(chunk));
+                log.write(t);
+                sizes.add(t.length);
+            }
+            Files.write(dir.resolve("segment.log"), log.toByteArray());
+            byte[] index = gcm(Cipher.ENCRYPT_MODE, key, aad, Files.readAllBytes(dir.resolve("original.index")));
+            Files.write(dir.resolve("segment.indexes"), index);
+            Cipher rsa = Cipher.getInstance("RSA/ECB/OAEPPadding");
+            rsa.init(Cipher.ENCRYPT_MODE, KeyFactory.getInstance("RSA").generatePublic(
+                new X509EncodedKeySpec(pem(dir.resolve("public.pem")))), OAEP);
+            ObjectNode m = json.createObjectNode().put("version", "1");
+            m.putObject("chunkIndex").put("type", "variable").put("originalChunkSize", chunkSize)
+                .put("originalFileSize", original.length).put("transformedChunks", encodeSizes(sizes));
+            ObjectNode ix = m.putObject("segmentIndexes");
+            ix.putObject("offset").put("position", 0).put("size", index.length);
+            for (String name : List.of("timestamp", "producerSnapshot", "leaderEpoch")) {
+                ix.putObject(name).put("position", index.length).put("size", 0);
+            }
+            ix.putNull("transaction");
+            m.put("compression", true);
+            m.putObject("encryption").put("dataKey", "judge:" + Base64.getEncoder().encodeToString(rsa.doFinal(key)))
+                .put("aad", aad);
+            m.putNull("remoteLogSegmentMetadata");
+            Files.writeString(dir.resolve("manifest.json"), json.writeValueAsString(m));
+        }
+    }
+}
+'''
+
+
+@pytest.fixture(scope="module")
+def java_judge(tmp_path_factory):
+    """The compiled judge and its classpath (Kafka's jars: zstd-jni and Jackson)."""
+    from tests.kafka import broker as kafka
+
+    unavailable = pytest.fail if os.environ.get("CI") else pytest.skip
+    missing = [tool for tool in ("javac", "java", "mvn") if shutil.which(tool) is None]
+    if missing:
+        unavailable(f"{' and '.join(missing)} not on PATH: the judge needs Java 17+ and Kafka's jars (Maven)")
+    try:
+        kafka.prepare()
+    except (RuntimeError, OSError) as e:
+        unavailable(f"cannot prepare Kafka's jars: {e}")
+    classes = tmp_path_factory.mktemp("aiven-judge")
+    (classes / "AivenJudge.java").write_text(JAVA_JUDGE)
+    classpath = f"{classes}{os.pathsep}{kafka.LIB}{os.sep}*"
+    subprocess.run(["javac", "-cp", classpath, "-d", str(classes), str(classes / "AivenJudge.java")],
+                   check=True, capture_output=True, timeout=300)
+
+    def run(*args):
+        done = subprocess.run(["java", "-cp", classpath, "AivenJudge", *map(str, args)], capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-4000:]
+    return run
+
+
+@pytest.mark.kafka
+def test_the_jdk_and_zstd_jni_read_a_segment_pylog_compressed_and_encrypted(tmp_path, store, java_judge):
+    key_pair = KeyPair.generate("judge")
+    data = _segment_bytes(8, 30_000)
+    manifest = _upload_bytes(tmp_path, store, data, 4096, True, key_pair)
+    (tmp_path / "manifest.json").write_bytes(store.read(MANIFEST_KEY))
+    (tmp_path / "segment.log").write_bytes(store.read(LOG_KEY))
+    (tmp_path / "segment.indexes").write_bytes(store.read(INDEXES_KEY))
+    (tmp_path / "private.pem").write_bytes(key_pair.private_key_pem)
+    java_judge("read", tmp_path)
+    assert manifest.chunk_index.chunk_count == 8
+    assert (tmp_path / "java-read.log").read_bytes() == data
+    assert (tmp_path / "java-read.index").read_bytes() == INDEXES["offset"]
+
+
+@pytest.mark.kafka
+def test_pylog_reads_a_segment_the_jdk_and_zstd_jni_compressed_and_encrypted(tmp_path, store, java_judge):
+    key_pair = KeyPair.generate("judge")
+    data = _segment_bytes(9, 30_000)
+    (tmp_path / "original.log").write_bytes(data)
+    (tmp_path / "original.index").write_bytes(INDEXES["offset"])
+    (tmp_path / "public.pem").write_bytes(key_pair.public_key_pem)
+    java_judge("write", tmp_path, 4096)
+    for key, name in ((LOG_KEY, "segment.log"), (INDEXES_KEY, "segment.indexes"), (MANIFEST_KEY, "manifest.json")):
+        store.put_file(key, tmp_path / name)
+    manifest = read_manifest(store, MANIFEST_KEY)
+    assert manifest.compression and manifest.encryption.key_id == "judge"
+    segment = ChunkedSegmentBytes(store, LOG_KEY, manifest, encryption_key=key_pair)
+    assert segment.read(0, segment.size) == data
+    assert segment.read(5000, 9000) == data[5000:14000]
+    assert read_indexes(store, INDEXES_KEY, manifest, encryption_key=key_pair) == {
+        "offset": INDEXES["offset"], "timestamp": b"", "producer_snapshot": b"", "leader_epoch": b""}
