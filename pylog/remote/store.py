@@ -102,6 +102,51 @@ def _with_defaults(scheme: str, storage_options: dict) -> dict:
     return options
 
 
+def _parse(url: str, storage_options: dict) -> tuple[str | None, str, dict]:
+    """``url``'s scheme (``s3a`` as ``s3``; None for a local path), the URL to open (without
+    credentials) and the options to open it with (the caller's, then the URL's credentials,
+    then the defaults)."""
+    m = _URL.match(url)
+    scheme = m.group(1).lower() if m else None
+    if scheme is not None and scheme not in SCHEMES:
+        raise InvalidArgumentError(f"unknown object storage scheme {scheme}:// in {redact(url)}; "
+                                   f"known: {', '.join(sorted(SCHEMES))}")
+    scheme = _SCHEME_ALIASES.get(scheme, scheme)
+    if m:
+        url = f"{scheme}://{url[m.end():]}"
+    url, options = _split_credentials(url, storage_options)
+    if scheme in (None, "file"):
+        options.setdefault("auto_mkdir", True)
+    return scheme, url, _with_defaults(scheme, options)
+
+
+def _open_filesystem(scheme: str | None, url: str, options: dict):
+    """fsspec's filesystem for ``url`` and the root path in it; pylog's errors for bad input."""
+    import fsspec.core
+
+    retries = options.pop("retries", None) if scheme == "s3" else None  # an s3fs attribute
+    if retries is not None and retries != _S3_DEFAULTS["retries"]:
+        options["skip_instance_cache"] = True  # not shared with stores of another count
+    try:
+        fs, root = fsspec.core.url_to_fs(url, **options)
+    except ImportError as e:
+        extra = _EXTRAS.get(scheme, scheme)
+        raise MissingDependencyError(f"reading {scheme}:// needs the package of the extra "
+                                     f"'{extra}': pip install 'pylog-kafka[{extra}]' ({e})") from None
+    except (ValueError, TypeError) as e:
+        raise InvalidArgumentError(f"cannot open object storage at {redact(url)}: {redact(str(e))}") from None
+    except _errors() as e:  # a backend that looks up credentials when made
+        raise StorageError(f"opening {redact(url)} failed: {type(e).__name__}: {redact(str(e))}") from None
+    root = root.rstrip("/") or root
+    if scheme not in (None, "file", "memory") and not root.strip("/"):
+        raise InvalidArgumentError(f"{redact(url)} names no bucket or container")
+    if retries is not None:
+        fs.retries = int(retries)
+    if scheme == "s3":
+        _connect(fs, url)
+    return fs, root
+
+
 def _library_errors() -> tuple[type[BaseException], ...]:
     """The exception bases of the storage client libraries installed here."""
     errors: list[type[BaseException]] = [OSError, TimeoutError, asyncio.TimeoutError]
@@ -154,44 +199,11 @@ class ObjectStore:
         :class:`~pylog.errors.InvalidArgumentError` for an unknown scheme, a URL without a
         bucket, or options the filesystem does not take.
         """
-        import fsspec.core
-
         text = os.fspath(url)
-        opened_from = (text, dict(storage_options or {}))
-        m = _URL.match(text)
-        scheme = m.group(1).lower() if m else None
-        if scheme is not None and scheme not in SCHEMES:
-            raise InvalidArgumentError(f"unknown object storage scheme {scheme}:// in {redact(text)}; "
-                                       f"known: {', '.join(sorted(SCHEMES))}")
-        scheme = _SCHEME_ALIASES.get(scheme, scheme)
-        if m:
-            text = f"{scheme}://{text[m.end():]}"
-        text, options = _split_credentials(text, dict(storage_options or {}))
-        if scheme in (None, "file"):
-            options.setdefault("auto_mkdir", True)
-        options = _with_defaults(scheme, options)
-        retries = options.pop("retries", None)  # s3fs takes it as an attribute, not an argument
-        if retries is not None and retries != _S3_DEFAULTS["retries"]:
-            options["skip_instance_cache"] = True  # not shared with stores of another count
-        try:
-            fs, root = fsspec.core.url_to_fs(text, **options)
-        except ImportError as e:
-            extra = _EXTRAS.get(scheme, scheme)
-            raise MissingDependencyError(f"reading {scheme}:// needs the package of the extra "
-                                         f"'{extra}': pip install 'pylog-kafka[{extra}]' ({e})") from None
-        except (ValueError, TypeError) as e:
-            raise InvalidArgumentError(f"cannot open object storage at {redact(text)}: {redact(str(e))}") from None
-        except _errors() as e:  # a backend that looks up credentials when made
-            raise StorageError(f"opening {redact(text)} failed: {type(e).__name__}: {redact(str(e))}") from None
-        root = root.rstrip("/") or root
-        if scheme not in (None, "file", "memory") and not root.strip("/"):
-            raise InvalidArgumentError(f"{redact(text)} names no bucket or container")
-        if retries is not None:
-            fs.retries = int(retries)
-        if scheme == "s3":
-            _connect(fs, text)
+        scheme, location, options = _parse(text, dict(storage_options or {}))
+        fs, root = _open_filesystem(scheme, location, options)
         store = cls(fs, root, scheme)
-        store._opened_from = opened_from
+        store._opened_from = (text, dict(storage_options or {}))
         return store
 
     def __repr__(self) -> str:
