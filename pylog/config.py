@@ -69,6 +69,9 @@ class LogConfig:
     #: how often a LogManager's tiering task copies and expires segments (Kafka's broker-wide
     #: remote.log.manager.task.interval.ms, 30 seconds)
     remote_log_manager_task_interval_ms: int = 30_000
+    #: partitions of the ``__remote_log_metadata`` topic a LogManager creates when it first tiers
+    #: (Kafka's remote.log.metadata.topic.num.partitions)
+    remote_log_metadata_topic_num_partitions: int = 50
 
     def __post_init__(self):
         for f in fields(self):
@@ -94,6 +97,7 @@ class LogConfig:
         _at_least(self, "local_retention_ms", -2)
         _at_least(self, "local_retention_bytes", -2)
         _at_least(self, "remote_log_manager_task_interval_ms", 1)
+        _at_least(self, "remote_log_metadata_topic_num_partitions", 1)
         if self.preallocate:
             raise InvalidConfigError("preallocate=True is not supported: pylog does not preallocate segment "
                                      "files (Kafka's default, preallocate=false)")

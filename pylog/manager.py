@@ -71,10 +71,14 @@ class LogManager:
         return RemoteLogDir(root, storage_options=storage_options, remote_log_metadata=remote_log_metadata)
 
     def __init__(self, root, config: LogConfig | dict | None = None, *, read_only: bool = False,
-                 io: FileIO | None = None, max_open_files: int | None = None, **overrides):
+                 io: FileIO | None = None, max_open_files: int | None = None, remote_storage=None,
+                 storage_options: dict | None = None, remote_log_metadata=None, **overrides):
         """``max_open_files``: file descriptors the segments of all its logs may hold at once
         (default: half the process's ``RLIMIT_NOFILE``, at most 1,000; least recently used
-        segments give theirs back, see :class:`OpenFiles`)."""
+        segments give theirs back, see :class:`OpenFiles`). ``remote_storage``: an
+        object-store URL (``storage_options``: fsspec's) to which a writable manager tiers the
+        topics configured ``remote_storage_enable``, every ``remote_log_manager_task_interval_ms``
+        and on :meth:`tier` (:class:`~pylog.remote.manager.RemoteLogManager`)."""
         from pylog.remote.log_dir import local_path
         self.root = directory_path(local_path(root) if isinstance(root, str) else root)
         self.config = build_config(config, overrides)
@@ -89,6 +93,15 @@ class LogManager:
         self._cleaner = None
         finalizer = weakref.finalize(self, _release_unclosed_logs, self._logs, self.root)
         finalizer.atexit = False  # as a dropped file: released when collected, not at exit
+        # -- tiering (pylog/remote/manager.py) --------------------------------------------------
+        self.remote_storage, self.storage_options = remote_storage, storage_options
+        self.remote_log_metadata = remote_log_metadata
+        self._remote_log_manager = None
+        if remote_storage is not None and not read_only:
+            from pylog.remote.manager import RemoteLogManager
+            self._remote_log_manager = RemoteLogManager(self, remote_storage, storage_options=storage_options)
+            self._remote_log_manager.start()
+        # -- end of tiering ----------------------------------------------------------------------
 
     # -- discovery -------------------------------------------------------------------------
     def _partition_dirs(self) -> dict[str, list[int]]:
@@ -270,11 +283,27 @@ class LogManager:
                 self._cleaner.start()
             return self._cleaner
 
+    def tier(self, now_ms: int | None = None):
+        """Run one round of tiering now (copy closed segments of the topics configured
+        ``remote_storage_enable``, then local and total retention) and return when it is
+        done, with what it did (:class:`~pylog.remote.manager.TierResult`). Raises the
+        first failure (a :class:`StorageError` while the store is down) after every log had
+        its turn; local segments not copied stay. Cost: an upload of each segment to copy."""
+        if self._remote_log_manager is None:
+            raise InvalidConfigError(f"the log dir {self.root} has no remote_storage to tier to"
+                                     + (" (it is open read-only)" if self.read_only else ""))
+        result = self._remote_log_manager.run_once(now_ms)
+        if result.errors:
+            raise result.errors[0][1]
+        return result
+
     def close(self) -> None:
         """Close every log: each flushes, and the last to close writes the log dir's
         clean-shutdown marker when every partition is known clean (pylog/log_dir.py).
         A log whose close fails (a full disk) is released all the same, the others are
         closed, then the first failure is raised."""
+        if self._remote_log_manager is not None:  # before the lock: a round in progress takes it
+            self._remote_log_manager.stop()
         with self._lock:
             if self._cleaner is not None:
                 self._cleaner.stop()
