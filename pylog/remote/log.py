@@ -23,6 +23,7 @@ from pylog.arguments import check_choice, check_int
 from pylog.errors import LogClosedError, OffsetOutOfRangeError, ReadOnlyError
 from pylog.layout import INT64_MAX, OFFSET_RANGE
 from pylog.log.appends import check_offset
+from pylog.log.offsets import latest_offset
 from pylog.log.local import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from pylog.log.reading import RecordReads
 from pylog.record.batch import decode_batches
@@ -100,7 +101,7 @@ class RemoteLog(RecordReads, contextlib.AbstractContextManager):
         start, end = self.log_start_offset, self.log_end_offset
         if offset < start or offset > end:
             raise OffsetOutOfRangeError(f"offset {offset} is outside the log [{start}, {end}] of {self.url}")
-        bound = self.last_stable_offset if isolation == "committed" else end
+        bound = latest_offset(self, isolation)
         if max_offset is not None:
             check_offset(max_offset, "max_offset")
             bound = min(bound, max_offset)
@@ -112,7 +113,8 @@ class RemoteLog(RecordReads, contextlib.AbstractContextManager):
         if fetch is None:
             fetch = FetchData(offset, isolation=isolation, aborted_transactions=[] if isolation == "committed" else None)
         fetch.high_watermark, fetch.log_start_offset = end, start
-        fetch.last_stable_offset = self.last_stable_offset if isolation == "committed" else None
+        if isolation == "committed":
+            fetch.last_stable_offset = self.last_stable_offset
         fetch.topic, fetch.partition = self.topic, self.partition
         return fetch
 
