@@ -431,19 +431,19 @@ class SegmentManifest:
         for bytes that are not a version-1 manifest. O(len(data))."""
         try:
             tree = json.loads(data)
-        except (ValueError, UnicodeDecodeError) as e:
+        except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
             raise CorruptFileError(f"segment manifest is not JSON: {e}", path=path) from None
         reader = _JsonReader(path)
         obj = reader.obj(tree, "manifest")
         if obj.get("version") not in ("1", 1):
             raise CorruptFileError(f"segment manifest version {obj.get('version')!r} is not 1", path=path)
-        encryption = reader.optional(obj, "encryption", "manifest")
+        encryption = obj.get("encryption")
         return cls(chunk_index=reader.chunk_index(reader.obj(reader.required(obj, "chunkIndex", "manifest"),
                                                              "chunkIndex")),
                    segment_indexes=reader.segment_indexes(obj),
                    compression=reader.boolean(obj, "compression", "manifest"),
                    encryption=None if encryption is None else reader.encryption(encryption),
-                   remote_log_segment_metadata=reader.optional(obj, "remoteLogSegmentMetadata", "manifest"))
+                   remote_log_segment_metadata=obj.get("remoteLogSegmentMetadata"))
 
     def to_json(self) -> dict:
         """The manifest's JSON tree, fields in the plugin's order."""
@@ -485,9 +485,6 @@ class _JsonReader:
         if obj.get(name) is None:
             raise self.fail(f"{where} has no {name!r}")
         return obj[name]
-
-    def optional(self, obj: dict, name: str, where: str):
-        return obj.get(name)
 
     def integer(self, obj: dict, name: str, where: str, low: int = 0) -> int:
         value = self.required(obj, name, where)
@@ -782,12 +779,13 @@ class ChunkedSegmentBytes:
             chunks_to_fetch = chunks
         if chunks_to_fetch:
             base = chunks_to_fetch[0].transformed_position
-            data = self._store.read_range(self._key, base, chunks_to_fetch[-1].transformed_end)
+            data = memoryview(self._store.read_range(self._key, base, chunks_to_fetch[-1].transformed_end))
             for c in chunks_to_fetch:
                 pieces.append(self._detransform(c, data[c.transformed_position - base: c.transformed_end - base]))
             self._last = (chunks_to_fetch[-1].id, pieces[-1])
         start = position - chunks[0].original_position
-        return b"".join(pieces)[start: start + end - position]
+        joined = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        return joined[start: start + end - position]
 
     def _detransform(self, chunk: Chunk, data: bytes) -> bytes:
         if len(data) != chunk.transformed_size:

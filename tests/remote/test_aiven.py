@@ -284,6 +284,8 @@ def test_remote_log_segment_metadata_json_is_the_plugins():
 
 BAD_MANIFESTS = [
     (b"{not json", "not JSON"),
+    (b"[" * 100_000, "not JSON"),
+    (b'{"version":"1\xff"}', "not JSON"),
     (b"[]", "not a JSON object"),
     (WITHOUT_ENCRYPTION_JSON.replace('"version":"1"', '"version":"2"').encode(), "version '2'"),
     (WITHOUT_ENCRYPTION_JSON.replace('"chunkIndex"', '"chunkIndexes"').encode(), "no 'chunkIndex'"),
