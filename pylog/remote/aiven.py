@@ -875,7 +875,7 @@ def upload_segment(store, prefix: str, topic: str, topic_id, partition: int, seg
     required, possibly empty) and ``transaction`` (optional) to their bytes. ``start_offset``
     defaults to the base offset in ``log_path``'s name. ``compression_heuristic`` (the
     plugin's ``compression.heuristic.enabled``) compresses only a segment whose first batch is
-    not compressed. ``encryption_key``: the active :class:`KeyPair`, whose public key wraps a
+    valid and not compressed. ``encryption_key``: the active :class:`KeyPair`, whose public key wraps a
     new AES-256 data key. Defaults write the ``.log`` object byte for byte as the segment file.
 
     Cost: one read of the segment file, three PUTs; memory O(chunk_size) (transformed chunks go
@@ -907,7 +907,7 @@ def upload_segment(store, prefix: str, topic: str, topic_id, partition: int, seg
         if file_size > INT32_MAX:
             raise InvalidArgumentError(f"{log_path} is {file_size} bytes, more than a segment can hold")
         if compression and compression_heuristic:
-            compression = not _first_batch_compressed(log_path)
+            compression = _heuristic_wants_compression(log_path)
         compression = compression and file_size > 0
         chunk_index = _upload_log(store, key.with_suffix(LOG), log_path, file_size, chunk_size, compression,
                                   data_key, aad)
@@ -940,22 +940,20 @@ def _index_blobs(indexes: dict[str, bytes]) -> list[tuple[str, bytes]]:
     return [(n, bytes(indexes[n])) for n in names if n in indexes]
 
 
-def _first_batch_compressed(log_path: str) -> bool:
-    """The plugin's compression heuristic: whether the first batch is valid and compressed
-    (an unreadable first batch counts as not compressed, so the segment is compressed)."""
+def _heuristic_wants_compression(log_path: str) -> bool:
+    """The plugin's compression heuristic: compress only when the first batch is valid and
+    not compressed. A segment whose first batch cannot be read (empty, torn, a bad CRC) is
+    uploaded uncompressed, as the plugin does."""
     from pylog.record.batch import decode_batches
 
     with open(log_path, "rb") as f:
         head = f.read(LOG_OVERHEAD_BYTES)
-        if len(head) < LOG_OVERHEAD_BYTES:
+        if len(head) < LOG_OVERHEAD_BYTES or LOG_OVERHEAD.unpack(head)[1] <= 0:
             return False
-        length = LOG_OVERHEAD.unpack(head)[1]
-        if length <= 0:
-            return False
-        data = head + f.read(length)
+        data = head + f.read(LOG_OVERHEAD.unpack(head)[1])
     try:
         batch = next(iter(decode_batches(data)), None)
-        return batch is not None and batch.is_valid() and batch.compression_id != 0
+        return batch is not None and batch.is_valid() and batch.compression_id == 0
     except PylogError:
         return False
 

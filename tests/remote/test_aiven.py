@@ -558,6 +558,14 @@ def test_the_compression_heuristic_skips_segments_already_compressed(tmp_path, s
     assert _upload(store, zstd, compression=True).compression is True  # without the heuristic, always
 
 
+def test_the_compression_heuristic_uploads_a_segment_with_an_unreadable_first_batch_uncompressed(tmp_path, store):
+    batch = bytearray(encode_batch([b"value %d" % i * 20 for i in range(200)], base_offset=42))
+    batch[-1] ^= 0xFF  # the CRC no longer holds
+    for data in (bytes(batch), batch[:30], b"\0" * 12):
+        manifest = _upload(store, _segment(tmp_path, bytes(data)), compression=True, compression_heuristic=True)
+        assert manifest.compression is False
+
+
 def test_upload_refuses_what_it_cannot_write_before_writing_anything(tmp_path, store):
     log_path = _segment(tmp_path, b"x" * 10)
     with pytest.raises(InvalidArgumentError, match="required"):
