@@ -57,7 +57,7 @@ MAX_ENCODED_CHUNKS_BYTES = 10 * 1024 * 1024
 
 # Kafka's Uuid text: 22 URL-safe base64 characters; the last holds 2 data bits and 4 zero bits.
 _UUID = r"[A-Za-z0-9_-]{21}[AQgw]"
-_KEY = re.compile(rf"(?P<topic>[^/]+)-(?P<topic_id>{_UUID})/(?P<partition>\d+)/"
+_KEY = re.compile(rf"(?P<topic>[^/]+)-(?P<topic_id>{_UUID})/(?P<partition>0|[1-9]\d*)/"
                   rf"(?P<start_offset>\d{{20}})-(?P<segment_id>{_UUID})\.(?P<suffix>log|indexes|rsm-manifest)")
 
 
@@ -759,6 +759,11 @@ class ChunkedSegmentBytes:
     def size(self) -> int:
         """The original segment's size in bytes."""
         return self._index.original_file_size
+
+    @property
+    def url(self) -> str:
+        """The ``.log`` object's URL (no credentials)."""
+        return self._url
 
     def read(self, position: int, size: int) -> bytes:
         """Original bytes ``[position, position + size)``, shorter at the end of the segment
