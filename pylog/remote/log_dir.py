@@ -42,6 +42,7 @@ class RemoteLogDir(contextlib.AbstractContextManager):
         self._prefix = prefix
         self._listing = list_store(self.store, prefix)
         self._log_starts: dict | None = None
+        self._topic_overrides: dict | None = None
         self.layout = self._listing.layout
         self.metadata = _metadata(remote_log_metadata, storage_options)
         self._logs: dict[tuple[str, int], RemoteLog] = {}
@@ -54,6 +55,29 @@ class RemoteLogDir(contextlib.AbstractContextManager):
 
     def partitions(self, topic: str) -> list[int]:
         return self._listing.partitions_of(topic)
+
+    def topic_config(self, topic: str):
+        """The topic's :class:`~pylog.config.LogConfig`: the defaults with the overrides a
+        copied log dir's ``topic-configs.json`` holds for it (the object is read once; a
+        tiered layout has none). Raises :class:`InvalidConfigError` for one that is not a
+        JSON object of settings."""
+        import json
+
+        from pylog.config import build_config
+        from pylog.errors import InvalidConfigError
+        from pylog.manager import TOPIC_CONFIGS_FILE
+        if self._topic_overrides is None:
+            self._topic_overrides = {}
+            if TOPIC_CONFIGS_FILE in self._listing.objects:
+                url = self.store.url(TOPIC_CONFIGS_FILE)
+                try:
+                    data = json.loads(self.store.read(TOPIC_CONFIGS_FILE))
+                except ValueError as e:
+                    raise InvalidConfigError(f"cannot read {url}: {e}") from None
+                if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+                    raise InvalidConfigError(f"{url} does not hold a JSON object of topic settings")
+                self._topic_overrides = data
+        return build_config(None, self._topic_overrides.get(topic, {}))
 
     def topic_id(self, topic: str) -> str | None:
         """The topic's id as its tiered objects name it (None for a plain log dir)."""
