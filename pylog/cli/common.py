@@ -11,6 +11,7 @@ from pylog.errors import InputFormatError, InvalidArgumentError, LogDirNotFoundE
 from pylog.layout import INTERNAL_TOPICS, LOG_SUFFIX
 from pylog.manager import LogManager
 from pylog.partition_dir import nested_log_dirs
+from pylog.remote.store import is_url, redact
 
 
 def is_partition_dir(path: str) -> bool:
@@ -27,12 +28,74 @@ def no_partitions(path: str, command: str) -> InvalidArgumentError:
                                 f"<topic>-<partition> directory holding .log files{hint}")
 
 
-def open_manager(root: str, *, read_only: bool) -> LogManager:
-    """A ``LogManager`` on the existing log dir ``root`` (the CLI's and Spark's one way in).
-    Raises :class:`LogDirNotFoundError` when there is none: not even a writer creates it."""
+def open_manager(root: str, *, read_only: bool, storage_options: dict | None = None,
+                 remote_log_metadata: str | None = None) -> LogManager:
+    """A ``LogManager`` on the existing log dir ``root`` (the CLI's and Spark's one way in),
+    or, for a URL (``s3://``, ``s3a://``, ``gs://``, ``az://``, ``abfss://``, ``file://``),
+    the read-only log dir there, opened with ``storage_options`` (fsspec's; credentials
+    otherwise come from the standard environment) and ``remote_log_metadata``. Raises
+    :class:`LogDirNotFoundError` when there is none: not even a writer creates it. Cost for
+    a URL: one listing of the objects under it."""
+    if is_url(root):
+        remote = {k: v for k, v in (("storage_options", storage_options),
+                                    ("remote_log_metadata", remote_log_metadata)) if v is not None}
+        manager = LogManager(root, read_only=read_only, **remote)
+        if isinstance(manager, LogManager) or manager.topics():
+            return manager
+        manager.close()
+        raise LogDirNotFoundError(f"no Kafka data at {redact(root)}: no partition's objects under it "
+                                  f"(check the bucket and prefix)")
     if not os.path.isdir(root):
         raise LogDirNotFoundError(f"no log dir at {root}")
     return LogManager(root, read_only=read_only)
+
+
+def add_storage_arguments(p) -> None:
+    """``--storage-option KEY=VALUE`` (repeatable) and ``--remote-log-metadata``: how a
+    command reads a URL (:func:`storage_options`)."""
+    p.add_argument("--storage-option", dest="storage_option", action="append", metavar="KEY=VALUE",
+                   help="for a URL: an fsspec storage option the environment cannot give (repeatable); a dotted "
+                        "KEY nests (client_kwargs.endpoint_url=http://host:9000) and a VALUE that is JSON "
+                        "(true, 5, {...}) is read as JSON. Credentials come from the standard environment "
+                        "(AWS_*, GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_*)")
+    p.add_argument("--remote-log-metadata", metavar="PATH_OR_URL",
+                   help="for a tiered layout: the log dir holding the __remote_log_metadata partitions, which "
+                        "say which remote segments are live")
+
+
+def storage_options(args) -> dict | None:
+    """The ``--storage-option KEY=VALUE`` arguments as fsspec's ``storage_options`` (None
+    when none is given). Raises :class:`InvalidArgumentError` for one that is not KEY=VALUE."""
+    import json
+    out: dict = {}
+    for item in getattr(args, "storage_option", None) or []:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip("."):
+            raise InvalidArgumentError(f"--storage-option {redact_option(item)!r} is not KEY=VALUE")
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = text
+        *parents, name = key.split(".")
+        place = out
+        for parent in parents:
+            place = place.setdefault(parent, {})
+            if not isinstance(place, dict):
+                raise InvalidArgumentError(f"--storage-option {key}: {parent} is given a value and nested keys")
+        place[name] = value
+    return out or None
+
+
+def redact_option(item: str) -> str:
+    """A ``KEY=VALUE`` storage option as it may be shown: its key only."""
+    return item.partition("=")[0] + "=***"
+
+
+def open_url_manager(args, root: str, *, read_only: bool = True) -> LogManager:
+    """:func:`open_manager` with the command's ``--storage-option`` and
+    ``--remote-log-metadata``."""
+    return open_manager(root, read_only=read_only, storage_options=storage_options(args),
+                        remote_log_metadata=getattr(args, "remote_log_metadata", None))
 
 
 #: How long a command that changes logs waits for a live client to hand one over (--timeout-ms).

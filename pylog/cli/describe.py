@@ -12,10 +12,11 @@ import sys
 from datetime import datetime, timezone
 from itertools import groupby
 
-from pylog.cli.common import add_exclude_internal_argument, is_partition_dir, no_partitions, open_manager, table, \
-    wanted_topics
-from pylog.errors import CorruptRecordError, LogDirNotFoundError, UnknownTopicError
+from pylog.cli.common import add_exclude_internal_argument, add_storage_arguments, is_partition_dir, no_partitions, \
+    open_manager, storage_options, table, wanted_topics
+from pylog.errors import CorruptRecordError, InvalidTopicError, LogDirNotFoundError, UnknownTopicError
 from pylog.partition_dir import parse_partition_dir
+from pylog.remote.store import is_url
 
 COLUMNS = ["topic", "partition", "log_start_offset", "log_end_offset", "high_watermark", "last_stable_offset",
            "segments", "bytes", "oldest_timestamp", "newest_timestamp"]
@@ -28,31 +29,31 @@ def add_parser(sub) -> None:
     p = sub.add_parser("describe", help="partitions, offsets, sizes, timestamps and topic configs of a log dir "
                                         "or of one partition directory")
     p.add_argument("path", metavar="ROOT|PARTITION",
-                   help="a broker log dir (every partition in it) or one <topic>-<partition> directory")
+                   help="a broker log dir (every partition in it) or one <topic>-<partition> directory; or the "
+                        "URL of one in object storage (s3://, s3a://, gs://, az://, abfss://, file://)")
     p.add_argument("--json", action="store_true",
                    help="one JSON list, an object per partition (offsets, bytes, epoch-ms timestamps, topic_config)")
     p.add_argument("--raw", action="store_true",
                    help="plain numbers: bytes instead of KiB/MiB, epoch milliseconds instead of UTC times")
     p.add_argument("--topic", help="only the topics this regular expression matches (whole name)")
     add_exclude_internal_argument(p)
+    add_storage_arguments(p)
     p.set_defaults(run=run)
 
 
-def describe(path: str, topic: str | None = None, *, exclude_internal: bool = False) -> list[dict]:
+def describe(path: str, topic: str | None = None, *, exclude_internal: bool = False,
+             storage_options: dict | None = None, remote_log_metadata: str | None = None) -> list[dict]:
     """One row per partition of the log dir ``path``, or the one row of the partition
     directory ``path``; only the topics ``topic`` (a regular expression) matches, and
     without Kafka's internal topics when ``exclude_internal``. Raises
     :class:`LogDirNotFoundError` for a missing path, :class:`UnknownTopicError` when
     those leave no topic, and :class:`InvalidArgumentError` for a directory holding no
-    partition. Reads each partition's first batch and its segments' metadata."""
-    if not os.path.isdir(path):
-        raise LogDirNotFoundError(f"no such directory {path}")
-    if is_partition_dir(path):
-        root, name = os.path.split(os.path.abspath(path))
-        wanted = {parse_partition_dir(name)}
-    else:
-        root, wanted = path, None
-    with open_manager(root, read_only=True) as m:
+    partition. Reads each partition's first batch and its segments' metadata.
+
+    ``path`` may be a URL (``open_manager``) of a log dir or of one partition directory
+    in object storage: a log dir copied to a bucket, or a tiered layout's prefix."""
+    m, wanted = _opened(path, storage_options, remote_log_metadata)
+    with m:
         topics = wanted_topics(m.topics(), topic, exclude_internal=exclude_internal)
         all_there = len(topics) == len(m.topics())
         rows = [_row(m, t, p) for t in topics for p in m.partitions(t) if wanted is None or (t, p) in wanted]
@@ -62,6 +63,32 @@ def describe(path: str, topic: str | None = None, *, exclude_internal: bool = Fa
     if not rows:
         raise no_partitions(path, "describe")
     return rows
+
+
+def _opened(path: str, storage_options, remote_log_metadata):
+    """The manager to read for ``path`` and the one partition wanted in it (None: every one).
+    A local partition directory is read through its log dir. A URL whose last name is
+    ``<topic>-<partition>`` is tried as a partition directory first, through its parent
+    (whose listing costs as much as describing it whole, and gives the topic's config);
+    when the parent holds no such partition, the URL is a log dir."""
+    options = {"storage_options": storage_options, "remote_log_metadata": remote_log_metadata}
+    if not is_url(path):
+        if not os.path.isdir(path):
+            raise LogDirNotFoundError(f"no such directory {path}")
+        if is_partition_dir(path):
+            root, name = os.path.split(os.path.abspath(path))
+            return open_manager(root, read_only=True), {parse_partition_dir(name)}
+        return open_manager(path, read_only=True), None
+    parent, _, name = path.rstrip("/").rpartition("/")
+    try:
+        wanted = parse_partition_dir(name)
+        manager = open_manager(parent, read_only=True, **options)
+    except (InvalidTopicError, LogDirNotFoundError):
+        return open_manager(path, read_only=True, **options), None
+    if wanted[0] in manager.topics() and wanted[1] in manager.partitions(wanted[0]):
+        return manager, {wanted}
+    manager.close()
+    return open_manager(path, read_only=True, **options), None
 
 
 def _row(manager, topic: str, partition: int) -> dict:
@@ -79,7 +106,14 @@ def _row(manager, topic: str, partition: int) -> dict:
             "segments": len(log.segments), "bytes": log.size_bytes,
             "oldest_timestamp": first[0].timestamp if first else None,
             "newest_timestamp": max(stamps) if stamps else None, "topic_config": _config_overrides(manager, topic),
-            "invalid_tail": [t._asdict() for t in log.load_report.truncations]}
+            "invalid_tail": _invalid_tail(log)}
+
+
+def _invalid_tail(log) -> list[dict]:
+    """The load report's truncations; none for a log in object storage, which is read, never
+    loaded (``pylog verify URL`` reports bytes after its last valid batch)."""
+    report = getattr(log, "load_report", None)
+    return [] if report is None else [t._asdict() for t in report.truncations]
 
 
 def _unless_corrupt(log, answer):
@@ -152,6 +186,7 @@ def _runs(rows: list[dict]) -> list[dict]:
 
 
 def run(args) -> int:
-    rows = describe(args.path, args.topic, exclude_internal=args.exclude_internal_topics)
+    rows = describe(args.path, args.topic, exclude_internal=args.exclude_internal_topics,
+                    storage_options=storage_options(args), remote_log_metadata=args.remote_log_metadata)
     print(json.dumps(rows, indent=1) if args.json else "\n".join(report_lines(rows, raw=args.raw)))
     return 0
