@@ -97,6 +97,7 @@ class LogManager:
         self.remote_storage, self.storage_options = remote_storage, storage_options
         self.remote_log_metadata = remote_log_metadata
         self._remote_log_manager = None
+        self._remote_log_dir = None  # the logs' remote parts (pylog/log/tiered.py), listed on first use
         if remote_storage is not None and not read_only:
             from pylog.remote.manager import RemoteLogManager
             self._remote_log_manager = RemoteLogManager(self, remote_storage, storage_options=storage_options)
@@ -249,8 +250,39 @@ class LogManager:
                 raise UnknownTopicError(f"no partition {topic}-{partition} in {self.root}")
             log = Log.open(path, self.topic_config(topic), read_only=self.read_only, io=self.io,
                            open_files=self._open_files)
+            self._attach_remote(log)
             self._logs[key] = log
             return log
+
+    # -- the remote part of each log (pylog/log/tiered.py) ----------------------------------
+    def _attach_remote(self, log: Log) -> None:
+        """Give ``log`` its tiered segments in ``remote_storage`` (none there: none)."""
+        if self.remote_storage is None:
+            return
+        if self._remote_log_dir is None:
+            from pylog.remote.log_dir import RemoteLogDir
+            from pylog.remote.metadata import METADATA_TOPIC
+            metadata = self.remote_log_metadata
+            if metadata is None and METADATA_TOPIC in self.topics():
+                metadata = self.root  # this log dir tiers its own logs: its records say what is live
+            self._remote_log_dir = RemoteLogDir(self.remote_storage, storage_options=self.storage_options,
+                                                remote_log_metadata=metadata)
+        try:
+            log.remote = self._remote_log_dir.log(log.topic, log.partition)
+        except UnknownTopicError:
+            log.remote = None
+
+    def refresh_remote(self) -> None:
+        """List ``remote_storage`` again and give every open log its tiered segments as they
+        are now (after a tiering round copied or deleted some). Cost: one listing."""
+        with self._lock:
+            if self.remote_storage is None:
+                return
+            if self._remote_log_dir is not None:
+                self._remote_log_dir.close()
+            self._remote_log_dir = None
+            for log in self._logs.values():
+                self._attach_remote(log)
 
     def _create_partition(self, topic: str, partition: int) -> None:
         """Make the directory and files of ``topic``-``partition`` and close it again (one
@@ -293,6 +325,7 @@ class LogManager:
             raise InvalidConfigError(f"the log dir {self.root} has no remote_storage to tier to"
                                      + (" (it is open read-only)" if self.read_only else ""))
         result = self._remote_log_manager.run_once(now_ms)
+        self.refresh_remote()
         if result.errors:
             raise result.errors[0][1]
         return result
@@ -304,6 +337,8 @@ class LogManager:
         closed, then the first failure is raised."""
         if self._remote_log_manager is not None:  # before the lock: a round in progress takes it
             self._remote_log_manager.stop()
+        if self._remote_log_dir is not None:
+            self._remote_log_dir.close()
         with self._lock:
             if self._cleaner is not None:
                 self._cleaner.stop()

@@ -837,34 +837,36 @@ def read_index(store, key: str, manifest: SegmentManifest, name: str, *, encrypt
     place = manifest.segment_indexes.get(name)
     if place is None or place.size == 0:
         return b""
+    data_key = _index_data_key(store, key, manifest, encryption_key)
     data = store.read_range(key, place.position, place.position + place.size)
-    return _index_bytes(store, key, manifest, name, data, encryption_key)
+    return _index_bytes(store.url(key), manifest, name, data, data_key)
 
 
 def read_indexes(store, key: str, manifest: SegmentManifest, *, encryption_key=None) -> dict[str, bytes]:
     """Every index of the segment whose ``.indexes`` object is ``key``, by name (the
     transaction index only when uploaded): one GET of the whole object."""
-    ix = manifest.segment_indexes
-    data = store.read(key) if any(ix.get(n) and ix.get(n).size for n, _ in INDEX_NAMES) else b""
-    out = {}
-    for name, _ in INDEX_NAMES:
-        place = ix.get(name)
-        if place is not None:
-            piece = data[place.position: place.position + place.size]
-            out[name] = _index_bytes(store, key, manifest, name, piece, encryption_key) if place.size else b""
-    return out
+    places = {name: manifest.segment_indexes.get(name) for name, _ in INDEX_NAMES}
+    places = {name: place for name, place in places.items() if place is not None}
+    if not any(place.size for place in places.values()):
+        return {name: b"" for name in places}
+    data_key = _index_data_key(store, key, manifest, encryption_key)
+    data = store.read(key)
+    return {name: _index_bytes(store.url(key), manifest, name, data[p.position: p.position + p.size], data_key)
+            if p.size else b"" for name, p in places.items()}
 
 
-def _index_bytes(store, key, manifest, name, data: bytes, encryption_key) -> bytes:
-    url = store.url(key)
+def _index_data_key(store, key: str, manifest: SegmentManifest, encryption_key) -> bytes | None:
+    return None if manifest.encryption is None else _data_key(manifest, encryption_key, store.url(key))
+
+
+def _index_bytes(url: str, manifest: SegmentManifest, name: str, data: bytes, data_key: bytes | None) -> bytes:
     place = manifest.segment_indexes.get(name)
     if len(data) != place.size:
         raise CorruptFileError(f"object ends inside the {name} index ({len(data)} of {place.size} bytes)",
                                path=url, position=place.position)
-    if manifest.encryption is None:
+    if data_key is None:
         return data
-    return _decrypt(_data_key(manifest, encryption_key, url), manifest.encryption.aad, data, url=url,
-                    position=place.position, what=f"{name} index")
+    return _decrypt(data_key, manifest.encryption.aad, data, url=url, position=place.position, what=f"{name} index")
 
 
 # --- Writing (KafkaRemoteStorageManager.copyLogSegmentData) -------------------------------------

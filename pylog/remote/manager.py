@@ -123,6 +123,7 @@ class RemoteLogManager:
     def _loop(self, interval_ms: int) -> None:
         while not self._stop.wait(interval_ms / 1000):
             self.run_once()
+            self.manager.refresh_remote()  # its logs read what was tiered below their local start
 
     # -- one round -----------------------------------------------------------------------------
     def run_once(self, now_ms: int | None = None) -> TierResult:
@@ -238,7 +239,7 @@ class RemoteLogManager:
             doomed.append(info)
         for info in doomed:
             self._delete_remote(info)
-        if doomed and doomed[-1].end_offset >= log.log_start_offset:
+        if doomed:  # local segments the deleted copies held go too (a no-op below the local start)
             log.delete_records(min(doomed[-1].end_offset + 1, log.high_watermark))
         return [info.start_offset for info in doomed]
 

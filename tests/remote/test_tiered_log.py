@@ -76,3 +76,24 @@ def test_without_the_remote_part_the_local_start_is_the_start(tiered):
     log.remote = None
     assert log.log_start_offset == local_start
     assert _records(log) == everything[local_start:]
+
+
+def test_a_manager_that_tiers_its_topic_reads_it_whole_after_local_retention(s3, tmp_path):
+    url = s3.url(s3.bucket(), "tiered")
+    root = tmp_path / "data"
+    with pylog.LogManager(root, remote_storage=url, storage_options=s3.storage_options,
+                          remote_log_manager_task_interval_ms=3_600_000) as m:
+        m.create_topic("events", 1, {"remote_storage_enable": True, "segment_bytes": 2048,
+                                     "local_retention_bytes": 2048, "retention_bytes": -1,
+                                     "retention_ms": -1})
+        log = m.log("events", 0)
+        for i in range(100):
+            log.append([pylog.Record(b"value-%03d" % i * 4, key=b"k%d" % i, timestamp=BASE_TS + i * 100)])
+        everything = _records(log)
+        m.tier()
+        assert log.local_log_start_offset > 0, "local retention removed the copied segments"
+        assert log.log_start_offset == 0
+        assert _records(log) == everything
+        assert log.offset_for_timestamp(BASE_TS + 100) == 1
+    with pylog.LogManager(root, read_only=True, remote_storage=url, storage_options=s3.storage_options) as m:
+        assert _records(m.log("events", 0)) == everything
