@@ -408,6 +408,17 @@ def test_read_index_reads_one_index_with_one_ranged_get(tmp_path, store):
     assert len(store.gets()) == 1
 
 
+def test_a_truncated_indexes_object_is_a_corrupt_file_naming_the_index(tmp_path, store):
+    manifest = _upload(store, _segment(tmp_path, b"x" * 100))
+    store.put(INDEXES_KEY, store.read(INDEXES_KEY)[:-3])
+    with pytest.raises(CorruptFileError, match="ends inside the leader_epoch index") as e:
+        read_indexes(store, INDEXES_KEY, manifest)
+    assert e.value.path == store.url(INDEXES_KEY)
+    with pytest.raises(CorruptFileError, match="ends inside the leader_epoch index"):
+        read_index(store, INDEXES_KEY, manifest, "leader_epoch")
+    assert read_index(store, INDEXES_KEY, manifest, "offset") == INDEXES["offset"]
+
+
 def test_a_transaction_index_goes_last_and_empty_indexes_take_no_bytes(tmp_path, store):
     indexes = {**INDEXES, "producer_snapshot": b"", "transaction": b"txn" * 34}
     manifest = upload_segment(store, "tiered/", "topic", TOPIC_ID, 7, SEGMENT_ID, _segment(tmp_path, b"x"), indexes)
