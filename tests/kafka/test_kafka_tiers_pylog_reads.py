@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from pylog import Log, LogManager
 from pylog.cli.main import main as pylog_main
 from pylog.coordinator.schema import uuid_text
 from pylog.record.remote_metadata import decode_event
+from pylog.remote.layouts import RemoteLayoutWarning
 from tests.kafka import tiered_by_kafka as scenario
 from tests.kafka.tiered_by_kafka import METADATA_TOPIC, PARTITIONS, TOPIC
 
@@ -29,8 +31,6 @@ SEGMENT_FILE = re.compile(r"^(?P<start>\d{20})-(?P<id>[A-Za-z0-9_-]{22})(?P<suff
 SEGMENT_SUFFIXES = {".log", ".index", ".timeindex", ".snapshot", ".leader_epoch_checkpoint"}
 TXN_INDEX = ".txnindex"
 FINISHED = 1  # COPY_SEGMENT_FINISHED in RemoteLogSegmentState
-REMOTE_API = pytest.mark.xfail(strict=True, reason="pylog.remote (RemoteLogDir, RemoteLog) has not landed")
-MIXED_API = pytest.mark.xfail(strict=True, reason="LogManager(remote_storage=...) has not landed")
 
 
 @pytest.fixture(scope="module")
@@ -178,27 +178,30 @@ def _assert_reads_the_tiered_segments(tiered, log, partition: int) -> None:
     assert {ts: log.offset_for_timestamp(ts) for ts in expected} == expected
 
 
-@REMOTE_API
 @pytest.mark.parametrize("partition", PARTITIONS)
 def test_log_manager_on_local_tiered_storage_reads_kafkas_records_and_offsets(tiered, remote, partition):
     url, storage_options = remote
-    with LogManager(url, read_only=True, storage_options=storage_options,
-                    remote_log_metadata=tiered.broker.log_dir) as manager:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RemoteLayoutWarning)  # the metadata says which segments are live
+        manager = LogManager(url, read_only=True, storage_options=storage_options,
+                             remote_log_metadata=tiered.broker.log_dir)
+    with manager:
         assert manager.topics() == [TOPIC]
         assert manager.partitions(TOPIC) == list(PARTITIONS)
         _assert_reads_the_tiered_segments(tiered, manager.log(TOPIC, partition), partition)
 
 
-@REMOTE_API
 @pytest.mark.parametrize("partition", PARTITIONS)
 def test_log_open_on_a_local_tiered_storage_partition_reads_kafkas_records_and_offsets(tiered, remote, partition):
+    """Without __remote_log_metadata, from the listing alone, saying so."""
     url, storage_options = remote
-    with Log.open(f"{url}/{_partition_dir_name(tiered, partition)}", read_only=True,
-                  storage_options=storage_options) as log:
+    with pytest.warns(RemoteLayoutWarning, match="without remote_log_metadata"):
+        log = Log.open(f"{url}/{_partition_dir_name(tiered, partition)}", read_only=True,
+                       storage_options=storage_options)
+    with log:
         _assert_reads_the_tiered_segments(tiered, log, partition)
 
 
-@MIXED_API
 @pytest.mark.parametrize("partition", PARTITIONS)
 def test_broker_log_dir_over_local_tiered_storage_reads_the_whole_partition_as_kafkas_consumer(tiered, partition):
     """Remote segments, then the broker's local ones: no gap, no duplicate."""
