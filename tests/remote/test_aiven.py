@@ -26,6 +26,7 @@ from pylog.remote.aiven import (Chunk, ChunkedSegmentBytes, FixedSizeChunkIndex,
                                 VariableSizeChunkIndex, object_key, parse_object_key, read_index, read_indexes,
                                 read_manifest, upload_segment)
 from pylog.remote.store import ObjectStore
+from tests.conftest import needs_samples, sample_logs
 
 TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"  # Kafka's Uuid.METADATA_TOPIC_ID, as the plugin's tests use it
 SEGMENT_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's Uuid.ZERO_UUID
@@ -576,6 +577,22 @@ def test_the_compression_heuristic_uploads_a_segment_with_an_unreadable_first_ba
     for data in (bytes(batch), batch[:30], b"\0" * 12):
         manifest = _upload(store, _segment(tmp_path, bytes(data)), compression=True, compression_heuristic=True)
         assert manifest.compression is False
+
+
+@needs_samples
+def test_kafka_segments_round_trip_through_compressed_encrypted_chunks(tmp_path, store, key_pair):
+    logs = sorted((p for p in sample_logs() if p.stat().st_size), key=lambda p: p.stat().st_size)
+    rng = random.Random(13)
+    for log_path in logs[-3:]:  # the largest: 1 to 4 MB of real batches
+        data = log_path.read_bytes()
+        manifest = upload_segment(store, "", "topic", TOPIC_ID, 0, SEGMENT_ID, log_path, INDEXES,
+                                  chunk_size=256 * 1024, compression=True, encryption_key=key_pair)
+        key = object_key("", "topic", TOPIC_ID, 0, int(log_path.name[:20]), SEGMENT_ID, "log")
+        segment = ChunkedSegmentBytes(store, key, manifest, encryption_key=key_pair)
+        assert segment.read(0, segment.size) == data
+        for _ in range(5):
+            position, size = rng.randrange(len(data)), rng.randrange(1, 600_000)
+            assert segment.read(position, size) == data[position: position + size]
 
 
 def test_upload_refuses_what_it_cannot_write_before_writing_anything(tmp_path, store):
