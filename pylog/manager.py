@@ -59,20 +59,22 @@ class LogManager:
     """
 
     def __new__(cls, root=None, *args, read_only: bool = False, storage_options: dict | None = None,
-                remote_log_metadata=None, **kwargs):
+                remote_log_metadata=None, encryption_key=None, **kwargs):
         """An object-store URL (``s3://``, ``gs://``, ``az://``, ``abfss://``; ``file://`` of a
         tiered layout) opens a read-only :class:`~pylog.remote.log_dir.RemoteLogDir` there
         (``storage_options``: fsspec's, as pandas takes them; ``remote_log_metadata``: where
-        the ``__remote_log_metadata`` partitions are; docs/tiered.md)."""
+        the ``__remote_log_metadata`` partitions are; ``encryption_key``: the key pair of
+        encrypted Aiven segments; docs/tiered.md)."""
         from pylog.remote.log_dir import RemoteLogDir, check_read_only, remote_target
         if remote_target(root) is None:
             return super().__new__(cls)
         check_read_only(read_only, root)
-        return RemoteLogDir(root, storage_options=storage_options, remote_log_metadata=remote_log_metadata)
+        return RemoteLogDir(root, storage_options=storage_options, remote_log_metadata=remote_log_metadata,
+                            encryption_key=encryption_key)
 
     def __init__(self, root, config: LogConfig | dict | None = None, *, read_only: bool = False,
                  io: FileIO | None = None, max_open_files: int | None = None, remote_storage=None,
-                 storage_options: dict | None = None, remote_log_metadata=None, **overrides):
+                 storage_options: dict | None = None, remote_log_metadata=None, encryption_key=None, **overrides):
         """``max_open_files``: file descriptors the segments of all its logs may hold at once
         (default: half the process's ``RLIMIT_NOFILE``, at most 1,000; least recently used
         segments give theirs back, see :class:`OpenFiles`). ``remote_storage``: an
@@ -95,7 +97,7 @@ class LogManager:
         finalizer.atexit = False  # as a dropped file: released when collected, not at exit
         # -- tiering (pylog/remote/manager.py) --------------------------------------------------
         self.remote_storage, self.storage_options = remote_storage, storage_options
-        self.remote_log_metadata = remote_log_metadata
+        self.remote_log_metadata, self._encryption_key = remote_log_metadata, encryption_key
         self._remote_log_manager = None
         self._remote_log_dir = None  # the logs' remote parts (pylog/log/tiered.py), listed on first use
         if remote_storage is not None and not read_only:
@@ -266,7 +268,7 @@ class LogManager:
             if metadata is None and METADATA_TOPIC in self.topics():
                 metadata = self.root  # this log dir tiers its own logs: its records say what is live
             self._remote_log_dir = RemoteLogDir(self.remote_storage, storage_options=self.storage_options,
-                                                remote_log_metadata=metadata)
+                                                remote_log_metadata=metadata, encryption_key=self._encryption_key)
         try:
             log.remote = self._remote_log_dir.log(log.topic, log.partition)
         except UnknownTopicError:

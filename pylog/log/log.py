@@ -75,7 +75,8 @@ class Log(RecordReads, contextlib.AbstractContextManager):
     def open(cls, path, config: LogConfig | dict | None = None, *, read_only: bool = False,
              auto_high_watermark: bool = True, io: FileIO | None = None, clean_shutdown: bool | None = None,
              max_open_files: int | None = None, open_files: OpenFiles | None = None,
-             storage_options: dict | None = None, remote_log_metadata=None, **overrides) -> "Log":
+             storage_options: dict | None = None, remote_log_metadata=None, encryption_key=None,
+             **overrides) -> "Log":
         """Open (or, unless ``read_only``, create) the partition directory ``path``.
 
         ``read_only=True`` never modifies the directory (missing indexes are built in
@@ -92,7 +93,8 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         from pylog.remote.log_dir import check_read_only, local_path, open_remote_log, remote_target
         if remote_target(path) is not None:
             check_read_only(read_only, path)
-            return open_remote_log(path, storage_options=storage_options, remote_log_metadata=remote_log_metadata)
+            return open_remote_log(path, storage_options=storage_options, remote_log_metadata=remote_log_metadata,
+                                   encryption_key=encryption_key)
         path = local_path(path) if isinstance(path, str) else path
         cfg, io = build_config(config, overrides), io or DEFAULT_IO
         loaded = open_partition(path, cfg, read_only=read_only, io=io, auto_high_watermark=auto_high_watermark,

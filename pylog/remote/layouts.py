@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from pylog.errors import CorruptFileError, PylogWarning, UnknownTopicError
 from pylog.layout import INDEX_SUFFIX, LOG_SUFFIX, OFFSET_DIGITS, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
-from pylog.remote.segment import IndexSource, ObjectBytes, RemoteSegment
+from pylog.remote.segment import IndexSource, LazyBytes, ObjectBytes, RemoteSegment
 
 LOG_DIR, AIVEN, LOCAL_TIERED = "log dir", "aiven", "local-tiered"
 
@@ -77,12 +77,14 @@ class Listing:
         return found
 
 
-def list_store(store, prefix: str = "") -> Listing:
+def list_store(store, prefix: str = "", *, encryption_key=None) -> Listing:
     """List ``store`` once (one LIST walk) and tell its layout and partitions. A root that
-    holds none of the layouts' files is an empty log dir. Cost: the listing's requests."""
+    holds none of the layouts' files is an empty log dir. ``encryption_key``: the
+    :class:`~pylog.remote.aiven.KeyPair` (or key ring) of encrypted Aiven segments. Cost: the
+    listing's requests."""
     objects = store.list(prefix)
     for finder in (_aiven, _local_tiered, _log_dir):
-        found = finder(store, objects)
+        found = finder(store, objects, encryption_key)
         if found is not None:
             found.objects = objects
             return found
@@ -91,7 +93,7 @@ def list_store(store, prefix: str = "") -> Listing:
 
 # -- a plain log dir ---------------------------------------------------------------------------
 
-def _log_dir(store, objects: dict) -> Listing | None:
+def _log_dir(store, objects: dict, _encryption_key=None) -> Listing | None:
     out = Listing(LOG_DIR)
     for key in objects:
         m = _LOG_DIR_SEGMENT.fullmatch(key)
@@ -137,7 +139,7 @@ def _read_listed(store, objects: dict, key: str | None) -> bytes | None:
 
 # -- Aiven's plugin ----------------------------------------------------------------------------
 
-def _aiven(store, objects: dict) -> Listing | None:
+def _aiven(store, objects: dict, encryption_key=None) -> Listing | None:
     from pylog.remote import aiven
 
     out = Listing(AIVEN)
@@ -153,30 +155,39 @@ def _aiven(store, objects: dict) -> Listing | None:
         out.dirs[where] = m["dir"] + "/"
         out.partitions.setdefault(where, []).append(
             SegmentEntry(int(m["start"]), m["segment_id"], _aiven_builder(store, aiven, base_key, int(m["start"]),
-                                                                           m["segment_id"])))
+                                                                           m["segment_id"], encryption_key)))
     for entries in out.partitions.values():
         entries.sort(key=lambda e: e.start_offset)
     return out if out.partitions else None
 
 
-def _aiven_builder(store, aiven, base_key: str, start: int, segment_id: str):
+def _aiven_builder(store, aiven, base_key: str, start: int, segment_id: str, encryption_key):
+    """A segment whose manifest is read on its first read (one GET), its indexes on the
+    first lookup (one GET of ``.indexes``)."""
     def build() -> RemoteSegment:
         manifest_key = base_key + "rsm-manifest"
-        manifest = aiven.SegmentManifest.parse(store.read(manifest_key), path=store.url(manifest_key))
-        indexes: dict = {}
+        manifest: list = []
+
+        def the_manifest():
+            if not manifest:
+                manifest.append(aiven.SegmentManifest.parse(store.read(manifest_key), path=store.url(manifest_key)))
+            return manifest[0]
 
         def load(kind: str) -> bytes | None:
             if not indexes:
-                indexes.update(aiven.read_indexes(store, base_key + "indexes", manifest))
+                indexes.update(aiven.read_indexes(store, base_key + "indexes", the_manifest(),
+                                                  encryption_key=encryption_key))
             return indexes.get(kind)
-        log = aiven.ChunkedSegmentBytes(store, base_key + "log", manifest)
+        indexes: dict = {}
+        log = LazyBytes(store.url(base_key + "log"), lambda: aiven.ChunkedSegmentBytes(
+            store, base_key + "log", the_manifest(), encryption_key=encryption_key))
         return RemoteSegment(start, log, IndexSource(load), segment_id=segment_id)
     return build
 
 
 # -- Kafka's LocalTieredStorage ------------------------------------------------------------------
 
-def _local_tiered(store, objects: dict) -> Listing | None:
+def _local_tiered(store, objects: dict, _encryption_key=None) -> Listing | None:
     out = Listing(LOCAL_TIERED)
     for key in objects:
         m = _LOCAL_TIERED_SEGMENT.fullmatch(key)

@@ -31,16 +31,18 @@ class RemoteLogDir(contextlib.AbstractContextManager):
     """The topics and partitions of a store (a log dir copied to a bucket, or a tiered
     layout), each opened as a :class:`RemoteLog`. ``remote_log_metadata``: a path, URL or
     :class:`~pylog.remote.metadata.RemoteLogMetadata` of the ``__remote_log_metadata``
-    partitions, which say which tiered segments are live."""
+    partitions, which say which tiered segments are live. ``encryption_key``: the
+    :class:`~pylog.remote.aiven.KeyPair` (or a list of them) that reads encrypted Aiven segments."""
 
     read_only = True
 
-    def __init__(self, url, *, storage_options: dict | None = None, remote_log_metadata=None, prefix: str = ""):
+    def __init__(self, url, *, storage_options: dict | None = None, remote_log_metadata=None, prefix: str = "",
+                 encryption_key=None):
         self.store = ObjectStore.from_url(url, storage_options)
         self.root = self.store.url()
         self.storage_options = storage_options
         self._prefix = prefix
-        self._listing = list_store(self.store, prefix)
+        self._listing = list_store(self.store, prefix, encryption_key=encryption_key)
         self._log_starts: dict | None = None
         self._topic_overrides: dict | None = None
         self.layout = self._listing.layout
@@ -178,7 +180,8 @@ def _metadata(remote_log_metadata, storage_options):
     return RemoteLogMetadata.open(remote_log_metadata, storage_options=storage_options)
 
 
-def open_remote_log(url, *, storage_options: dict | None = None, remote_log_metadata=None) -> RemoteLog:
+def open_remote_log(url, *, storage_options: dict | None = None, remote_log_metadata=None,
+                    encryption_key=None) -> RemoteLog:
     """The partition at ``url``: ``<root>/<topic>-<partition>`` (a log dir),
     ``<prefix><topic>-<topicId>/<partition>`` (Aiven's layout) or
     ``<dir>/<topic>-<partition>-<topicId>`` (Kafka's LocalTieredStorage). Lists that
@@ -190,7 +193,7 @@ def open_remote_log(url, *, storage_options: dict | None = None, remote_log_meta
             continue
         root, prefix = m["root"].rstrip("/"), text[len(m["root"]):] + "/"
         log_dir = RemoteLogDir(root, storage_options=storage_options, remote_log_metadata=remote_log_metadata,
-                               prefix=prefix)
+                               prefix=prefix, encryption_key=encryption_key)
         key = (m["topic"], int(m["partition"]))
         if key in log_dir._listing.partitions:
             return log_dir.log(*key)

@@ -52,6 +52,26 @@ class ObjectBytes:
         return self.store.read_range(self.key, position, end) if end > position else b""
 
 
+class LazyBytes:
+    """:class:`SegmentBytes` made on first use by ``make()`` (an Aiven segment's manifest is
+    read when the segment is first read, not when its log opens); ``url`` is known before."""
+
+    def __init__(self, url: str, make):
+        self.url, self._make, self._bytes = url, make, None
+
+    def _source(self) -> SegmentBytes:
+        if self._bytes is None:
+            self._bytes = self._make()
+        return self._bytes
+
+    @property
+    def size(self) -> int:
+        return self._source().size
+
+    def read(self, position: int, size: int) -> bytes:
+        return self._source().read(position, size)
+
+
 class RemoteLogFile(LogFile):
     """A read-only :class:`LogFile` over :class:`SegmentBytes`, with a window cache: a
     read inside the last fetched window costs nothing, one outside fetches
