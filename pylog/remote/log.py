@@ -140,15 +140,21 @@ class RemoteLog(RecordReads, contextlib.AbstractContextManager):
         fetch = FetchData.of_bytes(offset, seg.file.read(header.position, size), position=header.position,
                                    path=seg.url, bound=bound, isolation=isolation, offset_range=(seg.base_offset, next_base))
         if isolation == "committed":
-            fetch.aborted_transactions = self._aborted_from(i, offset, header.position + size)
+            fetch.aborted_transactions = self._aborted_between(i, offset, fetch.next_offset)
         return fetch
 
-    def _aborted_from(self, i: int, offset: int, _position: int) -> list:
-        """Aborted transactions whose range reaches ``offset`` or later: the transaction
-        indexes of segment ``i`` and the later ones (an abort marker may lie after the fetch)."""
+    def _aborted_between(self, i: int, offset: int, upper: int) -> list:
+        """Aborted transactions overlapping ``[offset, upper)``: from the transaction indexes of
+        segment ``i`` on (an ABORT marker lies after its records), until one holds a marker at
+        or past ``upper`` (Kafka's rule: later ones cannot abort what the fetch holds).
+        Cost: a GET per transaction index read the first time (none where the metadata says
+        a segment has none)."""
         out = []
         for seg in self._segments[i:]:
-            out += [t for t in seg.aborted_transactions() if t.last_offset >= offset]
+            entries = seg.aborted_transactions()
+            out += [t for t in entries if t.last_offset >= offset and t.first_offset < upper]
+            if any(t.last_offset >= upper for t in entries):
+                break
         return out
 
     def offset_for_timestamp(self, timestamp: int) -> int | None:

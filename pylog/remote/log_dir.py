@@ -99,6 +99,8 @@ class RemoteLogDir(contextlib.AbstractContextManager):
                 seg = entry.build()
                 if info is not None:
                     seg._end_offset, seg._max_timestamp = info.end_offset, info.max_timestamp_ms
+                    if info.txn_index_empty:
+                        seg.indexes.known_empty("transaction")
                 segments.append(seg)
             self._logs[key] = RemoteLog(segments, topic=topic, partition=partition,
                                         url=self.store.url(self._listing.dirs[key].rstrip("/")),

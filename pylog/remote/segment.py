@@ -125,6 +125,10 @@ class IndexSource:
     load: Callable[[str], bytes | None]
     _cache: dict = field(default_factory=dict)
 
+    def known_empty(self, kind: str) -> None:
+        """Say the segment has no index of ``kind`` (the metadata said so): never fetched."""
+        self._cache[kind] = b""
+
     def get(self, kind: str) -> bytes | None:
         if kind not in self._cache:
             self._cache[kind] = self.load(kind)
