@@ -33,8 +33,6 @@ LOG_DIR, AIVEN, LOCAL_TIERED = "log dir", "aiven", "local-tiered"
 _UUID = r"[A-Za-z0-9_-]{22}"
 _LOG_DIR_SEGMENT = re.compile(rf"(?:(?P<dir>.+)/)?(?P<base>\d{{{OFFSET_DIGITS}}})\.log")
 _PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>\d+)")
-_AIVEN_MANIFEST = re.compile(rf"(?P<dir>(?:.*/)?(?P<topic>[^/]+)-(?P<topic_id>{_UUID})/(?P<partition>\d+))/"
-                             rf"(?P<start>\d{{{OFFSET_DIGITS}}})-(?P<segment_id>{_UUID})\.rsm-manifest")
 _LOCAL_TIERED_SEGMENT = re.compile(rf"(?:(?P<root>.*)/)?(?P<dir>(?P<topic>[^/]+)-(?P<partition>\d+)-"
                                    rf"(?P<topic_id>{_UUID}))/(?P<start>\d+)-(?P<segment_id>{_UUID})\.log")
 _LOCAL_TIERED_INDEXES = {"offset": ".index", "timestamp": ".timeindex", "transaction": ".txnindex",
@@ -140,22 +138,26 @@ def _read_listed(store, objects: dict, key: str | None) -> bytes | None:
 # -- Aiven's plugin ----------------------------------------------------------------------------
 
 def _aiven(store, objects: dict, encryption_key=None) -> Listing | None:
+    from pylog.errors import InvalidRecordError
     from pylog.remote import aiven
 
     out = Listing(AIVEN)
     for key in objects:
-        m = _AIVEN_MANIFEST.fullmatch(key)
-        if m is None:
+        if not key.endswith(".rsm-manifest"):
+            continue
+        try:
+            k = aiven.parse_object_key(key)
+        except InvalidRecordError:
             continue
         base_key = key[: -len("rsm-manifest")]
         if base_key + "log" not in objects or base_key + "indexes" not in objects:
             continue  # a copy that never finished (the manifest is written last, but be safe)
-        where = (m["topic"], int(m["partition"]))
-        out.topic_ids[m["topic"]] = m["topic_id"]
-        out.dirs[where] = m["dir"] + "/"
-        out.partitions.setdefault(where, []).append(
-            SegmentEntry(int(m["start"]), m["segment_id"], _aiven_builder(store, aiven, base_key, int(m["start"]),
-                                                                           m["segment_id"], encryption_key)))
+        where = (k.topic, k.partition)
+        out.topic_ids[k.topic] = k.topic_id
+        out.dirs[where] = key[: len(key) - len(key.rsplit("/", 1)[-1])]
+        out.partitions.setdefault(where, []).append(SegmentEntry(
+            k.start_offset, k.segment_id, _aiven_builder(store, aiven, base_key, k.start_offset, k.segment_id,
+                                                         encryption_key)))
     for entries in out.partitions.values():
         entries.sort(key=lambda e: e.start_offset)
     return out if out.partitions else None
