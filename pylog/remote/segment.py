@@ -81,7 +81,7 @@ class RemoteLogFile(LogFile):
     def __init__(self, source: SegmentBytes):
         super().__init__(source.url, writable=False)
         self.source = source
-        self._window_at, self._window = 0, b""
+        self._window: tuple[int, bytes] = (0, b"")  # (position, bytes): replaced whole, so threads may share it
 
     @property
     def size_bytes(self) -> int:
@@ -91,29 +91,33 @@ class RemoteLogFile(LogFile):
     def size_bytes(self, value: int) -> None:
         self._size = value
 
-    def prefetch(self, position: int, size: int) -> None:
-        """Fetch ``[position, position + size)`` (one request) unless the window holds it."""
+    def prefetch(self, position: int, size: int) -> tuple[int, bytes]:
+        """Fetch ``[position, position + size)`` (one request) unless the window holds it;
+        returns the window."""
+        window = self._window
         size = min(size, self.source.size - position)
-        if size <= 0 or self._covers(position, size):
-            return
-        self._window_at, self._window = position, self.source.read(position, size)
-
-    def _covers(self, position: int, size: int) -> bool:
-        rel = position - self._window_at
-        return rel >= 0 and rel + size <= len(self._window)
+        if size > 0 and not _covers(window, position, size):
+            window = self._window = (position, self.source.read(position, size))
+        return window
 
     def read(self, position: int, size: int) -> bytes:
         size = max(0, min(size, self.source.size - position))
-        if not self._covers(position, size):
-            self.prefetch(position, max(size, READ_AHEAD_BYTES))
-        rel = position - self._window_at
-        return self._window[rel:rel + size]
+        window = self._window
+        if not _covers(window, position, size):
+            window = self.prefetch(position, max(size, READ_AHEAD_BYTES))
+        rel = position - window[0]
+        return window[1][rel:rel + size]
 
     def handle(self):
         raise ReadOnlyError(f"{self.path} is in object storage: it has no file descriptor")
 
     def append(self, data) -> int:
         raise ReadOnlyError(f"{self.path} is in object storage and read only")
+
+
+def _covers(window: tuple[int, bytes], position: int, size: int) -> bool:
+    rel = position - window[0]
+    return rel >= 0 and rel + size <= len(window[1])
 
 
 @dataclass
