@@ -97,3 +97,51 @@ def test_a_manager_that_tiers_its_topic_reads_it_whole_after_local_retention(s3,
         assert log.offset_for_timestamp(BASE_TS + 100) == 1
     with pylog.LogManager(root, read_only=True, remote_storage=url, storage_options=s3.storage_options) as m:
         assert _records(m.log("events", 0)) == everything
+
+
+@pytest.fixture
+def self_tiered(s3, tmp_path):
+    """A log dir that tiered ``events-0`` to a bucket (Aiven's layout) and kept only its
+    active segment locally: (root, url, every record)."""
+    url = s3.url(s3.bucket(), "tiered")
+    root = tmp_path / "data"
+    with pylog.LogManager(root, remote_storage=url, storage_options=s3.storage_options,
+                          remote_log_manager_task_interval_ms=3_600_000) as m:
+        m.create_topic("events", 1, {"remote_storage_enable": True, "segment_bytes": 2048,
+                                     "local_retention_bytes": 2048, "retention_bytes": -1, "retention_ms": -1})
+        log = m.log("events", 0)
+        for i in range(60):
+            log.append([pylog.Record(b"value-%03d" % i * 4, timestamp=BASE_TS + i * 100)])
+        everything = _records(log)
+        m.tier()
+    return root, url, everything
+
+
+def test_a_segment_the_metadata_lists_but_the_store_lost_is_a_corrupt_file_naming_it(s3, self_tiered):
+    from pylog.errors import CorruptFileError
+    from pylog.remote.store import ObjectStore
+
+    root, url, everything = self_tiered
+    store = ObjectStore.from_url(url, s3.storage_options)
+    lost = next(k for k in store.list() if k.endswith(".rsm-manifest"))
+    store.delete(lost)
+    with pylog.LogManager(root, read_only=True, remote_storage=url, storage_options=s3.storage_options) as m:
+        with pytest.raises(CorruptFileError, match="listed as copied in __remote_log_metadata.*missing"):
+            m.log("events", 0)
+
+
+def test_with_the_store_down_the_local_part_reads_and_the_remote_part_names_the_object(s3, self_tiered):
+    from pylog.errors import StorageError
+
+    root, url, everything = self_tiered
+    proxy = s3.faulty()
+    options = {**proxy.storage_options, "retries": 1, "config_kwargs": {"retries": {"max_attempts": 1}}}
+    with pylog.LogManager(root, read_only=True, remote_storage=url, storage_options=options) as m:
+        log = m.log("events", 0)
+        local_start = log.local_log_start_offset
+        s3.faulty(s3.Fault("error", times=float("inf"), method="GET"))  # the same proxy: every GET fails
+        assert _records(log, start_offset=local_start) == everything[local_start:]
+        with pytest.raises(StorageError, match=r"s3://.*events-.*\.(log|indexes|rsm-manifest)"):
+            list(log.records())
+        s3.faulty()  # up again: the remote part reads
+        assert _records(log) == everything
