@@ -196,9 +196,17 @@ class RemoteSegment:
 
     def position_floor(self, offset: int) -> int:
         """Position of the largest indexed offset <= ``offset`` (0 below the first)."""
+        return self.position_bounds(offset)[0]
+
+    def position_bounds(self, offset: int) -> tuple[int, int]:
+        """``(floor, ceiling)``: the positions of the largest indexed offset <= ``offset``
+        (0 below the first) and of the next entry (the segment's size past the last). The
+        batch holding ``offset`` starts in ``[floor, ceiling]``, as an entry indexes a
+        batch's last offset."""
         offsets, positions = self.offset_index()
         i = int(np.searchsorted(offsets, offset, side="right")) - 1
-        return int(positions[i]) if i >= 0 else 0
+        floor = int(positions[i]) if i >= 0 else 0
+        return floor, int(positions[i + 1]) if i + 1 < len(positions) else self.size_bytes
 
     def aborted_transactions(self) -> list[AbortedTxn]:
         """The entries of the segment's transaction index (none without one)."""
@@ -211,9 +219,10 @@ class RemoteSegment:
     # -- bytes --------------------------------------------------------------------------------
     def translate_offset(self, offset: int, fetch_bytes: int = 0):
         """The header of the first batch whose last offset is >= ``offset`` (None past the
-        end), fetching ``fetch_bytes`` more with the walk's window (one request)."""
-        position = self.position_floor(offset)
-        self.file.prefetch(position, fetch_bytes + READ_AHEAD_BYTES)
+        end), fetching ``fetch_bytes`` more with the walk's window (one request: from the
+        index entry to the batch's latest start, plus ``fetch_bytes`` and the walk's read-ahead)."""
+        position, ceiling = self.position_bounds(offset)
+        self.file.prefetch(position, ceiling - position + fetch_bytes + READ_AHEAD_BYTES)
         for h in self.file.headers(position):
             if h.last_offset >= offset:
                 return h

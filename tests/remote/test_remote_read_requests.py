@@ -1,0 +1,48 @@
+"""What reads of a remote segment cost, counted at the loopback S3 endpoint's proxy: a
+sequential scan fetches each byte of the ``.log`` about once, in a few large ranges; a
+random read costs one ranged GET (two when the batch sought lies far past its index entry)."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+import pylog
+
+BATCHES, RECORDS_PER_BATCH, VALUE_BYTES = 60, 10, 10_000  # 100 KB batches, a 6 MB segment
+
+
+@pytest.fixture(scope="module")
+def segment_url(s3, tmp_path_factory):
+    """One partition of one 6 MB segment of 100 KB batches, in a bucket."""
+    root = tmp_path_factory.mktemp("remote-reads") / "data"
+    values = [os.urandom(VALUE_BYTES) for _ in range(RECORDS_PER_BATCH)]
+    with pylog.Log.open(root / "big-0", config={"segment_bytes": 64 << 20}) as log:
+        for _ in range(BATCHES):
+            log.append(values)
+    url = s3.url(s3.bucket(), "data")
+    s3.upload_dir(root, url)
+    return url + "/big-0"
+
+
+def _log_gets(proxy) -> list[tuple[int, int]]:
+    """The byte ranges [start, end) of the GETs of the ``.log`` the proxy saw."""
+    out = []
+    for r in proxy.requests:
+        if r.method == "GET" and r.path.endswith(".log") and r.range:
+            first, last = r.range.removeprefix("bytes=").split("-")
+            out.append((int(first), int(last) + 1))
+    return out
+
+
+def test_a_random_read_in_a_segment_of_large_batches_costs_one_ranged_get(s3, segment_url):
+    proxy = s3.faulty()
+    rng = random.Random(31)
+    with pylog.Log.open(segment_url, read_only=True, storage_options=proxy.storage_options) as log:
+        _ = log.log_end_offset, log.segments[0].offset_index()
+        for offset in rng.sample(range(log.log_end_offset), 10):
+            proxy.clear()
+            assert log.read(offset, 1 << 20).records()[0].offset <= offset
+            assert proxy.count() == 1, proxy.requests
