@@ -17,6 +17,7 @@ import pytest
 from pylog import Log, LogManager
 from pylog.cli.main import main as pylog_main
 from pylog.coordinator.schema import uuid_text
+from pylog.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from pylog.record.remote_metadata import decode_event
 from pylog.remote.layouts import RemoteLayoutWarning
 from tests.kafka import tiered_by_kafka as scenario
@@ -215,6 +216,8 @@ def test_broker_log_dir_over_local_tiered_storage_reads_the_whole_partition_as_k
         assert _pylog_records(log, "committed") == _kafka_records(tiered.committed[partition])
         expected = _kafka_offsets_for_times(tiered, partition)
         assert {ts: log.offset_for_timestamp(ts) for ts in expected} == expected
+        assert [log.offset_for_timestamp(spec) for spec in (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP)] == \
+            [kafka["earliest"], kafka["latest"], kafka["maxTimestamp"]["offset"]]
 
 
 def test_kafka_tiered_every_case_the_reads_cover(tiered):
