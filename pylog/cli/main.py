@@ -33,6 +33,7 @@ COMMANDS = {
     "verify": "verify",
     "retention": "maintenance",
     "compact": "maintenance",
+    "tiered": "tiered",
     "perf": "perf",
 }
 
