@@ -30,6 +30,10 @@ _TIME_DTYPE = np.dtype([("k", ">i8"), ("v", ">i4")])
 #: (4 KiB by default) before the batch sought, and the walk reads headers from there.
 READ_AHEAD_BYTES = 64 * 1024
 
+#: The most a sequential scan fetches in one request past what it asked for: each fetch of
+#: a scan is twice the window before it, up to this.
+SCAN_READ_AHEAD_BYTES = 16 << 20
+
 
 class SegmentBytes(Protocol):
     """The bytes of a remote ``.log``: ``size`` and ranged ``read``."""
@@ -75,7 +79,8 @@ class LazyBytes:
 class RemoteLogFile(LogFile):
     """A read-only :class:`LogFile` over :class:`SegmentBytes`, with a window cache: a
     read inside the last fetched window costs nothing, one outside fetches
-    ``[position, position + max(size, READ_AHEAD_BYTES))`` in one request. The header walk,
+    ``[position, position + max(size, READ_AHEAD_BYTES))`` in one request, and one that
+    starts inside it and runs past its end fetches ahead (:meth:`prefetch`). The header walk,
     batch walk and zero-tail rules are LogFile's own."""
 
     def __init__(self, source: SegmentBytes):
@@ -93,11 +98,22 @@ class RemoteLogFile(LogFile):
 
     def prefetch(self, position: int, size: int) -> tuple[int, bytes]:
         """Fetch ``[position, position + size)`` (one request) unless the window holds it;
-        returns the window."""
+        returns the window. A scan, whose ``position`` lies in the window, fetches on from
+        the window's end only, twice what the window held (``SCAN_READ_AHEAD_BYTES`` at
+        most) and keeps the window's bytes from ``position``: a scan fetches each byte of
+        the ``.log`` once, in ever larger ranges."""
         window = self._window
         size = min(size, self.source.size - position)
-        if size > 0 and not _covers(window, position, size):
-            window = self._window = (position, self.source.read(position, size))
+        if size <= 0 or _covers(window, position, size):
+            return window
+        at, held = window
+        end = at + len(held)
+        if at < position < end:
+            more = max(position + size, end + min(2 * len(held), SCAN_READ_AHEAD_BYTES)) - end
+            window = (position, held[position - at:] + self.source.read(end, min(more, self.source.size - end)))
+        else:
+            window = (position, self.source.read(position, size))
+        self._window = window
         return window
 
     def read(self, position: int, size: int) -> bytes:

@@ -37,6 +37,22 @@ def _log_gets(proxy) -> list[tuple[int, int]]:
     return out
 
 
+@pytest.mark.parametrize("scan", ["records", "read_arrow"])
+def test_a_sequential_scan_fetches_each_byte_once_in_a_few_large_ranges(s3, segment_url, scan):
+    proxy = s3.faulty()
+    with pylog.Log.open(segment_url, read_only=True, storage_options=proxy.storage_options) as log:
+        size = log.segments[0].size_bytes
+        _ = log.log_end_offset, log.segments[0].offset_index()
+        proxy.clear()
+        if scan == "records":
+            assert sum(1 for _ in log.records(max_bytes=1 << 20)) == BATCHES * RECORDS_PER_BATCH
+        else:
+            assert log.read_arrow(max_bytes=1 << 20).num_rows == BATCHES * RECORDS_PER_BATCH
+    ranges = _log_gets(proxy)
+    assert sum(end - start for start, end in ranges) <= size * 1.1, ranges
+    assert len(ranges) <= 3, ranges  # 1 MB first, then twice as much each time
+
+
 def test_a_random_read_in_a_segment_of_large_batches_costs_one_ranged_get(s3, segment_url):
     proxy = s3.faulty()
     rng = random.Random(31)
