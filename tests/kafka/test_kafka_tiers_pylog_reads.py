@@ -170,10 +170,20 @@ def _kafka_offsets_for_times(tiered, partition: int, end_offset: int | None = No
     return {ts: o if o is not None and o < end_offset else None for ts, o in found.items()}
 
 
+def _assert_reads_from_every_offset(log, kafka_records: list[dict]) -> None:
+    """A read from each offset starts at the first record at or after it, as a consumer's
+    seek does: through the offset index of the segment holding it."""
+    offsets = [r["offset"] for r in kafka_records]
+    first = {start: next((r.offset for r in log.records(start)), None)
+             for start in range(log.log_start_offset, log.log_end_offset)}
+    assert first == {start: next((o for o in offsets if o >= start), None) for start in first}
+
+
 def _assert_reads_the_tiered_segments(tiered, log, partition: int) -> None:
     end = _remote_end_offset(tiered, partition)
     assert (log.log_start_offset, log.log_end_offset) == (tiered.offsets[partition]["earliest"], end)
     assert _pylog_records(log) == _kafka_records(tiered.records[partition], end)
+    _assert_reads_from_every_offset(log, [r for r in tiered.records[partition] if r["offset"] < end])
     assert _pylog_records(log, "committed") == _kafka_records(tiered.committed[partition], end)
     expected = _kafka_offsets_for_times(tiered, partition, end)
     assert {ts: log.offset_for_timestamp(ts) for ts in expected} == expected
@@ -213,6 +223,7 @@ def test_broker_log_dir_over_local_tiered_storage_reads_the_whole_partition_as_k
         assert (log.log_start_offset, log.log_end_offset, log.last_stable_offset) == \
             (kafka["earliest"], kafka["latest"], kafka["lso"])
         assert _pylog_records(log) == _kafka_records(tiered.records[partition])
+        _assert_reads_from_every_offset(log, tiered.records[partition])
         assert _pylog_records(log, "committed") == _kafka_records(tiered.committed[partition])
         expected = _kafka_offsets_for_times(tiered, partition)
         assert {ts: log.offset_for_timestamp(ts) for ts in expected} == expected
@@ -222,12 +233,14 @@ def test_broker_log_dir_over_local_tiered_storage_reads_the_whole_partition_as_k
 
 def test_kafka_tiered_every_case_the_reads_cover(tiered):
     """Keys, null keys, headers, a gzip batch, an aborted transaction below the local segments,
-    and records both in remote and in local segments of each partition."""
+    tiered offset indexes with entries, and records both in remote and in local segments of each
+    partition."""
     records = tiered.records[0]
     remote_end = _remote_end_offset(tiered, 0)
     assert any(r["key"] is None for r in records) and any(r["headers"] for r in records)
     assert {r["value"] for r in records} - {r["value"] for r in tiered.committed[0]} == {b"abort 0", b"abort 1"}
     assert all(r["offset"] < remote_end for r in records if r["value"].startswith((b"abort", b"gzip")))
+    assert any(index.stat().st_size > 0 for index in tiered.storage_dir.rglob("*.index"))
     for p in PARTITIONS:
         offsets = [r["offset"] for r in tiered.records[p]]
         assert offsets[0] == 0 and offsets[-1] >= _remote_end_offset(tiered, p)

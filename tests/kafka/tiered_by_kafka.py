@@ -3,11 +3,13 @@
 ``TopicBasedRemoteLogMetadataManager`` writing ``__remote_log_metadata``, and what Kafka's
 consumer and admin client answered once the closed segments were copied and deleted locally.
 
-Each record of ``tiered`` is its own batch (a flush after each) with a timestamp ``STEP_MS``
-after the last, so that ``segment.ms`` rolls a segment at each one (``segment.bytes`` cannot go
-below 1 MiB); ``local.retention.bytes=1`` then deletes every copied segment from the broker's
-disk, leaving the active one. Partition 0 holds keyed records with headers, one gzip batch of
-three, an aborted and a committed transaction; partition 1 a few plain records.
+Each step of ``tiered`` is its own batch (a flush after each). In partition 0 each has a
+timestamp ``STEP_MS`` after the last, so that ``segment.ms`` rolls a segment at each one
+(``segment.bytes`` cannot go below 1 MiB): keyed records with headers, one gzip batch of three,
+an aborted and a committed transaction. Partition 1 has six batches ``BATCH_STEP_MS`` apart in
+one segment, whose offset and time indexes (``index.interval.bytes=1``) have an entry a batch.
+``local.retention.bytes=1`` then deletes every copied segment from the broker's disk, leaving
+the active one.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ LOCAL_TIERED_STORAGE = "org.apache.kafka.server.log.remote.storage.LocalTieredSt
 STORAGE_DIR_NAME = "kafka-tiered-storage"
 ROLL_MS = 1_000
 STEP_MS = 10_000
+BATCH_STEP_MS = 100  # ROLL_MS / 10: batches in one segment
 #: How far back the records' timestamps start (the broker takes them up to an hour ahead, so the
 #: last records, stamped a minute and more ahead of the transaction markers, roll past those).
 HISTORY_MS = 600_000
@@ -57,7 +60,7 @@ def server_properties(storage_root: Path) -> dict[str, str]:
 
 
 TOPIC_CONFIGS = {"remote.storage.enable": "true", "segment.ms": ROLL_MS, "local.retention.bytes": 1,
-                 "file.delete.delay.ms": 0}
+                 "file.delete.delay.ms": 0, "index.interval.bytes": 1}
 
 
 def _rec(partition: int, key, value, ts: int | None, headers=(), by: str = "plain") -> dict:
@@ -90,8 +93,9 @@ def produce_lines(base_ms: int, now_ms: int) -> list[dict]:
     # the markers are stamped with the broker's time: a record ROLL_MS later rolls past their segment
     lines += _flushed(_rec(0, "last", "after the transactions", now_ms + AHEAD_MS))
     lines += _flushed(_rec(0, "active", "stays local", now_ms + 2 * AHEAD_MS))
-    for i in range(3):
-        lines += _flushed(_rec(1, f"p1-{i}", f"partition 1 value {i}", base_ms + i * STEP_MS))
+    for i in range(6):
+        lines += _flushed(_rec(1, f"p1-{i}", f"partition 1 value {i}", base_ms + i * BATCH_STEP_MS))
+    lines += _flushed(_rec(1, "p1-active", "stays local", base_ms + STEP_MS))
     return lines
 
 
