@@ -91,6 +91,13 @@ def redact_option(item: str) -> str:
     return item.partition("=")[0] + "=***"
 
 
+def open_object_store(url: str, args):
+    """The :class:`~pylog.remote.store.ObjectStore` rooted at ``url`` (a directory of
+    objects), with the command's ``--storage-option``. No request."""
+    from pylog.remote.store import ObjectStore
+    return ObjectStore.from_url(url, storage_options(args))
+
+
 def open_url_manager(args, root: str, *, read_only: bool = True) -> LogManager:
     """:func:`open_manager` with the command's ``--storage-option`` and
     ``--remote-log-metadata``."""

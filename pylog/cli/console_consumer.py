@@ -37,11 +37,14 @@ import time
 
 from pylog.cli import client_settings
 from pylog.cli.client_settings import Setting, choice
-from pylog.cli.common import open_manager, parse_properties, properties_help, topic_pattern, wanted_topics
+from pylog.cli.common import add_storage_arguments, open_url_manager, parse_properties, properties_help, \
+    topic_pattern, wanted_topics
 from pylog.clients.consumer import Consumer as GroupConsumer
 from pylog.cli.formatter import FORMATTERS, PROPERTIES, deserializer, formatter_name
 from pylog.errors import InvalidArgumentError, OffsetOutOfRangeError, PylogError, UnknownTopicError
 from pylog.log.offsets import latest_offset
+from pylog.manager import LogManager
+from pylog.remote.store import is_url
 
 #: How long a consumer at the end of every partition waits before it polls again.
 POLL_INTERVAL_S = 0.05
@@ -70,7 +73,8 @@ def add_consume_parser(sub) -> None:
 
 
 def _add(p, *, follow: bool) -> None:
-    p.add_argument("root", help="the log dir holding <topic>-<partition> directories")
+    p.add_argument("root", help="the log dir holding <topic>-<partition> directories, or its URL in object storage "
+                                "(s3://, s3a://, gs://, az://, abfss://, file://: read as it was when listed)")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--topic", help="the topic to read")
     which.add_argument("--include", "--whitelist", dest="include", metavar="REGEX",
@@ -115,6 +119,7 @@ def _add(p, *, follow: bool) -> None:
     p.add_argument("--no-follow", dest="follow", action="store_const", const=False,
                    help="stop at the end of every partition" + ("" if follow else " (the default)"))
     client_settings.add_arguments(p, "consumer", SETTINGS)
+    add_storage_arguments(p)
     p.set_defaults(run=run)
 
 
@@ -127,7 +132,7 @@ def run(args) -> int:
     if args.group is not None:
         consumer = GroupMember(args)
     else:
-        consumer = Consumer(open_manager(args.root, read_only=True), args)
+        consumer = Consumer(open_url_manager(args, args.root), args)
     status = 0
     try:
         max_records = None if args.max_messages == -1 else args.max_messages
@@ -225,15 +230,19 @@ class Consumer:
         self._manager.close()
 
     def _awaits(self) -> bool:
-        """Whether it waits for ``--topic``: following it, and it is not there."""
+        """Whether it waits for ``--topic``: following it, and it is not there. A log dir in
+        object storage was listed once when opened: a missing topic is an error there."""
         args = self._args
-        return args.topic is not None and args.follow and args.topic not in self._manager.topics()
+        missing = args.topic is not None and args.topic not in self._manager.topics()
+        if missing and in_object_storage(self._manager):
+            raise UnknownTopicError(f"no topic {args.topic!r} in {self._manager.root}")
+        return missing and args.follow
 
     def _find_topic(self) -> None:
         """Read the awaited ``--topic`` from its start if it has come."""
         if not self._awaits():
             self._manager.close()  # and the deleted partitions' logs with it
-            self._manager = open_manager(self._args.root, read_only=True)
+            self._manager = open_url_manager(self._args, self._args.root)
             self._positions = assign(self._manager, self._args, new=True)
 
     def positions(self) -> dict[tuple[str, int], int]:
@@ -282,7 +291,7 @@ class Consumer:
             self._positions[log] = _reset(log, offset, self.isolation)
             return [], True
         except (OSError, PylogError):
-            if os.path.isdir(log.path):
+            if in_object_storage(self._manager) or os.path.isdir(log.path):
                 raise
             self._deleted(log, follow)
             return [], True
@@ -300,6 +309,12 @@ class Consumer:
               file=sys.stderr)
 
 
+def in_object_storage(manager) -> bool:
+    """Whether ``manager`` reads a log dir in object storage (a URL's), which no writer
+    changes under it: nothing to wait for, a failed read is the store's."""
+    return not isinstance(manager, LogManager)
+
+
 def _reset(log, offset: int, isolation: str) -> int:
     """Where to go on from an offset the writer removed: the log start, or the latest offset."""
     to = log.log_start_offset if offset < log.log_start_offset else latest_offset(log, isolation)
@@ -314,6 +329,9 @@ class GroupMember:
     and committed on close."""
 
     def __init__(self, args):
+        if is_url(args.root):
+            raise InvalidArgumentError("--group commits the group's offsets in the log dir: give a local log dir, "
+                                       "not a URL (without --group, a URL is read as any log dir)")
         if args.partition is not None or args.offset is not None or args.timestamp is not None:
             raise InvalidArgumentError("--group reads the partitions the group assigns from its committed offsets: "
                                        "it does not go with --partition, --offset or --timestamp")

@@ -1,7 +1,14 @@
 """``pylog dump``: the same output as Kafka's ``kafka-dump-log.sh`` (DumpLogSegments),
 for ``.log``, ``.index``, ``.timeindex``, ``.txnindex``, ``.snapshot`` and KRaft snapshot
 ``.checkpoint`` files, so scripts written for Kafka's tool work on pylog's files and the
-other way round."""
+other way round.
+
+A URL (``s3://``, ``gs://``, ``az://``, ``abfss://``, ``file://``) of such an object is read
+with ranged GETs through the store of its directory (:class:`Files`) and printed as the file
+is. The tiered layouts' objects are named ``<offset>-<segment id>.<suffix>``, which Kafka's
+tool does not take (said on stderr); Aiven's ``.log`` (chunked, maybe compressed) and
+``.indexes`` (every index of the segment in one object) are read through the
+``.rsm-manifest`` beside them."""
 
 from __future__ import annotations
 
@@ -12,15 +19,28 @@ import os
 import re
 import sys
 
-from pylog.errors import CorruptIndexError, InvalidArgumentError, InvalidRecordError, PylogError, RecordFormatError
-from pylog.index.txn_index import read_txn_entries
+from pylog.cli.common import add_storage_arguments, open_object_store
+from pylog.errors import CorruptFileError, CorruptIndexError, InvalidArgumentError, InvalidRecordError, PylogError, \
+    RecordFormatError
+from pylog.index.txn_index import AbortedTxn
 from pylog.layout import INDEX_SUFFIX, INT32_MAX, KRAFT_SNAPSHOT_SUFFIX, LOG_SUFFIX, OFFSET_INDEX_ENTRY, \
-    SEQUENCE_MODULUS, SNAPSHOT_SUFFIX, TIME_INDEX_ENTRY, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
+    SEQUENCE_MODULUS, SNAPSHOT_SUFFIX, TIME_INDEX_ENTRY, TIME_INDEX_SUFFIX, TXN_INDEX_ENTRY, TXN_INDEX_ENTRY_BYTES, \
+    TXN_INDEX_SUFFIX, TXN_INDEX_VERSION
 from pylog.record.batch import decode_batches
 from pylog.record.kraft import control_text, metadata_text, snapshot_title
 from pylog.record.remote_metadata import remote_metadata_text
+from pylog.remote.store import is_url
 
 RECORD_INDENT = "|"
+#: The tiered layouts' object names (Aiven's plugin, Kafka's LocalTieredStorage):
+#: ``<start offset>-<segment id>.<suffix>``, which Kafka's tool cannot take a base offset from
+TIERED_NAME = re.compile(r"(?P<offset>\d+)-(?P<segment_id>[A-Za-z0-9_-]{22})\.(?P<suffix>[a-z_-]+)")
+#: Aiven's object holding a segment's indexes (:mod:`pylog.remote.aiven`)
+AIVEN_INDEXES_SUFFIX = ".indexes"
+#: The indexes in Aiven's ``.indexes``, by :func:`pylog.remote.aiven.read_indexes`'s names, in the
+#: order printed, each with the heading it is printed under
+AIVEN_INDEXES = {"offset": "Offset index", "timestamp": "Time index", "transaction": "Transaction index",
+                 "producer_snapshot": "Producer snapshot", "leader_epoch": "Leader epoch checkpoint"}
 #: Kafka's decoder options pylog does not implement, and the topic whose records they decode
 NOT_DECODED = {"--share-group-state-decoder": "__share_group_state"}
 
@@ -29,7 +49,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser("dump", help="print the batches, records and index entries of segment files "
                                     "(kafka-dump-log compatible)")
     p.add_argument("paths", nargs="*", metavar="FILE",
-                   help=".log/.index/.timeindex/.txnindex/.snapshot/.checkpoint files (or use --files)")
+                   help=".log/.index/.timeindex/.txnindex/.snapshot/.checkpoint files (or use --files), or their "
+                        "URLs in object storage (s3://, s3a://, gs://, az://, abfss://, file://; Aiven's tiered "
+                        ".log and .indexes too)")
     p.add_argument("--files", default="",
                    help="comma-separated files, as kafka-dump-log.sh takes them (added after any FILE)")
     p.add_argument("--deep-iteration", action="store_true", help="print every record, not just batches")
@@ -55,6 +77,7 @@ def add_parser(sub) -> None:
     decoders.add_argument("--value-decoder", choices=list(VALUE_DECODERS),
                           help="print payloads as utf8 text (the default, Kafka's StringDecoder), compact json "
                                "or hex (implies --print-data-log)")
+    add_storage_arguments(p)
     p.set_defaults(run=run)
 
 
@@ -62,19 +85,22 @@ def run(args) -> int:
     """Dump each file by its suffix (the text after the name's last dot, as Kafka picks);
     a file that cannot be read is reported on stderr and the others are still dumped."""
     summaries = Summaries()
+    files = Files(args)
     dumpers = {
-        LOG_SUFFIX: lambda path: dump_log(path, args, f"Log starting offset: {_base_offset(path)}", summaries),
-        KRAFT_SNAPSHOT_SUFFIX: lambda path: dump_log(path, args, snapshot_title(os.path.basename(path)), summaries),
-        INDEX_SUFFIX: lambda path: dump_index(path, args, summaries, time_index=False),
-        TIME_INDEX_SUFFIX: lambda path: dump_index(path, args, summaries, time_index=True),
-        TXN_INDEX_SUFFIX: dump_txn_index,
-        SNAPSHOT_SUFFIX: dump_snapshot,
+        LOG_SUFFIX: lambda path: dump_log(path, args, f"Log starting offset: {_base_offset(path)}", summaries, files),
+        KRAFT_SNAPSHOT_SUFFIX: lambda path: dump_log(path, args, snapshot_title(os.path.basename(path)), summaries,
+                                                     files),
+        INDEX_SUFFIX: lambda path: dump_index(path, args, summaries, files, time_index=False),
+        TIME_INDEX_SUFFIX: lambda path: dump_index(path, args, summaries, files, time_index=True),
+        TXN_INDEX_SUFFIX: lambda path: dump_txn_index(path, files.read(path)),
+        SNAPSHOT_SUFFIX: lambda path: dump_snapshot(path, files.read(path)),
+        AIVEN_INDEXES_SUFFIX: lambda path: dump_aiven_indexes(path, args, summaries, files),
     }
     for option, topic in NOT_DECODED.items():
         if getattr(args, option[2:].replace("-", "_")):
             raise InvalidArgumentError(f"{option} ({topic} records) is not implemented by pylog dump; "
                                        f"--value-decoder hex prints their bytes")
-    paths = [java_path(p) for p in (*args.paths, *(f for f in args.files.split(",") if f))]
+    paths = [p if is_url(p) else java_path(p) for p in (*args.paths, *(f for f in args.files.split(",") if f))]
     if not paths:
         raise InvalidArgumentError("no files to dump: give them as arguments or with --files a.log,b.index")
     if args.max_bytes < 0:
@@ -86,17 +112,118 @@ def run(args) -> int:
         dump = dumpers.get(name[name.rfind("."):] if "." in name else None)
         if dump is None:
             print(f"Ignoring unknown file {path}", file=sys.stderr)
-        elif not os.path.exists(path):
+        elif not is_url(path) and not os.path.exists(path):
             print(f"pylog dump: error: no such file {path}", file=sys.stderr)
             status = 1
         else:
             try:
+                files.say_what_kafka_takes(path)
                 dump(path)
             except PylogError as e:
                 print(f"pylog dump: error: {e}", file=sys.stderr)
                 status = 1
     summaries.print()
     return status
+
+
+class Files:
+    """How ``pylog dump`` reads what it is given: a local file; or an object, by its URL,
+    through the store of its directory (opened once per directory, no request): a whole
+    object in one GET, a prefix in one ranged GET, an existence check in one HEAD. An Aiven
+    ``.log`` is read through the ``.rsm-manifest`` beside it (one GET, then the chunks)."""
+
+    def __init__(self, args):
+        self._args = args
+        self._stores: dict = {}
+        self._manifests: dict = {}
+
+    def object(self, url: str):
+        """(the store of ``url``'s directory, the object's key in it)."""
+        parent, _, key = url.rpartition("/")
+        if parent not in self._stores:
+            self._stores[parent] = open_object_store(parent, self._args)
+        return self._stores[parent], key
+
+    def exists(self, path: str) -> bool:
+        if not is_url(path):
+            return os.path.exists(path)
+        store, key = self.object(path)
+        return store.exists(key)
+
+    def read(self, path: str, limit: int | None = None) -> bytes:
+        """The file's bytes, its first ``limit`` only when given."""
+        if not is_url(path):
+            with open(path, "rb") as f:
+                return f.read(-1 if limit is None else limit)
+        store, key = self.object(path)
+        manifest = self.manifest(path) if path.endswith(LOG_SUFFIX) else None
+        if manifest is not None:
+            from pylog.remote.aiven import ChunkedSegmentBytes
+            source = ChunkedSegmentBytes(store, key, manifest)
+            return source.read(0, source.size if limit is None else min(limit, source.size))
+        return store.read_range(key, 0, INT32_MAX if limit is None else limit)  # an empty object too
+
+    def manifest(self, url: str):
+        """The Aiven manifest of the tiered object ``url`` (None when it has none beside it)."""
+        m = TIERED_NAME.fullmatch(os.path.basename(url))
+        if m is None or not is_url(url):
+            return None
+        key = url[: len(url) - len(m["suffix"])] + "rsm-manifest"
+        if key not in self._manifests:
+            from pylog.remote.aiven import read_manifest
+            store, name = self.object(key)
+            self._manifests[key] = read_manifest(store, name) if store.exists(name) else None
+        return self._manifests[key]
+
+    def say_what_kafka_takes(self, path: str) -> None:
+        """On stderr, why Kafka's DumpLogSegments would not read ``path`` as pylog does, if so."""
+        name = os.path.basename(path)
+        m = TIERED_NAME.fullmatch(name)
+        if m is None:
+            return
+        why = f"its name is a tiered layout's <start offset>-<segment id>.{m['suffix']}, not <base offset>.{m['suffix']}"
+        manifest = self.manifest(path)
+        if manifest is not None and name.endswith(AIVEN_INDEXES_SUFFIX):
+            why = "it knows no .indexes (Aiven's object holding the segment's indexes); pylog reads them through " \
+                  "the .rsm-manifest beside it"
+        elif manifest is not None and manifest.transformed:
+            why += "; and its chunks are transformed (compressed or encrypted): pylog reads them through the manifest"
+        print(f"pylog dump: Kafka's DumpLogSegments does not take {name}: {why}", file=sys.stderr)
+
+
+def dump_aiven_indexes(path: str, args, summaries: "Summaries", files: Files) -> None:
+    """Each index in Aiven's ``.indexes`` object, under its heading, as the index file is
+    dumped: offsets and times checked against the segment (the ``.log`` beside it).
+    Cost: the manifest, the ``.indexes`` (one GET each), and the ``.log`` when an index
+    has entries."""
+    from pylog.remote.aiven import read_indexes
+    manifest = files.manifest(path)
+    if manifest is None:
+        raise CorruptFileError("no .rsm-manifest beside it: Aiven's .indexes object is read through its manifest",
+                               path=path)
+    store, key = files.object(path)
+    indexes = read_indexes(store, key, manifest)
+    log_url = path[: -len(AIVEN_INDEXES_SUFFIX)] + LOG_SUFFIX
+    log_bytes: list = []
+
+    def log_data():
+        if not log_bytes:
+            log_bytes.append(files.read(log_url) if files.exists(log_url) else None)
+        return log_bytes[0]
+    for name, heading in AIVEN_INDEXES.items():
+        if name not in indexes:
+            continue
+        print(f"{heading}:")
+        data = indexes[name]
+        if name in ("offset", "timestamp"):
+            dump_index_bytes(path, data, log_data, lambda: indexes.get("offset", b""), args, summaries,
+                             time_index=name == "timestamp")
+        elif name == "transaction":
+            dump_txn_index(path, data)
+        elif name == "producer_snapshot":
+            dump_snapshot(path, data)
+        else:
+            print(data.decode("utf-8", "replace"), end="" if data.endswith(b"\n") or not data else "\n")
 
 
 def java_path(path) -> str:
@@ -106,8 +233,9 @@ def java_path(path) -> str:
 
 
 def java_absolute_path(path: str) -> str:
-    """Java's ``File.getAbsolutePath()``: the working directory joined, nothing normalised."""
-    return path if os.path.isabs(path) else java_path(os.path.join(os.getcwd(), path))
+    """Java's ``File.getAbsolutePath()``: the working directory joined, nothing normalised
+    (a URL as it is)."""
+    return path if os.path.isabs(path) or is_url(path) else java_path(os.path.join(os.getcwd(), path))
 
 
 class Summaries:
@@ -150,8 +278,11 @@ def _print_err(line: str) -> None:
 
 
 def _base_offset(path: str) -> int:
+    """The offset a file's name starts with (``<offset>.log``; the tiered layouts'
+    ``<offset>-<segment id>.log``); 0 when none."""
+    m = TIERED_NAME.fullmatch(os.path.basename(path))
     try:
-        return int(os.path.basename(path).split(".")[0])
+        return int(m["offset"] if m else os.path.basename(path).split(".")[0])
     except ValueError:
         return 0
 
@@ -160,14 +291,13 @@ def _bool(b) -> str:
     return "true" if b else "false"
 
 
-def dump_log(path: str, args, title: str, summaries: Summaries) -> None:
+def dump_log(path: str, args, title: str, summaries: Summaries, files: "Files") -> None:
     """Print ``title``, then every batch (and with deep iteration every record) of a
-    segment or KRaft snapshot. O(file size)."""
+    segment or KRaft snapshot. O(file size); an object: one ranged GET."""
+    data = files.read(path, args.max_bytes)
     print(title)
     print_data = _print_data(args)
     deep = args.deep_iteration or print_data
-    with open(path, "rb") as f:
-        data = f.read(args.max_bytes)
     valid = 0
     last_offset = -1
     non_consecutive: dict[int, int] = {}
@@ -384,15 +514,26 @@ def _json_text(b: bytes) -> str:
 VALUE_DECODERS = {"utf8": _text, "json": _json_text, "hex": lambda b: binascii.hexlify(b).decode()}
 
 
-def dump_index(path: str, args, summaries: Summaries, *, time_index: bool) -> None:
+def dump_index(path: str, args, summaries: Summaries, files: "Files", *, time_index: bool) -> None:
     """An offset or time index as Kafka's tool prints it: each entry (stopping at the
     first zero entry after the first, as Kafka does for a preallocated file), checked
     against the segment's ``.log``; ``--index-sanity-check`` runs the check a log's open
-    runs instead. O(entries x a batch read)."""
+    runs instead. O(entries x a batch read); an object: a GET of it, of the ``.log`` and,
+    for a time index, of the ``.index``."""
+    data = files.read(path)
+    segment = path[: path.rfind(".")]
+    log_data = (lambda: files.read(segment + LOG_SUFFIX) if files.exists(segment + LOG_SUFFIX) else None)
+    offsets = (lambda: files.read(segment + INDEX_SUFFIX) if files.exists(segment + INDEX_SUFFIX) else b"")
+    dump_index_bytes(path, data, log_data, offsets, args, summaries, time_index=time_index)
+
+
+def dump_index_bytes(path: str, data: bytes, log_data, offset_index, args, summaries: Summaries, *,
+                     time_index: bool) -> None:
+    """:func:`dump_index` of the index bytes ``data`` named ``path``; ``log_data()`` gives
+    the segment's bytes (None without them), ``offset_index()`` its offset index's (read
+    only when needed)."""
     entry = TIME_INDEX_ENTRY if time_index else OFFSET_INDEX_ENTRY
     base = _base_offset(path)
-    with open(path, "rb") as f:
-        data = f.read()
     n = len(data) // entry.size
     if n == 0 and not time_index:
         print(f"{path} is empty.")
@@ -400,13 +541,12 @@ def dump_index(path: str, args, summaries: Summaries, *, time_index: bool) -> No
     if args.index_sanity_check:
         _sanity_check(path, base, data, time_index)
         return
-    log_path = path[: path.rfind(".")] + LOG_SUFFIX
-    log_data = open(log_path, "rb").read() if os.path.exists(log_path) else None
+    log_bytes = log_data()
     entries = entry.iter_unpack(memoryview(data)[:n * entry.size])  # lazily: a preallocated index is mostly zeros
     if time_index:
-        _dump_time_entries(path, base, entries, log_data, args, summaries)
+        _dump_time_entries(path, base, entries, log_bytes, offset_index(), args, summaries)
     else:
-        _dump_offset_entries(path, base, entries, log_data, args, summaries)
+        _dump_offset_entries(path, base, entries, log_bytes, args, summaries)
 
 
 def _sanity_check(path: str, base: int, data: bytes, time_index: bool) -> None:
@@ -456,36 +596,33 @@ def _dump_offset_entries(path: str, base: int, entries: list, log_data, args, su
         summaries.index_mismatches.setdefault(java_absolute_path(path), {}).update(mismatches)
 
 
-def _dump_time_entries(path: str, base: int, entries: list, log_data, args, summaries: Summaries) -> None:
+def _dump_time_entries(path: str, base: int, entries: list, log_data, offset_index: bytes, args,
+                       summaries: Summaries) -> None:
     """Each entry's batch is found from the offset index's position for it; its largest
     record timestamp must be the entry's, and the entries' timestamps must rise."""
-    from pylog.index import OffsetIndex
-    offsets = OffsetIndex(path[: path.rfind(".")] + INDEX_SUFFIX, base, writable=False)
+    offsets = _offset_index_of(offset_index, base)
     mismatched, out_of_order, not_found = [], [], []
     previous = -1
-    try:
-        for i, (ts, relative) in enumerate(entries):
-            offset = base + relative
-            if offset == base and i > 0:
-                break
-            batch = None
-            if log_data is not None:
-                _, position = offsets.lookup(offset)
-                batch = next((b for b in decode_batches(log_data[position:], allow_incomplete=True)
-                              if b.last_offset >= offset), None)
-            if batch is None or batch.last_offset != offset:
-                not_found.append((offset, -1 if batch is None else batch.last_offset))
-            else:
-                largest = max((r.timestamp for r in batch), default=-1)
-                if largest != ts:
-                    mismatched.append((ts, largest))
-                if previous >= ts:
-                    out_of_order.append((ts, previous))
-            if not args.verify_index_only:
-                print(f"timestamp: {ts} offset: {offset}")
-            previous = ts
-    finally:
-        offsets.close()
+    for i, (ts, relative) in enumerate(entries):
+        offset = base + relative
+        if offset == base and i > 0:
+            break
+        batch = None
+        if log_data is not None:
+            _, position = offsets.lookup(offset)
+            batch = next((b for b in decode_batches(log_data[position:], allow_incomplete=True)
+                          if b.last_offset >= offset), None)
+        if batch is None or batch.last_offset != offset:
+            not_found.append((offset, -1 if batch is None else batch.last_offset))
+        else:
+            largest = max((r.timestamp for r in batch), default=-1)
+            if largest != ts:
+                mismatched.append((ts, largest))
+            if previous >= ts:
+                out_of_order.append((ts, previous))
+        if not args.verify_index_only:
+            print(f"timestamp: {ts} offset: {offset}")
+        previous = ts
     absolute = java_absolute_path(path)
     for found, into in ((mismatched, summaries.time_mismatches), (out_of_order, summaries.time_out_of_order),
                         (not_found, summaries.time_not_found)):
@@ -493,18 +630,46 @@ def _dump_time_entries(path: str, base: int, entries: list, log_data, args, summ
             into.setdefault(absolute, []).extend(found)
 
 
-def dump_txn_index(path: str) -> None:
-    """One line per aborted transaction. O(file size)."""
-    for t in read_txn_entries(path):
+def _txn_entries(data: bytes, path: str) -> list[AbortedTxn]:
+    """The entries of ``.txnindex`` bytes; :class:`CorruptIndexError` for bad bytes."""
+    if len(data) % TXN_INDEX_ENTRY_BYTES:
+        raise CorruptIndexError(f"transaction index size {len(data)} is not a multiple of {TXN_INDEX_ENTRY_BYTES}",
+                                path=path)
+    out = []
+    for pos in range(0, len(data), TXN_INDEX_ENTRY_BYTES):
+        version, pid, first, last, lso = TXN_INDEX_ENTRY.unpack_from(data, pos)
+        if version > TXN_INDEX_VERSION:
+            raise CorruptIndexError(f"transaction index entry at {pos} has unknown version {version}", path=path)
+        out.append(AbortedTxn(pid, first, last, lso))
+    return out
+
+
+def _offset_index_of(data: bytes, base: int):
+    """An in-memory :class:`OffsetIndex` of the ``.index`` bytes ``data``: its entries up to
+    the first that does not increase, as the index reads its file."""
+    import numpy as np
+
+    from pylog.index import OffsetIndex
+    index = OffsetIndex(None, base, writable=False)
+    raw = np.frombuffer(data, dtype=OffsetIndex.dtype, count=len(data) // OffsetIndex.dtype.itemsize)
+    keys, values = raw["k"].astype(np.int64), raw["v"].astype(np.int64)
+    n = index._valid_prefix(keys, values)
+    index.set_entries(keys[:n], values[:n])
+    return index
+
+
+def dump_txn_index(path: str, data: bytes) -> None:
+    """One line per aborted transaction of the ``.txnindex`` bytes ``data``. O(file size)."""
+    for t in _txn_entries(data, path):
         print(f"version: 0 producerId: {t.producer_id} firstOffset: {t.first_offset} "
               f"lastOffset: {t.last_offset} lastStableOffset: {t.last_stable_offset}")
 
 
-def dump_snapshot(path: str) -> None:
-    """One line per producer of a producer-state snapshot; its last batch's fields only
-    when it has one, as Kafka prints them. O(file size)."""
-    from pylog.producer_state import read_snapshot
-    for e in read_snapshot(path):
+def dump_snapshot(path: str, data: bytes) -> None:
+    """One line per producer of a producer-state snapshot (the bytes ``data``); its last
+    batch's fields only when it has one, as Kafka prints them. O(file size)."""
+    from pylog.producer_state import parse_snapshot
+    for e in parse_snapshot(data, path):
         line = (f"producerId: {e.producer_id} producerEpoch: {e.epoch} coordinatorEpoch: {e.coordinator_epoch} "
                 f"currentTxnFirstOffset: {_optional_long(e.current_txn_first_offset)} "
                 f"lastTimestamp: {e.last_timestamp}")

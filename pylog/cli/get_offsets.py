@@ -19,7 +19,8 @@ patterns (``orders:0-3,audit,:5-``). A broker's log dir also holds KRaft's metad
 from __future__ import annotations
 import re
 
-from pylog.cli.common import add_exclude_internal_argument, open_manager, topic_pattern, wanted_topics
+from pylog.cli.common import add_exclude_internal_argument, add_storage_arguments, open_url_manager, topic_pattern, \
+    wanted_topics
 from pylog.errors import InvalidArgumentError, UnknownTopicError
 from pylog.log.offsets import latest_offset
 
@@ -37,7 +38,8 @@ KRAFT_METADATA_TOPIC = "__cluster_metadata"
 
 def add_parser(sub) -> None:
     p = sub.add_parser("get-offsets", help="print topic:partition:offset for a time, as kafka-get-offsets.sh does")
-    p.add_argument("root", help="the log dir holding <topic>-<partition> directories")
+    p.add_argument("root", help="the log dir holding <topic>-<partition> directories, or its URL in object storage "
+                                "(s3://, s3a://, gs://, az://, abfss://, file://)")
     p.add_argument("--topic", help="the topic, a regular expression (whole name); default: every topic")
     p.add_argument("--partitions", metavar="P,P,...", help="comma-separated partition ids; default: every partition")
     p.add_argument("--topic-partitions", metavar="PATTERNS",
@@ -49,6 +51,7 @@ def add_parser(sub) -> None:
                         "log start), -5 or latest-tiered and -6 or earliest-pending-upload (no offset: nothing is "
                         "tiered), or a time in ms: the first offset at or after it")
     add_exclude_internal_argument(p)
+    add_storage_arguments(p)
     p.set_defaults(run=run)
 
 
@@ -56,7 +59,7 @@ def run(args) -> int:
     asked = parse_time(args.time)
     timestamp = LOCAL_TIMES.get(asked, asked)
     wanted = _partition_filter(args)
-    with open_manager(args.root, read_only=True) as manager:
+    with open_url_manager(args, args.root) as manager:
         topics = [t for t in wanted_topics(manager.topics(), None, exclude_internal=args.exclude_internal_topics)
                   if t != KRAFT_METADATA_TOPIC]
         found = [(t, p) for t in topics for p in manager.partitions(t) if wanted(t, p)]

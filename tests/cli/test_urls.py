@@ -108,3 +108,124 @@ def test_s3a_and_storage_options_instead_of_the_environment(capsys, s3, copied):
     code, got, err = run(capsys, "describe", s3a, "--json", *options)
     assert code == 0, err
     assert got == expected
+
+
+# -- get-offsets, console-consumer --------------------------------------------------------------------
+
+@pytest.mark.parametrize("time", ["latest", "earliest", "max-timestamp", str(TS + 555), str(TS + 6010)])
+def test_get_offsets_of_a_bucket_prints_what_it_prints_for_the_local_dir(capsys, aws_env, copied, time):
+    root, url = copied
+    out = same_output(capsys, ["get-offsets", root, "--time", time], ["get-offsets", url, "--time", time],
+                      local=str(root), url=url)
+    assert out.startswith("events:0:")
+
+
+@pytest.mark.parametrize("options", [["--from-beginning"], ["--isolation-level", "read_committed", "--from-beginning"],
+                                     ["--partition", "0", "--offset", "100"], ["--timestamp", str(TS + 600)],
+                                     ["--include", "e.*", "--from-beginning", "--property", "print.offset=true"]])
+def test_console_consumer_of_a_bucket_prints_what_it_prints_for_the_local_dir(capsys, aws_env, copied, options):
+    root, url = copied
+    topic = [] if "--include" in options else ["--topic", "events"]
+    args = ["--no-follow", *topic, *options]
+    out = same_output(capsys, ["console-consumer", root, *args], ["console-consumer", url, *args],
+                      local=str(root), url=url)
+    assert out
+
+
+def test_committed_reads_of_a_bucket_leave_out_the_aborted_transaction(capsys, aws_env, copied):
+    _, url = copied
+    code, out, err = run(capsys, "consume", url, "--topic", "events", "--partition", "0",
+                         "--isolation-level", "read_committed")
+    assert code == 0, err
+    assert "txn-7" in out.split() and "txn-8" not in out.split()
+
+
+def test_console_consumer_of_a_topic_missing_from_a_bucket_fails_instead_of_waiting(capsys, aws_env, copied):
+    _, url = copied
+    code, out, err = run(capsys, "console-consumer", url, "--topic", "nope")
+    assert code == 1
+    assert "no topic 'nope'" in err and "Traceback" not in err
+
+
+# -- verify ------------------------------------------------------------------------------------------
+
+def test_verify_of_a_bucket_prints_what_it_prints_for_the_local_dir(capsys, aws_env, copied):
+    root, url = copied
+    out = same_output(capsys, ["verify", root], ["verify", url], local=str(root), url=url)
+    assert out == "3 partition(s) checked, 0 problem(s)\n"
+
+
+@pytest.fixture(scope="module")
+def damaged(s3, copied, tmp_path_factory):
+    """The log dir copied again with one byte flipped inside a record of a batch in the
+    middle of ``events-0``'s second segment: (the damaged object's URL, the batch's position)."""
+    root, _ = copied
+    url = s3.url(s3.bucket(), "damaged")
+    s3.upload_dir(root, url)
+    name = sorted(p.name for p in (root / "events-0").glob("*.log"))[1]
+    data = bytearray((root / "events-0" / name).read_bytes())
+    with pylog.Log.open(root / "events-0", read_only=True) as log:
+        seg = next(s for s in log.segments if s.log_path.endswith(name))
+        batch = list(seg.headers(0))[2]
+    data[batch.position + batch.size - 3] ^= 0xFF
+    from pylog.remote.store import ObjectStore
+    ObjectStore.from_url(url, s3.storage_options).put(f"events-0/{name}", bytes(data))
+    return url, url + f"/events-0/{name}", batch.position
+
+
+def test_verify_names_the_damaged_object_and_exits_non_zero(capsys, aws_env, damaged):
+    url, object_url, position = damaged
+    code, out, err = run(capsys, "verify", url)
+    assert code == 1, err
+    problems = out.splitlines()[:-1]
+    assert problems and all(line.startswith(object_url) for line in problems), out
+    assert f"position {position}" in out and "crc" in out.lower()
+    assert out.splitlines()[-1] == f"3 partition(s) checked, {len(problems)} problem(s)"
+
+
+def test_verify_of_a_partition_url_checks_that_partition(capsys, aws_env, damaged):
+    url, object_url, _ = damaged
+    code, out, _ = run(capsys, "verify", url + "/events-1")
+    assert (code, out) == (0, "1 partition(s) checked, 0 problem(s)\n")
+    code, out, _ = run(capsys, "verify", url + "/events-0")
+    assert code == 1 and object_url in out
+
+
+def test_verify_repair_refuses_a_url(capsys, aws_env, copied):
+    _, url = copied
+    code, _, err = run(capsys, "verify", "--repair", url)
+    assert code == 1 and "read only" in err
+
+
+# -- dump --------------------------------------------------------------------------------------------
+
+def _segment_files(root) -> list[str]:
+    """events-0's files, relative to the root: every kind dump reads."""
+    names = sorted(p.name for p in (root / "events-0").iterdir()
+                   if p.suffix in (".log", ".index", ".timeindex", ".txnindex", ".snapshot"))
+    assert {n.rsplit(".", 1)[1] for n in names} >= {"log", "index", "timeindex", "txnindex", "snapshot"}
+    return [f"events-0/{n}" for n in names]
+
+
+@pytest.mark.parametrize("options", [["--deep-iteration"], ["--print-data-log"], ["--verify-index-only"],
+                                     ["--index-sanity-check"], []])
+def test_dump_of_objects_prints_what_it_prints_for_the_local_files(capsys, aws_env, copied, options):
+    root, url = copied
+    files = _segment_files(root)
+    local = [str(root / f) for f in files]
+    remote = [f"{url}/{f}" for f in files]
+    code, expected, expected_err = run(capsys, "dump", *options, *local)
+    assert code == 0, expected_err
+    code, got, err = run(capsys, "dump", *options, *remote)
+    assert code == 0, err
+    assert got.replace(url, str(root)) == expected
+    assert err.replace(url, str(root)) == expected_err
+    if not options:  # the transaction's marker and the abort's entry in the transaction index are there
+        assert "isControl: true" in expected and "version: 0 producerId: 8 firstOffset:" in expected
+
+
+def test_dump_of_a_damaged_object_shows_the_invalid_batch(capsys, aws_env, damaged):
+    url, object_url, position = damaged
+    code, out, err = run(capsys, "dump", "--deep-iteration", object_url)
+    assert out.splitlines()[0] == f"Dumping {object_url}"
+    assert f"position: {position} " in out and "isvalid: false" in out
