@@ -41,7 +41,7 @@ class RecordReads:
         return fetch
 
     def _record_lists(self, start_offset, end_offset, isolation: str, max_bytes: int):
-        """The records of each read of :meth:`records`, a list a read."""
+        """The records of each batch of :meth:`records`, a list a batch."""
         offset = self.log_start_offset if start_offset is None else max(start_offset, self.log_start_offset)
         while True:
             if end_offset is None:
@@ -50,11 +50,11 @@ class RecordReads:
                 fetch = self.read_to(offset, end_offset, max_bytes, isolation=isolation)
             if fetch.size_bytes == 0:
                 return
-            records = fetch.records()
-            if end_offset is not None and records and records[-1].offset >= end_offset:
-                yield [r for r in records if r.offset < end_offset]  # a wrapper read_to gave whole
-                return
-            yield records
+            for records in fetch.record_lists():
+                if end_offset is not None and records[-1].offset >= end_offset:
+                    yield [r for r in records if r.offset < end_offset]  # a wrapper read_to gave whole
+                    return
+                yield records
             if fetch.next_offset <= offset:
                 return
             offset = fetch.next_offset
