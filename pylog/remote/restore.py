@@ -95,7 +95,9 @@ def _fill(listing, entries, topic: str, partition: int, work: str, final: str, d
         bases.append(segment.base_offset)
         end, last = segment.end_offset + 1, segment
     if last is not None:
-        _write_file(os.path.join(work, segment_file_name(end, SNAPSHOT_SUFFIX)), last.indexes.get("producer_snapshot"))
+        snapshot = last.indexes.get("producer_snapshot")
+        if snapshot:  # an empty one (a segment copied without) is no snapshot: the loader rebuilds the state
+            _write_file(os.path.join(work, segment_file_name(end, SNAPSHOT_SUFFIX)), snapshot)
         _write_epochs(work, last.indexes.get("leader_epoch"), segment_file=last.url)
     topic_id = listing.topic_ids.get(topic)
     if topic_id is not None:
