@@ -120,9 +120,14 @@ def test_each_tiered_log_file_is_the_segment_its_metadata_describes(tiered):
         assert log.stat().st_size == s["segmentSizeInBytes"]
 
 
+def test_the_metadata_ends_where_kafkas_latest_tiered_offset_is(tiered):
+    assert {p: _remote_end_offset(tiered, p) - 1 for p in PARTITIONS} == tiered.latest_tiered
+
+
 def test_the_broker_keeps_only_the_segments_above_the_tiered_ones(tiered):
     for p in PARTITIONS:
         assert [int(log.stem) for log in scenario.local_logs(tiered.broker, p)] == [_remote_end_offset(tiered, p)]
+    assert {p: _remote_end_offset(tiered, p) for p in PARTITIONS} == tiered.earliest_local
 
 
 # -- 3. pylog reads what Kafka tiered --------------------------------------------------------------
@@ -180,7 +185,7 @@ def _assert_reads_from_every_offset(log, kafka_records: list[dict]) -> None:
 
 
 def _assert_reads_the_tiered_segments(tiered, log, partition: int) -> None:
-    end = _remote_end_offset(tiered, partition)
+    end = tiered.latest_tiered[partition] + 1
     assert (log.log_start_offset, log.log_end_offset) == (tiered.offsets[partition]["earliest"], end)
     assert _pylog_records(log) == _kafka_records(tiered.records[partition], end)
     _assert_reads_from_every_offset(log, [r for r in tiered.records[partition] if r["offset"] < end])
@@ -220,8 +225,8 @@ def test_broker_log_dir_over_local_tiered_storage_reads_the_whole_partition_as_k
     with LogManager(tiered.broker.log_dir, read_only=True, remote_storage=f"file://{tiered.storage_dir}",
                     remote_log_metadata=tiered.broker.log_dir) as manager:
         log = manager.log(TOPIC, partition)
-        assert (log.log_start_offset, log.log_end_offset, log.last_stable_offset) == \
-            (kafka["earliest"], kafka["latest"], kafka["lso"])
+        assert (log.log_start_offset, log.local_log_start_offset, log.log_end_offset, log.last_stable_offset) == \
+            (kafka["earliest"], tiered.earliest_local[partition], kafka["latest"], kafka["lso"])
         assert _pylog_records(log) == _kafka_records(tiered.records[partition])
         _assert_reads_from_every_offset(log, tiered.records[partition])
         assert _pylog_records(log, "committed") == _kafka_records(tiered.committed[partition])

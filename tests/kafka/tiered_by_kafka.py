@@ -39,6 +39,8 @@ BATCH_STEP_MS = 100  # ROLL_MS / 10: batches in one segment
 HISTORY_MS = 600_000
 AHEAD_MS = 60_000
 TIER_TIMEOUT_S = 120
+#: kafka-get-offsets --time: earliest-local, latest-tiered
+TIERED_SPECS = ("-4", "-5")
 
 
 def server_properties(storage_root: Path) -> dict[str, str]:
@@ -148,6 +150,8 @@ class TieredByKafka:
     records: dict            # partition -> Kafka's consumer from offset 0, read_uncommitted
     committed: dict          # the same, read_committed
     offsets: dict            # partition -> {"earliest", "latest", "lso", "maxTimestamp", "forTimestamp"}
+    earliest_local: dict     # partition -> ListOffsets earliest-local (-4): the broker's first local offset
+    latest_tiered: dict      # partition -> ListOffsets latest-tiered (-5): the last offset in remote storage
 
 
 def tier(broker: KafkaBroker) -> TieredByKafka:
@@ -163,10 +167,17 @@ def tier(broker: KafkaBroker) -> TieredByKafka:
     stamps = [a for ts in _probe_timestamps(lines) for a in ("--timestamp", str(ts))]
     answers = broker.admin_many([(CLIENTS_DRIVER, "consume", "--base64", *TPS),
                                  (CLIENTS_DRIVER, "consume", "--base64", "--isolation", "read_committed", *TPS),
-                                 (CLIENTS_DRIVER, "offsets", *TPS, *stamps)])
+                                 (CLIENTS_DRIVER, "offsets", *TPS, *stamps),
+                                 *[("get-offsets", "--topic", TOPIC, "--time", spec) for spec in TIERED_SPECS]])
     for answer in answers:
         assert answer.returncode == 0, answer.stderr[-4000:]
-    records, committed, offsets = (_json_lines(a.stdout) for a in answers)
+    records, committed, offsets = (_json_lines(a.stdout) for a in answers[:3])
     broker.stop()
     return TieredByKafka(broker, Path(broker.properties["rsm.config.dir"]) / STORAGE_DIR_NAME, _consumed(records),
-                         _consumed(committed), {o["partition"]: o for o in offsets})
+                         _consumed(committed), {o["partition"]: o for o in offsets},
+                         *(_get_offsets(a.stdout) for a in answers[3:]))
+
+
+def _get_offsets(stdout: str) -> dict[int, int]:
+    """kafka-get-offsets' ``topic:partition:offset`` lines, by partition."""
+    return {int(p): int(o) for p, o in (line.split(":")[1:] for line in stdout.splitlines() if line.startswith(TOPIC))}
