@@ -157,3 +157,14 @@ def test_opening_a_log_dir_without_the_metadata_topic_says_so(tmp_path):
 def test_a_topic_id_that_is_no_kafka_uuid_is_refused(text):
     with pytest.raises(InvalidConfigError, match="is not a Kafka uuid"):
         uuid_bytes(text)
+
+
+def test_the_metadata_partitions_copied_to_a_bucket_replay_as_they_do_on_disk(writer, root, s3):
+    finished = copied(writer, segment(0, 9))
+    writer.copy_started(segment(10, 19))
+    writer.manager.close()
+    url = s3.url(s3.bucket(), "broker-logs")
+    s3.upload_dir(root, url)
+    metadata = RemoteLogMetadata.open(url, storage_options=s3.storage_options)
+    assert [s.segment_id for s in metadata.live_segments("events", 0)] == [finished.segment_id]
+    assert len(metadata.segments("events", 0)) == 2
