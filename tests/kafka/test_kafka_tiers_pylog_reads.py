@@ -219,10 +219,12 @@ def test_log_open_on_a_local_tiered_storage_partition_reads_kafkas_records_and_o
 
 
 @pytest.mark.parametrize("partition", PARTITIONS)
-def test_broker_log_dir_over_local_tiered_storage_reads_the_whole_partition_as_kafkas_consumer(tiered, partition):
+def test_broker_log_dir_over_local_tiered_storage_reads_the_whole_partition_as_kafkas_consumer(tiered, remote,
+                                                                                               partition):
     """Remote segments, then the broker's local ones: no gap, no duplicate."""
     kafka = tiered.offsets[partition]
-    with LogManager(tiered.broker.log_dir, read_only=True, remote_storage=f"file://{tiered.storage_dir}",
+    url, storage_options = remote
+    with LogManager(tiered.broker.log_dir, read_only=True, remote_storage=url, storage_options=storage_options,
                     remote_log_metadata=tiered.broker.log_dir) as manager:
         log = manager.log(TOPIC, partition)
         assert (log.log_start_offset, log.local_log_start_offset, log.log_end_offset, log.last_stable_offset) == \
