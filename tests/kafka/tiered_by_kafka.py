@@ -76,7 +76,7 @@ def _flushed(*lines: dict) -> list[dict]:
 
 
 def produce_lines(base_ms: int, now_ms: int) -> list[dict]:
-    """Every step of the clients driver's ``produce``, one batch (and so one segment) a step."""
+    """Every step of the clients driver's ``produce`` (see the module's docstring for the segments)."""
     ts = iter(range(base_ms, now_ms, STEP_MS))
     lines = [{"producer": {}, "as": "plain"},
              {"producer": {"compression.type": "gzip", "linger.ms": "100"}, "as": "gzip"},
