@@ -70,8 +70,8 @@ def storage_options(args) -> dict | None:
     out: dict = {}
     for item in getattr(args, "storage_option", None) or []:
         key, sep, text = item.partition("=")
-        if not sep or not key.strip("."):
-            raise InvalidArgumentError(f"--storage-option {redact_option(item)!r} is not KEY=VALUE")
+        if not sep or not key.strip("."):  # the text is not shown: it may be a secret typed without its KEY=
+            raise InvalidArgumentError("a --storage-option is not KEY=VALUE")
         try:
             value = json.loads(text)
         except ValueError:
@@ -84,11 +84,6 @@ def storage_options(args) -> dict | None:
                 raise InvalidArgumentError(f"--storage-option {key}: {parent} is given a value and nested keys")
         place[name] = value
     return out or None
-
-
-def redact_option(item: str) -> str:
-    """A ``KEY=VALUE`` storage option as it may be shown: its key only."""
-    return item.partition("=")[0] + "=***"
 
 
 def open_object_store(url: str, args):

@@ -229,3 +229,72 @@ def test_dump_of_a_damaged_object_shows_the_invalid_batch(capsys, aws_env, damag
     code, out, err = run(capsys, "dump", "--deep-iteration", object_url)
     assert out.splitlines()[0] == f"Dumping {object_url}"
     assert f"position: {position} " in out and "isvalid: false" in out
+
+
+# -- errors: one line on stderr, exit code 1, no credential ------------------------------------------
+
+#: options that make a failing request fail fast: one attempt, one-second timeouts, a client of its own
+FAIL_FAST = ["--storage-option", 'config_kwargs={"retries": {"total_max_attempts": 1}, "connect_timeout": 1, '
+                                 '"read_timeout": 1}', "--storage-option", "retries=1"]
+
+
+def one_error_line(code: int, out: str, err: str, command: str) -> str:
+    assert code == 1, (out, err)
+    assert len(err.splitlines()) == 1 and err.startswith(f"pylog {command}: error: "), err
+    assert "Traceback" not in err and SECRET_KEY not in out + err and ACCESS_KEY not in out + err
+    return err
+
+
+@pytest.mark.parametrize("command", ["describe", "verify", "get-offsets", "console-consumer"])
+def test_a_missing_bucket_is_one_error_line(capsys, aws_env, command):
+    topic = ["--topic", "events"] if command == "console-consumer" else []
+    err = one_error_line(*run(capsys, command, "s3://pylog-no-such-bucket/data", *topic), command)
+    assert "s3://pylog-no-such-bucket/data" in err
+
+
+def test_a_missing_object_is_one_error_line_naming_it(capsys, aws_env, copied):
+    _, url = copied
+    missing = f"{url}/events-0/00000000000000999999.log"
+    code, out, err = run(capsys, "dump", missing)
+    assert out == f"Dumping {missing}\n"
+    assert missing in one_error_line(code, out, err, "dump")
+
+
+def test_no_credentials_is_one_error_line(capsys, s3, copied, monkeypatch):
+    _, url = copied
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in (("AWS_ENDPOINT_URL", s3.endpoint_url), ("AWS_SHARED_CREDENTIALS_FILE", os.devnull),
+                        ("AWS_CONFIG_FILE", os.devnull), ("AWS_EC2_METADATA_DISABLED", "true")):
+        monkeypatch.setenv(name, value)
+    err = one_error_line(*run(capsys, "describe", url, *FAIL_FAST), "describe")
+    assert "NoCredentialsError" in err
+
+
+@pytest.mark.parametrize("command", ["describe", "dump"])
+def test_a_closed_port_is_one_error_line(capsys, aws_env, copied, monkeypatch, command):
+    import socket
+    _, url = copied
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+    target = url + "/events-0/00000000000000000000.log" if command == "dump" else url
+    code, out, err = run(capsys, command, target, *FAIL_FAST)
+    assert "Could not connect" in one_error_line(code, out, err, command)
+
+
+def test_a_stalled_endpoint_is_one_error_line(capsys, s3, copied):
+    _, url = copied
+    faulty = s3.faulty(s3.Fault("stall", times=float("inf"), stall_s=10))
+    options = ["--storage-option", f"key={ACCESS_KEY}", "--storage-option", f"secret={SECRET_KEY}",
+               "--storage-option", f"client_kwargs.endpoint_url={faulty.endpoint_url}",
+               "--storage-option", f"client_kwargs.region_name={REGION}", *FAIL_FAST]
+    err = one_error_line(*run(capsys, "get-offsets", url, *options), "get-offsets")
+    assert "timeout" in err.lower()
+
+
+def test_a_storage_option_that_is_not_key_value_is_not_echoed(capsys, aws_env, copied):
+    _, url = copied
+    err = one_error_line(*run(capsys, "describe", url, "--storage-option", SECRET_KEY), "describe")
+    assert "KEY=VALUE" in err
