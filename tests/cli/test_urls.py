@@ -298,3 +298,59 @@ def test_a_storage_option_that_is_not_key_value_is_not_echoed(capsys, aws_env, c
     _, url = copied
     err = one_error_line(*run(capsys, "describe", url, "--storage-option", SECRET_KEY), "describe")
     assert "KEY=VALUE" in err
+
+
+# -- Aiven's tiered objects ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiered(s3, copied):
+    """The segment of ``events-0`` holding the aborted transaction, copied as Aiven's plugin
+    copies it (zstd-compressed chunks): (the local segment's path without suffix, the URL of
+    its objects without suffix)."""
+    from pylog.remote.aiven import upload_segment
+    from pylog.remote.store import ObjectStore
+    root, _ = copied
+    partition = root / "events-0"
+    logs = sorted(partition.glob("*.log"))
+    log = next(p for p in logs if p.with_suffix(".txnindex").exists() and p.with_suffix(".txnindex").stat().st_size)
+    following = logs[logs.index(log) + 1]
+    indexes = {"offset": log.with_suffix(".index").read_bytes(), "timestamp": log.with_suffix(".timeindex").read_bytes(),
+               "producer_snapshot": following.with_suffix(".snapshot").read_bytes(),
+               "leader_epoch": b"0\n1\n0 0\n", "transaction": log.with_suffix(".txnindex").read_bytes()}
+    url = s3.url(s3.bucket(), "tiered")
+    manifest_key = upload_segment(ObjectStore.from_url(url, s3.storage_options), "", "events", bytes(15) + b"\x01", 0,
+                                  bytes(15) + b"\x02", log, indexes, chunk_size=512, compression=True)
+    assert manifest_key.compression
+    name = f"{log.stem}-AAAAAAAAAAAAAAAAAAAAAg"
+    return log.with_suffix(""), f"{url}/events-AAAAAAAAAAAAAAAAAAAAAQ/0/{name}", following.with_suffix(".snapshot")
+
+
+def test_dump_of_an_aiven_log_object_prints_the_segment_as_its_file(capsys, aws_env, tiered):
+    local, url, _ = tiered
+    code, expected, expected_err = run(capsys, "dump", "--deep-iteration", f"{local}.log")
+    code, got, err = run(capsys, "dump", "--deep-iteration", f"{url}.log")
+    assert code == 0, err
+    assert got.splitlines()[1:] == expected.splitlines()[1:]
+    assert err == (f"pylog dump: Kafka's DumpLogSegments does not take {url.rsplit('/', 1)[1]}.log: its name is a "
+                   f"tiered layout's <start offset>-<segment id>.log, not <base offset>.log; and its chunks are "
+                   f"transformed (compressed or encrypted): pylog reads them through the manifest\n"
+                   + expected_err.replace(f"{local}.log", f"{url}.log"))
+
+
+def test_dump_of_an_aiven_indexes_object_prints_each_index_as_its_file(capsys, aws_env, tiered):
+    local, url, snapshot = tiered
+
+    def body(path) -> list[str]:
+        code, out, err = run(capsys, "dump", path)
+        assert code == 0, err
+        return out.splitlines()[1:]
+    code, out, err = run(capsys, "dump", f"{url}.indexes")
+    assert code == 0, err
+    assert "does not take" in err and ".indexes" in err
+    assert out.splitlines() == [f"Dumping {url}.indexes",
+                                "Offset index:", *body(f"{local}.index"),
+                                "Time index:", *body(f"{local}.timeindex"),
+                                "Transaction index:", *body(f"{local}.txnindex"),
+                                "Producer snapshot:", *body(snapshot),
+                                "Leader epoch checkpoint:", "0", "1", "0 0"]
+    assert any(line.startswith("version: 0 producerId: 8 ") for line in out.splitlines())
