@@ -16,7 +16,7 @@ recorded, so a fenced instance gets :class:`ProducerFencedError` and writes noth
 
 A transaction left open past its ``transaction_timeout_ms`` (its producer died or hung) is
 aborted by ``abort_expired``, which ``read_committed`` consumers call while they wait at
-an open transaction (pylog/clients/consumer.py), and by the next instance of its
+an open transaction (pylog/clients/fetcher.py), and by the next instance of its
 transactional id at the latest.
 """
 
