@@ -219,15 +219,37 @@ LogManager(root, remote_storage=url, storage_options=options, remote_log_metadat
 """
 
 
-@pytest.mark.parametrize("failpoint", ["tier.copy.started", "tier.copy.uploaded"])
-def test_a_copy_killed_midway_is_never_live_and_is_copied_again_under_a_new_id(tmp_path, s3, bucket_url, failpoint):
+def killed_at_failpoint(failpoint: str):
+    def run(root, url, s3) -> None:
+        child = subprocess.run([sys.executable, "-c", KILLED_TIERING, str(root), url, json.dumps(s3.storage_options)],
+                               env={**os.environ, "PYLOG_FAILPOINTS": failpoint}, capture_output=True, timeout=120)
+        assert child.returncode == -signal.SIGKILL, child.stderr.decode()
+    return run
+
+
+def killed_while_uploading(root, url, s3) -> None:
+    """SIGKILL once the segment's .log object is written and its .indexes upload hangs."""
+    faulty = s3.faulty(s3.Fault("stall", method="PUT", path=".indexes", stall_s=120))
+    child = subprocess.Popen([sys.executable, "-c", KILLED_TIERING, str(root), url,
+                              json.dumps(faulty.storage_options)], stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: faulty.count("PUT", ".indexes") >= 1 or child.poll() is not None, "the upload to hang")
+        assert child.poll() is None, child.stderr.read().decode()
+    finally:
+        child.kill()
+        child.wait()
+        child.stderr.close()
+        s3.faulty()
+
+
+@pytest.mark.parametrize("kill", [killed_at_failpoint("tier.copy.started"), killed_at_failpoint("tier.copy.uploaded"),
+                                  killed_while_uploading],
+                         ids=["after COPY_SEGMENT_STARTED", "after the upload", "during the upload"])
+def test_a_copy_killed_midway_is_never_live_and_is_copied_again_under_a_new_id(tmp_path, s3, bucket_url, kill):
     with open_tiering(tmp_path, bucket_url, s3.storage_options) as m:
         fill(m.create_topic("events", config=TIERED), 12)
         first = m.log("events", 0).segments[0].base_offset
-    child = subprocess.run([sys.executable, "-c", KILLED_TIERING, str(tmp_path), bucket_url,
-                            json.dumps(s3.storage_options)], env={**os.environ, "PYLOG_FAILPOINTS": failpoint},
-                           capture_output=True, timeout=120)
-    assert child.returncode == -signal.SIGKILL, child.stderr.decode()
+    kill(tmp_path, bucket_url, s3)
     metadata = RemoteLogMetadata.open(tmp_path)
     [dead] = metadata.segments("events", 0)
     assert (dead.state, dead.start_offset, metadata.live_segments("events", 0)) == ("COPY_SEGMENT_STARTED", first, [])
