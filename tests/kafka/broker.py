@@ -3,18 +3,25 @@
 ``KafkaBroker`` is one KRaft node (broker and controller in one JVM) on free loopback ports:
 ``StorageTool format`` writes its log dir's meta.properties once, ``kafka.Kafka`` serves it,
 and ``stop`` ends it with SIGTERM (Kafka's clean shutdown) or SIGKILL (a crash).
-``run_java`` runs any other main class (Kafka's tools, the drivers in interop/kafka/src).
+``run_java`` runs any other main class (Kafka's tools, the drivers in interop/kafka/src): those
+of ``IN_PROCESS_MAINS`` in one long-lived JVM (``ToolServer``), the others in a JVM each.
 """
 
 from __future__ import annotations
 
+import atexit
 import base64
 import fcntl
 import json
 import os
+import queue
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -45,6 +52,22 @@ TOOLS = {
 CLIENTS_DRIVER = "io.pylog.interop.clients.Clients"
 # .../Tools.java: several of Kafka's tools in one JVM.
 TOOLS_DRIVER = "io.pylog.interop.clients.Tools"
+# Main classes that read no stdin, close the clients they open and return (or call Kafka's
+# Exit.exit last), so that a run inside the Tools driver answers as a JVM of its own would:
+# run_java runs them in the one ToolServer JVM (a JVM start costs 1-2 s of CPU, a run
+# milliseconds). Not TopicCommand (it catches the exit it calls), nor the clients driver's
+# produce and create-topics (they read stdin; produce's halt stops the JVM).
+IN_PROCESS_MAINS = frozenset({
+    "org.apache.kafka.tools.DumpLogSegments",
+    "kafka.tools.StorageTool",
+    TOOLS["transactions"],
+    TOOLS["consumer-groups"],
+    TOOLS["get-offsets"],
+    "io.pylog.interop.encode.EncodeBatches",
+    "io.pylog.interop.encode.RemoteLogMetadataLog",
+    "io.pylog.interop.writes.ReadBack",
+})
+IN_PROCESS_CLIENTS_COMMANDS = frozenset({"consume", "offsets", "commit"})
 
 # Small, fast, deterministic defaults for one node; a test passes its own to override any.
 DEFAULT_SERVER_PROPERTIES = {
@@ -107,27 +130,133 @@ def prepare() -> None:
             DRIVERS_JAR.touch()  # Maven keeps an unchanged jar's old time
 
 
+class ToolServer:
+    """The Tools driver kept running: each ``run`` is one JSON line in and one answer out, so
+    that many short tool runs share one JVM start. Calls from several threads take turns. A
+    run past its timeout kills the JVM (the next run starts another) and raises
+    ``subprocess.TimeoutExpired``, as ``subprocess.run`` does. The drivers' jar is copied
+    first, so that a rebuild by another test run cannot change classes under the JVM."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen | None = None
+        self._answers: queue.Queue = queue.Queue()
+        self._dir: str | None = None
+
+    def _start(self) -> None:
+        if self._dir is None:
+            self._dir = tempfile.mkdtemp(prefix="kafka-tool-server-")
+            atexit.register(self.close)
+        jar = shutil.copy(DRIVERS_JAR, Path(self._dir) / DRIVERS_JAR.name)
+        self._answers = queue.Queue()
+        with open(self._stderr_path(), "ab") as stderr:
+            self._process = subprocess.Popen(
+                ["java", *TOOL_JVM_FLAGS, TOOL_SERVER_HEAP, "-cp", f"{jar}{os.pathsep}{LIB}{os.sep}*", TOOLS_DRIVER],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True, encoding="utf-8")
+        threading.Thread(target=self._read, args=(self._process.stdout, self._answers), daemon=True).start()
+
+    def _stderr_path(self) -> Path:
+        """What the JVM itself prints on stderr (a tool's stderr is in its answer)."""
+        return Path(self._dir) / "stderr"
+
+    @staticmethod
+    def _read(stdout, answers: queue.Queue) -> None:
+        for line in stdout:
+            if line.startswith("{"):
+                answers.put(json.loads(line))
+        answers.put(None)  # the JVM ended
+
+    def run(self, call: list[str], timeout_s: float) -> subprocess.CompletedProcess:
+        """Run ``call``, ``[main_class, *args]``; its answer as ``subprocess.run`` gives one."""
+        with self._lock:
+            if self._process is None or self._process.poll() is not None:
+                self._start()
+            self._process.stdin.write(json.dumps(call) + "\n")
+            self._process.stdin.flush()
+            try:
+                answer = self._answers.get(timeout=timeout_s)
+            except queue.Empty:
+                self._stop(kill=True)
+                raise subprocess.TimeoutExpired(call, timeout_s) from None
+            if answer is None:
+                self._stop(kill=True)
+                raise AssertionError(f"the tool JVM ended while running {' '.join(call)}:\n"
+                                     f"{self._stderr_path().read_text(errors='replace')[-4000:]}")
+            return subprocess.CompletedProcess(call, answer["returncode"], answer["stdout"], answer["stderr"])
+
+    def _stop(self, kill: bool) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if kill:
+            process.kill()
+        else:
+            process.stdin.close()  # the driver ends at the end of its input
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop(kill=False)
+            if self._dir is not None:
+                shutil.rmtree(self._dir, ignore_errors=True)
+                self._dir = None
+
+
+TOOL_SERVER = ToolServer()
+# The last -Xmx wins: the server holds a whole dump's output in memory (a --soak dump of the
+# samples with --print-data-log runs to tens of MB, three copies of it).
+TOOL_SERVER_HEAP = "-Xmx768m"
+
+
+def _clients_command(args) -> str | None:
+    """The command of a clients driver's command line (Clients.java's Args)."""
+    args = iter(args)
+    for arg in args:
+        if arg in ("--base64", "--subscribe"):
+            continue
+        if arg.startswith("--"):
+            next(args, None)
+            continue
+        return arg
+    return None
+
+
+def runs_in_process(main_class: str, args) -> bool:
+    """Whether ``run_java`` runs this call in ``TOOL_SERVER``'s JVM (given no stdin)."""
+    if main_class == CLIENTS_DRIVER:
+        return _clients_command(args) in IN_PROCESS_CLIENTS_COMMANDS
+    return main_class in IN_PROCESS_MAINS
+
+
 def run_java(main_class: str, *args: str, check: bool = True, timeout_s: float = 120,
              input: str | None = None) -> subprocess.CompletedProcess:
-    """Run ``main_class`` with Kafka's jars and the drivers on the classpath; text output."""
-    cmd = ["java", *TOOL_JVM_FLAGS, "-cp", classpath(), main_class, *map(str, args)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, input=input)
+    """Run ``main_class`` with Kafka's jars and the drivers on the classpath; text output.
+    Calls that ``runs_in_process`` allows, without ``input``, run in ``TOOL_SERVER``'s JVM,
+    the rest in a new one."""
+    args = tuple(map(str, args))
+    if not input and runs_in_process(main_class, args):
+        done = TOOL_SERVER.run([main_class, *args], timeout_s)
+    else:
+        cmd = ["java", *TOOL_JVM_FLAGS, "-cp", classpath(), main_class, *args]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, input=input)
     if check and done.returncode != 0:
-        raise AssertionError(f"{main_class} {' '.join(map(str, args))} exited {done.returncode}\n"
+        raise AssertionError(f"{main_class} {' '.join(args)} exited {done.returncode}\n"
                              f"stdout:\n{done.stdout[-4000:]}\nstderr:\n{done.stderr[-4000:]}")
     return done
 
 
 def run_tools(calls: list[tuple[str, ...]], timeout_s: float = 300) -> list[subprocess.CompletedProcess]:
-    """Run several tools, ``(main_class, *args)`` each, in one JVM (a JVM start costs seconds);
-    each answers as ``run_java(..., check=False)`` would. Only for tools whose main returns or
-    exits last (kafka-transactions, kafka-consumer-groups, kafka-get-offsets: see Tools.java)."""
-    lines = "".join(json.dumps([str(a) for a in call]) + "\n" for call in calls)
-    done = run_java(TOOLS_DRIVER, input=lines, timeout_s=timeout_s)
-    answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    assert len(answers) == len(calls), f"{len(answers)} answers to {len(calls)} calls:\n{done.stderr[-4000:]}"
-    return [subprocess.CompletedProcess(list(call), a["returncode"], a["stdout"], a["stderr"])
-            for call, a in zip(calls, answers)]
+    """Run several tools, ``(main_class, *args)`` each, in ``TOOL_SERVER``'s JVM (a JVM start
+    costs seconds); each answers as ``run_java(..., check=False)`` would. Only for tools whose
+    main returns or exits last and reads no stdin (kafka-transactions, kafka-consumer-groups,
+    kafka-get-offsets, kafka-delete-records, the clients driver's consume, offsets and commit:
+    see Tools.java), ``timeout_s`` for them all."""
+    deadline_s = time.monotonic() + timeout_s
+    return [TOOL_SERVER.run([str(a) for a in call], max(deadline_s - time.monotonic(), 1)) for call in calls]
 
 
 def kafka_uuid() -> str:

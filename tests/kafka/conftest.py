@@ -3,7 +3,11 @@
 Every test here carries the ``kafka`` marker. Without ``java`` or ``mvn``, or when Maven cannot
 fetch Kafka's jars (offline), they skip, naming why; with the environment variable ``CI`` set
 they fail instead. A broker that cannot start fails them everywhere: that is no missing tool. One broker serves the whole session (``kafka_broker``); a test that stops it starts
-it again, and a module that finds it stopped gets it started before its first test.
+it again, and a module that finds it stopped gets it started before its first test. It has
+Kafka's default of 50 ``__consumer_offsets`` partitions, which pylog's group coordinator
+assumes (docs/faq.md, "internal topics"), so that pylog can commit into its log dir; a broker
+start costs ~15 s of a busy machine, so a test takes a broker of its own only for settings the
+session's cannot have.
 
 - ``kafka_jars``: interop/kafka/target/lib, prepared first when missing or stale.
 - ``kafka_tool(main_class, *args, check=True, timeout_s=120)``: runs a Java main with those jars.
@@ -24,6 +28,8 @@ from tests.kafka import broker as kafka
 
 _KAFKA_DIR = Path(__file__).resolve().parent
 _session_broker: kafka.KafkaBroker | None = None
+#: The session broker's settings besides ``broker.DEFAULT_SERVER_PROPERTIES``.
+SESSION_SERVER_PROPERTIES = {"offsets_topic_num_partitions": 50}
 
 
 def _unavailable(reason: str):
@@ -69,7 +75,7 @@ def _start(broker: kafka.KafkaBroker) -> None:
 @pytest.fixture(scope="session")
 def kafka_broker(kafka_jars, tmp_path_factory) -> kafka.KafkaBroker:
     global _session_broker
-    broker = kafka.KafkaBroker(tmp_path_factory.mktemp("kafka-broker"))
+    broker = kafka.KafkaBroker(tmp_path_factory.mktemp("kafka-broker"), **SESSION_SERVER_PROPERTIES)
     _start(broker)
     _session_broker = broker
     yield broker

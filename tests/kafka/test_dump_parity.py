@@ -335,7 +335,8 @@ def write_through_the_broker(broker) -> list[str]:
     txn_topic, compacted = f"{BROKER_TOPIC_PREFIX}txn", f"{BROKER_TOPIC_PREFIX}compacted"
     broker.create_topics([{"topic": t, "partitions": 1} for t in codec_topics]
                          + [{"topic": txn_topic, "partitions": 1},
-                            {"topic": compacted, "partitions": 1, "configs": {"cleanup.policy": "compact"}}])
+                            {"topic": compacted, "partitions": 1, "configs": {"cleanup.policy": "compact"}},
+                            {"topic": f"{BROKER_TOPIC_PREFIX}deleted", "partitions": 1}])
     steps = []
     for codec, topic in zip(CODECS, codec_topics):
         steps.append({"producer": {"compression.type": codec, "linger.ms": "5"}, "as": codec})
@@ -351,7 +352,6 @@ def write_through_the_broker(broker) -> list[str]:
               for i in range(12)]
     broker.clients("produce", lines=steps)
     broker.clients("commit", "--group", f"{BROKER_TOPIC_PREFIX}group", "--tp", f"{txn_topic}:0:2")
-    broker.create_topic(f"{BROKER_TOPIC_PREFIX}deleted")
     broker.admin("topics", "--delete", "--topic", f"{BROKER_TOPIC_PREFIX}deleted")  # a REMOVE_TOPIC_RECORD
     return [*codec_topics, txn_topic, compacted]
 
@@ -359,13 +359,16 @@ def write_through_the_broker(broker) -> list[str]:
 @pytest.fixture(scope="module")
 def kafka_written(kafka_broker, tmp_path_factory) -> list[Path]:
     """Copies (the broker keeps appending) of the partitions the session broker wrote for this
-    module, its __consumer_offsets and __transaction_state partitions and __cluster_metadata-0:
-    their files both tools can dump."""
+    module, its __transaction_state partitions, the __consumer_offsets partitions holding
+    records (of its 50, each with 20 MiB of preallocated indexes; __transaction_state has empty
+    ones) and __cluster_metadata-0: their files both tools can dump."""
     topics = write_through_the_broker(kafka_broker)
     root = tmp_path_factory.mktemp("kafka-written")
     for directory in kafka_broker.log_dir.iterdir():
-        if directory.name.rsplit("-", 1)[0] in (*topics, "__consumer_offsets", "__transaction_state",
-                                                 "__cluster_metadata"):
+        name = directory.name.rsplit("-", 1)[0]
+        if name == "__consumer_offsets" and not any(log.stat().st_size for log in directory.glob("*.log")):
+            continue
+        if name in (*topics, "__consumer_offsets", "__transaction_state", "__cluster_metadata"):
             copy_live_partition(directory, root / directory.name)
     return [p for p in dumpable(root) if kafka_can_dump(p)]
 

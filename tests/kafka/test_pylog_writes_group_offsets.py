@@ -4,8 +4,8 @@ while the broker is down are the broker's committed offsets once it is back: Kaf
 (offsets, log end offsets, lag), and Kafka's admin client reads each commit's leader epoch as
 the epoch of the last record consumed, as Kafka's own consumer commits it.
 
-A broker of this module's own: pylog's coordinators use Kafka's default of 50
-``__consumer_offsets`` partitions (docs/faq.md, "internal topics"), the session broker 3.
+The session's broker, which has Kafka's default of 50 ``__consumer_offsets`` partitions that
+pylog's coordinators assume (docs/faq.md, "internal topics").
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import json
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -53,8 +52,8 @@ def consume_and_commit(root: str, group: str, counts: dict[int, int], *, subscri
 
 
 @pytest.fixture(scope="module")
-def committed(kafka_module_broker_factory):
-    broker = kafka_module_broker_factory(offsets_topic_num_partitions=50)
+def committed(kafka_broker):
+    broker = kafka_broker
     broker.create_topics([{"topic": TOPIC, "partitions": 2}])
     broker.clients("produce", lines=[{"topic": TOPIC, "partition": p, "key": f"k{i}", "value": f"v{p}-{i}"}
                                      for p in (0, 1) for i in range(RECORDS_PER_PARTITION)])
@@ -73,10 +72,11 @@ def committed(kafka_module_broker_factory):
 
 def test_kafka_consumer_groups_describes_pylogs_offsets_and_lag(committed):
     broker, described = committed
-    with ThreadPoolExecutor(len(described)) as pool:  # the JVMs at once
-        kafkas = {g: pool.submit(broker.admin, "consumer-groups", "--describe", "--group", g) for g in described}
+    kafkas = dict(zip(described, broker.admin_many([("consumer-groups", "--describe", "--group", g)
+                                                    for g in described])))  # in one JVM
     for group, ours in described.items():
-        theirs = kafkas[group].result()
+        theirs = kafkas[group]
+        assert theirs.returncode == 0, theirs.stderr
         assert theirs.stdout == ours.stdout, group
         assert theirs.stderr.strip().splitlines()[-1:] == ours.stderr.strip().splitlines()[-1:], group
 

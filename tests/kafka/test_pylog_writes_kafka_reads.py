@@ -273,8 +273,8 @@ KAFKA_MAX_TIMESTAMP_DELETED = f"{MAX_TIMESTAMP_DELETED}:0"
 
 def test_kafkas_get_offsets_equal_pylogs(kafka_broker, written):
     times = ("-2", "-1", "-3")
-    outputs = parallel(*[lambda t=t: kafka_broker.admin("get-offsets", "--topic-partitions", ",".join(PYLOG_PARTITIONS),
-                                                       "--time", t).stdout for t in times])
+    outputs = _stdouts(kafka_broker.admin_many([("get-offsets", "--topic-partitions", ",".join(PYLOG_PARTITIONS),
+                                                 "--time", t) for t in times]))
     for t, kafka_out in zip(times, outputs):
         theirs, ours = sorted(kafka_out.split()), sorted(written["get_offsets"][t].split())
         assert theirs == ours, f"--time {t}"
@@ -287,13 +287,11 @@ def test_get_offsets_names_a_largest_timestamp_below_the_log_start_as_kafka_does
 
 
 def test_kafka_transactions_shows_pylogs_transactional_ids(kafka_broker, written):
-    listed, described, producers_idem, producers_txn = parallel(
-        lambda: kafka_broker.admin("transactions", "list").stdout,
-        lambda: kafka_broker.admin("transactions", "describe", "--transactional-id", "pw-tx-open").stdout,
-        lambda: kafka_broker.admin("transactions", "describe-producers", "--topic", "pw-idempotent",
-                                   "--partition", "0").stdout,
-        lambda: kafka_broker.admin("transactions", "describe-producers", "--topic", "pw-txn",
-                                   "--partition", "0").stdout)
+    listed, described, producers_idem, producers_txn = _stdouts(kafka_broker.admin_many([
+        ("transactions", "list"),
+        ("transactions", "describe", "--transactional-id", "pw-tx-open"),
+        ("transactions", "describe-producers", "--topic", "pw-idempotent", "--partition", "0"),
+        ("transactions", "describe-producers", "--topic", "pw-txn", "--partition", "0")]))
     ours = _rows(written["transactions"])
     theirs = _rows(listed)
     for tid, state in (("pw-tx", "CompleteCommit"), ("pw-tx-aborted", "CompleteAbort"), ("pw-tx-open", "Ongoing")):
@@ -306,6 +304,13 @@ def test_kafka_transactions_shows_pylogs_transactional_ids(kafka_broker, written
     for mine, kafka in ((written["producers"]["pw-idempotent"], producers_idem),
                         (written["producers"]["pw-txn"], producers_txn)):
         assert _rows(kafka, key="ProducerId") == _rows(mine, key="ProducerId")
+
+
+def _stdouts(answers) -> list[str]:
+    """The tools' stdouts (``admin_many``, one JVM for them all), once each has succeeded."""
+    failed = [a for a in answers if a.returncode != 0]
+    assert not failed, "\n".join(f"{a.args} exited {a.returncode}:\n{a.stderr[-2000:]}" for a in failed)
+    return [a.stdout for a in answers]
 
 
 def _rows(table: str, key: str | None = None) -> dict:
