@@ -5,7 +5,9 @@ It answers the reads a :class:`~pylog.log.log.Log` answers (``read``, ``records`
 :class:`~pylog.remote.segment.RemoteSegment`\\ s. What it costs, in requests to the store:
 opening costs none; the first read of a segment fetches its offset index (one GET) and
 then one ranged GET of its ``.log``; later reads of that segment cost one ranged GET each
-(none when the last window holds them). ``log_end_offset`` walks the last batches of the
+(none when the last window holds them). A read from where the last one ended continues a
+scan: it fetches ahead in ranges growing to 16 MiB, the next one on a background thread
+(:meth:`RemoteLogFile.prefetch <pylog.remote.segment.RemoteLogFile.prefetch>`). ``log_end_offset`` walks the last batches of the
 last segment once (one GET) unless the metadata said where it ends.
 
 Transactions: a tiered segment lies below the last stable offset by Kafka's rule (only
@@ -24,7 +26,9 @@ from pylog.errors import LogClosedError, OffsetOutOfRangeError, ReadOnlyError
 from pylog.layout import INT64_MAX, OFFSET_RANGE
 from pylog.log.appends import check_offset
 from pylog.log.offsets import latest_offset
-from pylog.log.local import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+from pylog.log.local import (
+    EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP,
+)
 from pylog.log.reading import RecordReads
 from pylog.record.batch import decode_batches
 from pylog.remote.segment import RemoteSegment, segment_at
@@ -51,6 +55,7 @@ class RemoteLog(RecordReads, contextlib.AbstractContextManager):
         self._log_start_offset = log_start_offset
         self._open_transactions = open_transactions
         self._lso: int | None = None
+        self._scan_at: int | None = None  # where the last read ended: a read from there continues a scan
         self._closed = False
 
     def __repr__(self) -> str:
@@ -123,7 +128,7 @@ class RemoteLog(RecordReads, contextlib.AbstractContextManager):
         seg = self._segments[i]
         next_base = self._segments[i + 1].base_offset if i + 1 < len(self._segments) else None
         stop = bound if next_base is None else min(bound, next_base)
-        header = seg.translate_offset(offset, fetch_bytes=max_bytes)
+        header = seg.translate_offset(offset, fetch_bytes=max_bytes, scan=offset == self._scan_at)
         if header is None or header.base_offset >= stop:
             return None
         size = 0
@@ -133,6 +138,7 @@ class RemoteLog(RecordReads, contextlib.AbstractContextManager):
             if size + h.size > max_bytes and (size or not min_one_message):
                 break
             size += h.size
+            self._scan_at = h.last_offset + 1
             if h.last_offset >= stop - 1:
                 break
         if not size:
@@ -160,10 +166,13 @@ class RemoteLog(RecordReads, contextlib.AbstractContextManager):
     def offset_for_timestamp(self, timestamp: int) -> int | None:
         """Kafka's ListOffsets over the remote segments, as :meth:`Log.offset_for_timestamp
         <pylog.log.log.Log.offset_for_timestamp>`: -2 the log start, -1 the log end, -3 the
-        offset of the largest timestamp. Cost: the segments' time index (one GET each, the
+        offset of the largest timestamp, -4 the log end (nothing is local), -5 the last offset. Cost: the segments' time index (one GET each, the
         first time) until the one holding ``timestamp``, then one ranged GET."""
         self._check_open()
-        check_int(timestamp, "timestamp", (MAX_TIMESTAMP, INT64_MAX))
+        check_int(timestamp, "timestamp", (LATEST_TIERED_TIMESTAMP, INT64_MAX))
+        if timestamp in (EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP):  # all of it is tiered
+            return self.log_end_offset if timestamp == EARLIEST_LOCAL_TIMESTAMP else \
+                (self.log_end_offset - 1 if self._segments else None)
         if timestamp in (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP):
             return self.log_start_offset if timestamp == EARLIEST_TIMESTAMP else self.log_end_offset
         if timestamp == MAX_TIMESTAMP:

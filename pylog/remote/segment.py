@@ -13,6 +13,8 @@ asked for, so header walks and the fetch's bytes come from that one response.
 from __future__ import annotations
 
 import bisect
+import concurrent.futures
+import functools
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
@@ -79,14 +81,15 @@ class LazyBytes:
 class RemoteLogFile(LogFile):
     """A read-only :class:`LogFile` over :class:`SegmentBytes`, with a window cache: a
     read inside the last fetched window costs nothing, one outside fetches
-    ``[position, position + max(size, READ_AHEAD_BYTES))`` in one request, and one that
-    starts inside it and runs past its end fetches ahead (:meth:`prefetch`). The header walk,
+    ``[position, position + max(size, READ_AHEAD_BYTES))`` in one request; a scan fetches
+    ahead (:meth:`prefetch`). The header walk,
     batch walk and zero-tail rules are LogFile's own."""
 
     def __init__(self, source: SegmentBytes):
         super().__init__(source.url, writable=False)
         self.source = source
         self._window: tuple[int, bytes] = (0, b"")  # (position, bytes): replaced whole, so threads may share it
+        self._ahead: tuple | None = None  # (position, size, future) of the range a scan fetches ahead
 
     @property
     def size_bytes(self) -> int:
@@ -96,25 +99,43 @@ class RemoteLogFile(LogFile):
     def size_bytes(self, value: int) -> None:
         self._size = value
 
-    def prefetch(self, position: int, size: int) -> tuple[int, bytes]:
+    def prefetch(self, position: int, size: int, *, scan: bool = False) -> tuple[int, bytes]:
         """Fetch ``[position, position + size)`` (one request) unless the window holds it;
-        returns the window. A scan, whose ``position`` lies in the window, fetches on from
-        the window's end only, twice what the window held (``SCAN_READ_AHEAD_BYTES`` at
-        most) and keeps the window's bytes from ``position``: a scan fetches each byte of
-        the ``.log`` once, in ever larger ranges."""
+        returns the window. ``scan``: the read continues a scan; when ``position`` lies in
+        the window, it fetches on from the window's end only, twice what the window held
+        (``SCAN_READ_AHEAD_BYTES`` at most), keeps the window's bytes from ``position`` and
+        starts fetching the next range on a background thread: a scan fetches each byte of
+        the ``.log`` once, in ever larger ranges, the next while the caller reads the last.
+        Memory: two such ranges beyond what the read asked for."""
         window = self._window
         size = min(size, self.source.size - position)
         if size <= 0 or _covers(window, position, size):
             return window
         at, held = window
         end = at + len(held)
-        if at < position < end:
+        if scan and at < position < end:
             more = max(position + size, end + min(2 * len(held), SCAN_READ_AHEAD_BYTES)) - end
-            window = (position, held[position - at:] + self.source.read(end, min(more, self.source.size - end)))
+            window = (position, held[position - at:] + self._fetch(end, min(more, self.source.size - end)))
+            self._fetch_ahead(position + len(window[1]), min(2 * len(window[1]), SCAN_READ_AHEAD_BYTES))
         else:
             window = (position, self.source.read(position, size))
         self._window = window
         return window
+
+    def _fetch(self, position: int, size: int) -> bytes:
+        """``[position, position + size)`` (at least): the range fetched ahead when it
+        starts there and is as long (waiting for it), else one request now."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead[0] == position and ahead[1] >= size:
+            return ahead[2].result()
+        return self.source.read(position, size)
+
+    def _fetch_ahead(self, position: int, size: int) -> None:
+        """Start fetching ``[position, position + size)`` on a background thread: a scan
+        reads its window while the next range comes (one such range per file)."""
+        size = min(size, self.source.size - position)
+        if size > 0:
+            self._ahead = (position, size, _read_ahead_pool().submit(self.source.read, position, size))
 
     def read(self, position: int, size: int) -> bytes:
         size = max(0, min(size, self.source.size - position))
@@ -129,6 +150,12 @@ class RemoteLogFile(LogFile):
 
     def append(self, data) -> int:
         raise ReadOnlyError(f"{self.path} is in object storage and read only")
+
+
+@functools.cache
+def _read_ahead_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The threads fetching scans' next ranges (a GET waits on the network, not the GIL)."""
+    return concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="pylog-remote-read-ahead")
 
 
 def _covers(window: tuple[int, bytes], position: int, size: int) -> bool:
@@ -233,12 +260,13 @@ class RemoteSegment:
         return [AbortedTxn(*TXN_INDEX_ENTRY.unpack_from(raw, i)[1:]) for i in range(0, len(raw), TXN_INDEX_ENTRY_BYTES)]
 
     # -- bytes --------------------------------------------------------------------------------
-    def translate_offset(self, offset: int, fetch_bytes: int = 0):
+    def translate_offset(self, offset: int, fetch_bytes: int = 0, *, scan: bool = False):
         """The header of the first batch whose last offset is >= ``offset`` (None past the
         end), fetching ``fetch_bytes`` more with the walk's window (one request: from the
-        index entry to the batch's latest start, plus ``fetch_bytes`` and the walk's read-ahead)."""
+        index entry to the batch's latest start, plus ``fetch_bytes`` and the walk's read-ahead;
+        ``scan``: the read continues a scan, see :meth:`RemoteLogFile.prefetch`)."""
         position, ceiling = self.position_bounds(offset)
-        self.file.prefetch(position, ceiling - position + fetch_bytes + READ_AHEAD_BYTES)
+        self.file.prefetch(position, ceiling - position + fetch_bytes + READ_AHEAD_BYTES, scan=scan)
         for h in self.file.headers(position):
             if h.last_offset >= offset:
                 return h

@@ -10,6 +10,7 @@ import random
 import pytest
 
 import pylog
+from tests.waiting import wait_until
 
 BATCHES, RECORDS_PER_BATCH, VALUE_BYTES = 60, 10, 10_000  # 100 KB batches, a 6 MB segment
 
@@ -62,3 +63,19 @@ def test_a_random_read_in_a_segment_of_large_batches_costs_one_ranged_get(s3, se
             proxy.clear()
             assert log.read(offset, 1 << 20).records()[0].offset <= offset
             assert proxy.count() == 1, proxy.requests
+
+
+def test_a_scan_fetches_its_next_range_while_the_caller_reads_the_last(s3, segment_url):
+    proxy = s3.faulty()
+    with pylog.Log.open(segment_url, read_only=True, storage_options=proxy.storage_options) as log:
+        _ = log.log_end_offset
+        proxy.clear()
+        records = log.records(max_bytes=1 << 20)
+        for _ in range(2 * 1024 * 1024 // (RECORDS_PER_BATCH * VALUE_BYTES) * RECORDS_PER_BATCH):
+            next(records)  # the first two reads: the second one continues the first's window
+        fetched_to = max(end for _, end in _log_gets(proxy))
+        wait_until(lambda: any(start == fetched_to for start, _ in _log_gets(proxy)),
+                   "the range after the window fetched ahead, while nothing more is read")
+        assert sum(1 for _ in records) + 200 == BATCHES * RECORDS_PER_BATCH
+    ranges = _log_gets(proxy)
+    assert sum(end - start for start, end in ranges) <= log.segments[0].size_bytes * 1.1, ranges
