@@ -30,6 +30,9 @@ from pylog.txn_check import TxnIndexChecker
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
+#: Kafka's ListOffsets for tiered logs: the first local offset, and the last tiered one.
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
 
 
 class LocalLog:

@@ -25,7 +25,7 @@ from pylog.log.appends import checked_records, client_batches, duplicate_info, e
 from pylog.log.cleaner_view import LogCleanerView
 from pylog.log.committed import CommittedReadState
 from pylog.log.loader import LoadedLog, lso_after, open_partition, while_files_vanish
-from pylog.log.local import MAX_TIMESTAMP, LocalLog
+from pylog.log.local import EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP, LocalLog
 from pylog.log import tiered
 from pylog.log.reading import RecordReads
 from pylog.log.validation import validate_timestamps
@@ -410,9 +410,12 @@ class Log(RecordReads, contextlib.AbstractContextManager):
 
     def offset_for_timestamp(self, timestamp: int) -> int | None:
         """The earliest offset with a record timestamp >= ``timestamp`` (Kafka's ListOffsets; -2: the log
-        start, -1: the log end, -3: the largest timestamp's); None if none. O(segments + index_interval)."""
+        start, -1: the log end, -3: the largest timestamp's, -4: the local log start, -5: the last
+        offset in remote storage); None if none. O(segments + index_interval)."""
         self._local.check_open()
-        check_int(timestamp, "timestamp", (MAX_TIMESTAMP, INT64_MAX))
+        check_int(timestamp, "timestamp", (LATEST_TIERED_TIMESTAMP, INT64_MAX))
+        if timestamp in (EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP):
+            return tiered.local_or_tiered_offset(self.remote, timestamp, self.local_log_start_offset)
         def local(ts: int) -> int | None:
             return self._following_the_writer(lambda: self._local.offset_for_timestamp(ts, self.local_log_start_offset))
         if self.remote is None:

@@ -6,7 +6,7 @@ RemoteLogManager). A :class:`~pylog.log.log.Log` holds its remote part in ``log.
 
 from __future__ import annotations
 
-from pylog.log.local import EARLIEST_TIMESTAMP, MAX_TIMESTAMP
+from pylog.log.local import EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP
 
 
 def log_start_offset(remote, local_start: int) -> int:
@@ -47,3 +47,11 @@ def offset_for_timestamp(remote, timestamp: int, local_start: int, local_answer,
         if found is not None and found < local_start:
             return found
     return local_answer(timestamp)
+
+
+def local_or_tiered_offset(remote, timestamp: int, local_start: int) -> int | None:
+    """Kafka's EARLIEST_LOCAL_TIMESTAMP (-4): the local log start; LATEST_TIERED_TIMESTAMP
+    (-5): the last offset in remote storage (None when nothing is tiered)."""
+    if timestamp == EARLIEST_LOCAL_TIMESTAMP:
+        return local_start
+    return None if remote is None or not remote.segments else remote.log_end_offset - 1

@@ -145,3 +145,11 @@ def test_with_the_store_down_the_local_part_reads_and_the_remote_part_names_the_
             list(log.records())
         s3.faulty()  # up again: the remote part reads
         assert _records(log) == everything
+
+
+def test_kafkas_earliest_local_and_latest_tiered_offsets(tiered):
+    log, everything, local_start = tiered
+    assert log.offset_for_timestamp(-4) == local_start
+    assert log.offset_for_timestamp(-5) == local_start - 1
+    log.remote = None
+    assert (log.offset_for_timestamp(-4), log.offset_for_timestamp(-5)) == (local_start, None)
