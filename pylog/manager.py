@@ -213,12 +213,17 @@ class LogManager:
         writer lock is taken first, so a topic another process writes is refused with
         :class:`LogLockedError` and nothing is deleted. As Kafka does, a directory is first
         renamed ``<topic>-<partition>.<id>-delete`` (no longer a partition), then removed.
-        Not reversible. Cost: O(files of the topic)."""
+        With ``remote_storage``, the partitions' tiered segments are deleted first (a store
+        failure raises and leaves the local topic whole). Not reversible. Cost: O(files of
+        the topic), plus a DELETE per remote object."""
         parts = self.partitions(name)
         if self.read_only:
             raise ReadOnlyError(f"cannot delete topic {name!r}: the log dir {self.root} is open read-only")
-        with self._lock:
+        tiering = self._remote_log_manager
+        with tiering.paused() if tiering is not None else contextlib.nullcontext(), self._lock:
             logs = [self.log(name, p) for p in parts]  # every writer lock, or an error before any change
+            if tiering is not None:
+                tiering.delete_partitions(logs)
             removed = []
             for log in logs:
                 pdir = PartitionDir(log.path, io=self.io)

@@ -26,6 +26,7 @@ in :attr:`RemoteLogManager.errors`; local segments stay until a later round copi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import threading
@@ -252,6 +253,36 @@ class RemoteLogManager:
             self.store.delete(aiven.object_key(self.prefix, info.topic, info.topic_id, info.partition,
                                                info.start_offset, info.segment_id, suffix))
         writer.update(info, DELETE_SEGMENT_FINISHED)
+
+    # -- deleting a topic ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def paused(self):
+        """No round runs while held (one in progress is waited for). Not reentrant."""
+        with self._round_lock:
+            yield
+
+    def delete_partitions(self, logs) -> None:
+        """Delete the remote segments of ``logs`` (partitions of a topic being deleted; call
+        under :meth:`paused`), as Kafka does for a deleted tiered topic: per partition,
+        DELETE_PARTITION_MARKED and _STARTED, each segment's deletion, then
+        DELETE_PARTITION_FINISHED. A partition never tiered costs nothing. Raises
+        :class:`StorageError` when the store fails (what was deleted stays deleted)."""
+        if METADATA_TOPIC not in self.manager.topics():
+            return
+        writer = self._metadata_writer()
+        for log in logs:
+            try:
+                topic_id = uuid_bytes(read_partition_metadata(os.path.join(log.path, PARTITION_METADATA))["topic_id"])
+            except FileNotFoundError:
+                continue  # never tiered: pylog writes the id before the first copy
+            segments = writer.metadata.segments(log.topic, log.partition, topic_id)
+            if not segments:
+                continue
+            for state in ("DELETE_PARTITION_MARKED", "DELETE_PARTITION_STARTED"):
+                writer.partition_deleted(log.topic, topic_id, log.partition, state)
+            for info in segments:
+                self._delete_remote(info)
+            writer.partition_deleted(log.topic, topic_id, log.partition, "DELETE_PARTITION_FINISHED")
 
     # -- topic ids -------------------------------------------------------------------------------
     def _topic_id(self, log) -> bytes:

@@ -260,3 +260,16 @@ def test_a_copy_killed_midway_is_never_live_and_is_copied_again_under_a_new_id(t
         assert RemoteLogMetadata.open(tmp_path).segment(dead.topic_id, 0, dead.segment_id) is None
     names = {aiven.parse_object_key(k).segment_id for k in objects(bucket_url, s3.storage_options)}
     assert dead.segment_id_text not in names and again[0].segment_id_text in names
+
+
+def test_deleting_a_tiered_topic_deletes_its_remote_segments_and_a_new_topic_of_its_name_starts_empty(
+        tmp_path, s3, bucket_url):
+    with open_tiering(tmp_path, bucket_url, s3.storage_options) as m:
+        fill(m.create_topic("events", config=TIERED))
+        m.tier()
+        assert live(m)
+        m.delete_topic("events")
+        assert objects(bucket_url, s3.storage_options) == {}
+        assert RemoteLogMetadata.open(tmp_path).partitions() == []
+        m.create_topic("events", config=TIERED).append([b"new"])
+        assert [r.value for r in m.log("events", 0).records()] == [b"new"]
