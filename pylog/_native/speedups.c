@@ -7,8 +7,13 @@
  *       themselves (ints >= -1, else TypeError / OverflowError naming the record).
  *   scan_records(buf, count) -> tuple of 8 bytes objects (native int64/int32 arrays)
  *       Positions and lengths of every record's fields, for a columnar decode.
- *   decode_records(buf, count, base_offset, base_timestamp, append_time, record_type) -> list
- *       Record objects (with headers), for the object decode.
+ *   decode_records(buf, count, base_offset, base_timestamp, append_time, record_type[, topic,
+ *                  partition, timestamp_type]) -> list
+ *       Record objects (with headers), for the object decode: of this module's Record type
+ *       built here, of any other class by calling it.
+ *   Record
+ *       pylog.record.Record (a C type with the attributes and behaviour of the pure-Python
+ *       class in pylog/record/record.py).
  *   segment_names(names, suffixes) -> list of lists of int
  *       For each suffix, the base offsets of the names "<20 digits><suffix>", in listing order.
  *
@@ -278,61 +283,224 @@ static PyObject *parse_headers(const unsigned char *buf, Py_ssize_t p, Py_ssize_
     return tup;
 }
 
-/* A record class whose fields are its own __slots__ (pylog.record.Record, not a subclass):
- * the byte offsets of its eight slots, found once, so a record is built without running
- * its __init__ (which only assigns them). Such a record holds bytes, ints, None and a tuple
- * of (str, bytes) pairs, so it cannot be part of a reference cycle: like CPython's tuples
- * of atomic values it is left untracked by the cycle collector, whose passes over millions
+/* Record: pylog.record.Record when this module is built (pylog/record/record.py holds the
+ * pure-Python class it replaces, with the same attributes and behaviour, and its docstring).
+ * The offset and the timestamp of a decoded record are kept as C integers and made Python
+ * ints on first access (then kept); every other field is a plain member. A heap type, so
+ * that Python subclasses (ControlRecord, the consumer's ConsumerRecord) can take a decoded
+ * record by a change of class. Decoded records hold bytes, ints, None, str and a tuple of
+ * (str, bytes) pairs, so they cannot be part of a reference cycle: like CPython's tuples of
+ * atomic values they are left untracked by the cycle collector, whose passes over millions
  * of young records otherwise cost as much as decoding them. */
-#define RECORD_SLOTS 8
-static const char *record_slot_names[RECORD_SLOTS] = {
-    "value", "key", "timestamp", "headers", "offset", "topic", "partition", "timestamp_type"};
-static PyTypeObject *slots_type = NULL;
-static Py_ssize_t slot_offsets[RECORD_SLOTS];
+typedef struct {
+    PyObject_HEAD
+    PyObject *value, *key, *headers, *topic, *partition, *timestamp_type;
+    PyObject *offset, *timestamp;                /* NULL: not made yet, from the C integers below */
+    int64_t offset_raw, timestamp_raw;
+} RecordObject;
 
-/* 1 when ``type``'s slots are known (found now or before), 0 when it has not all of them. */
-static int record_slots(PyObject *type) {
-    if ((PyTypeObject *)type == slots_type) return 1;
-    if (!PyType_Check(type)) return 0;
-    Py_ssize_t found[RECORD_SLOTS];
-    for (int k = 0; k < RECORD_SLOTS; k++) {
-        PyObject *d = PyObject_GetAttrString(type, record_slot_names[k]);
-        if (!d) { PyErr_Clear(); return 0; }
-        int ok = Py_IS_TYPE(d, &PyMemberDescr_Type) &&  /* its own slots: a subclass may do more in __init__ */
-                 ((PyMemberDescrObject *)d)->d_common.d_type == (PyTypeObject *)type &&
-                 ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
-        if (ok) found[k] = ((PyMemberDescrObject *)d)->d_member->offset;
-        Py_DECREF(d);
-        if (!ok) return 0;
-    }
-    Py_XDECREF(slots_type);
-    Py_INCREF(type);
-    slots_type = (PyTypeObject *)type;
-    memcpy(slot_offsets, found, sizeof found);
-    return 1;
+static PyTypeObject *record_type = NULL;
+
+static PyObject *record_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    RecordObject *r = (RecordObject *)type->tp_alloc(type, 0);
+    if (!r) return NULL;
+    PyObject **fields[] = {&r->value, &r->key, &r->topic, &r->partition, &r->timestamp_type, &r->offset,
+                           &r->timestamp};
+    for (size_t k = 0; k < sizeof fields / sizeof *fields; k++) { Py_INCREF(Py_None); *fields[k] = Py_None; }
+    r->headers = PyTuple_New(0);
+    if (!r->headers) { Py_DECREF(r); return NULL; }
+    return (PyObject *)r;
 }
 
-/* A new instance of slots_type holding argv[0..4] (value, key, timestamp, headers, offset:
- * references stolen) and place[0..2] (topic, partition, timestamp_type). */
-static PyObject *new_slots_record(PyObject **argv, PyObject **place) {
-    PyObject *rec = slots_type->tp_alloc(slots_type, 0);
-    if (!rec) { for (int k = 0; k < 5; k++) Py_DECREF(argv[k]); return NULL; }
-    for (int k = 0; k < RECORD_SLOTS; k++) {
-        PyObject *v = k < 5 ? argv[k] : place[k - 5];
-        if (k >= 5) Py_INCREF(v);
-        *(PyObject **)((char *)rec + slot_offsets[k]) = v;
+static int record_init(RecordObject *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"value", "key", "timestamp", "headers", "offset", NULL};
+    PyObject *value, *key = Py_None, *timestamp = Py_None, *headers = NULL, *offset = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OOOO:Record", kwlist, &value, &key, &timestamp, &headers,
+                                     &offset))
+        return -1;
+    PyObject *empty = NULL;
+    if (!headers) { headers = empty = PyTuple_New(0); if (!empty) return -1; }
+    Py_INCREF(value); Py_XSETREF(self->value, value);
+    Py_INCREF(key); Py_XSETREF(self->key, key);
+    Py_INCREF(timestamp); Py_XSETREF(self->timestamp, timestamp);
+    Py_INCREF(headers); Py_XSETREF(self->headers, headers);
+    Py_INCREF(offset); Py_XSETREF(self->offset, offset);
+    Py_INCREF(Py_None); Py_XSETREF(self->topic, Py_None);  /* the place: filled by a read */
+    Py_INCREF(Py_None); Py_XSETREF(self->partition, Py_None);
+    Py_INCREF(Py_None); Py_XSETREF(self->timestamp_type, Py_None);
+    Py_XDECREF(empty);
+    return 0;
+}
+
+static int record_traverse(RecordObject *self, visitproc visit, void *arg) {
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->value); Py_VISIT(self->key); Py_VISIT(self->headers); Py_VISIT(self->topic);
+    Py_VISIT(self->partition); Py_VISIT(self->timestamp_type); Py_VISIT(self->offset); Py_VISIT(self->timestamp);
+    return 0;
+}
+
+static int record_clear(RecordObject *self) {
+    Py_CLEAR(self->value); Py_CLEAR(self->key); Py_CLEAR(self->headers); Py_CLEAR(self->topic);
+    Py_CLEAR(self->partition); Py_CLEAR(self->timestamp_type); Py_CLEAR(self->offset); Py_CLEAR(self->timestamp);
+    return 0;
+}
+
+static void record_dealloc(RecordObject *self) {
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    record_clear(self);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+/* The offset or timestamp, made from its C integer on first access. */
+static PyObject *lazy_int(PyObject **slot, int64_t raw) {
+    if (!*slot && !(*slot = PyLong_FromLongLong(raw))) return NULL;
+    Py_INCREF(*slot);
+    return *slot;
+}
+
+static int set_field(PyObject **slot, PyObject *value, const char *name) {
+    if (!value) { PyErr_Format(PyExc_AttributeError, "cannot delete a record's %s", name); return -1; }
+    Py_INCREF(value);
+    Py_XSETREF(*slot, value);
+    return 0;
+}
+
+static PyObject *record_get_offset(RecordObject *self, void *c) { return lazy_int(&self->offset, self->offset_raw); }
+static PyObject *record_get_timestamp(RecordObject *self, void *c) {
+    return lazy_int(&self->timestamp, self->timestamp_raw);
+}
+static int record_set_offset(RecordObject *self, PyObject *v, void *c) { return set_field(&self->offset, v, "offset"); }
+static int record_set_timestamp(RecordObject *self, PyObject *v, void *c) {
+    return set_field(&self->timestamp, v, "timestamp");
+}
+
+static int record_fields(RecordObject *r, PyObject **offset, PyObject **timestamp) {
+    *offset = lazy_int(&r->offset, r->offset_raw);
+    *timestamp = *offset ? lazy_int(&r->timestamp, r->timestamp_raw) : NULL;
+    if (!*timestamp) { Py_XDECREF(*offset); return -1; }
+    return 0;
+}
+
+/* Equal when offset, timestamp, key, value and headers (as tuples) are; the place is not compared. */
+static PyObject *record_richcompare(PyObject *a, PyObject *b, int op) {
+    if ((op != Py_EQ && op != Py_NE) || !PyObject_TypeCheck(b, record_type)) Py_RETURN_NOTIMPLEMENTED;
+    RecordObject *x = (RecordObject *)a, *y = (RecordObject *)b;
+    PyObject *xo, *xt, *yo, *yt, *xh = NULL, *yh = NULL;
+    if (record_fields(x, &xo, &xt) < 0) return NULL;
+    if (record_fields(y, &yo, &yt) < 0) { Py_DECREF(xo); Py_DECREF(xt); return NULL; }
+    int eq = PyObject_RichCompareBool(xo, yo, Py_EQ);
+    if (eq > 0) eq = PyObject_RichCompareBool(xt, yt, Py_EQ);
+    if (eq > 0) eq = PyObject_RichCompareBool(x->key, y->key, Py_EQ);
+    if (eq > 0) eq = PyObject_RichCompareBool(x->value, y->value, Py_EQ);
+    if (eq > 0) {
+        xh = PySequence_Tuple(x->headers);
+        yh = xh ? PySequence_Tuple(y->headers) : NULL;
+        eq = yh ? PyObject_RichCompareBool(xh, yh, Py_EQ) : -1;
     }
-    PyObject_GC_UnTrack(rec);
-    return rec;
+    Py_DECREF(xo); Py_DECREF(xt); Py_DECREF(yo); Py_DECREF(yt); Py_XDECREF(xh); Py_XDECREF(yh);
+    if (eq < 0) return NULL;
+    return PyBool_FromLong(op == Py_EQ ? eq : !eq);
+}
+
+/* repr of a key or value: whole up to 32 bytes, else its first 32 and its size. */
+static PyObject *short_repr(PyObject *v) {
+    Py_ssize_t n = v == Py_None ? 0 : PyObject_Length(v);
+    if (n < 0) return NULL;
+    if (n <= 32) return PyObject_Repr(v);
+    PyObject *head = PySequence_GetSlice(v, 0, 32);
+    PyObject *raw = head ? PyBytes_FromObject(head) : NULL;
+    PyObject *r = raw ? PyObject_Repr(raw) : NULL;
+    PyObject *open = r ? PyUnicode_Substring(r, 0, PyUnicode_GET_LENGTH(r) - 1) : NULL;  /* without its quote */
+    PyObject *out = open ? PyUnicode_FromFormat("%U...' (%zd bytes)", open, n) : NULL;
+    Py_XDECREF(head); Py_XDECREF(raw); Py_XDECREF(r); Py_XDECREF(open);
+    return out;
+}
+
+static PyObject *record_repr(RecordObject *self) {
+    PyObject *offset, *timestamp;
+    if (record_fields(self, &offset, &timestamp) < 0) return NULL;
+    PyObject *value = short_repr(self->value);
+    PyObject *out = value ? PyUnicode_FromFormat("Record(offset=%R, timestamp=%R, key=%R, value=%U, headers=%R)",
+                                                 offset, timestamp, self->key, value, self->headers) : NULL;
+    Py_DECREF(offset); Py_DECREF(timestamp); Py_XDECREF(value);
+    return out;
+}
+
+/* Pickled as a call of its class (a subclass's __init__ runs again) and its place set after. */
+static PyObject *record_reduce(RecordObject *self, PyObject *unused) {
+    PyObject *offset, *timestamp;
+    if (record_fields(self, &offset, &timestamp) < 0) return NULL;
+    return Py_BuildValue("O(OONON)(O{sOsOsO})", Py_TYPE(self), self->value, self->key, timestamp, self->headers,
+                         offset, Py_None, "topic", self->topic, "partition", self->partition, "timestamp_type",
+                         self->timestamp_type);
+}
+
+static PyMemberDef record_members[] = {
+    {"value", T_OBJECT_EX, offsetof(RecordObject, value), 0, "bytes or None"},
+    {"key", T_OBJECT_EX, offsetof(RecordObject, key), 0, "bytes or None"},
+    {"headers", T_OBJECT_EX, offsetof(RecordObject, headers), 0, "tuple of (str, bytes | None) pairs"},
+    {"topic", T_OBJECT_EX, offsetof(RecordObject, topic), 0, "the topic it was read from, else None"},
+    {"partition", T_OBJECT_EX, offsetof(RecordObject, partition), 0, "the partition it was read from, else None"},
+    {"timestamp_type", T_OBJECT_EX, offsetof(RecordObject, timestamp_type), 0, "its batch's, once read"},
+    {NULL},
+};
+
+static PyGetSetDef record_getset[] = {
+    {"offset", (getter)record_get_offset, (setter)record_set_offset, "its offset, once read", NULL},
+    {"timestamp", (getter)record_get_timestamp, (setter)record_set_timestamp, "ms, or None", NULL},
+    {NULL},
+};
+
+static PyMethodDef record_methods[] = {
+    {"__reduce__", (PyCFunction)record_reduce, METH_NOARGS, NULL},
+    {NULL},
+};
+
+static PyType_Slot record_slots_spec[] = {
+    {Py_tp_new, record_new},
+    {Py_tp_init, record_init},
+    {Py_tp_dealloc, record_dealloc},
+    {Py_tp_traverse, record_traverse},
+    {Py_tp_clear, record_clear},
+    {Py_tp_free, PyObject_GC_Del},
+    {Py_tp_repr, record_repr},
+    {Py_tp_richcompare, record_richcompare},
+    {Py_tp_hash, PyObject_HashNotImplemented},
+    {Py_tp_members, record_members},
+    {Py_tp_getset, record_getset},
+    {Py_tp_methods, record_methods},
+    {0, NULL},
+};
+
+static PyType_Spec record_spec = {
+    "pylog.record.record.Record", sizeof(RecordObject), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, record_slots_spec,
+};
+
+/* A decoded record of the exact Record type: value, key, headers stolen, place borrowed. */
+static PyObject *new_record(PyObject *value, PyObject *key, PyObject *headers, int64_t offset, int64_t timestamp,
+                            PyObject **place) {
+    RecordObject *r = PyObject_GC_New(RecordObject, record_type);   /* left untracked (see above) */
+    if (!r) { Py_DECREF(value); Py_DECREF(key); Py_DECREF(headers); return NULL; }
+    r->value = value; r->key = key; r->headers = headers;
+    Py_INCREF(place[0]); r->topic = place[0];
+    Py_INCREF(place[1]); r->partition = place[1];
+    Py_INCREF(place[2]); r->timestamp_type = place[2];
+    r->offset = r->timestamp = NULL;
+    r->offset_raw = offset; r->timestamp_raw = timestamp;
+    return (PyObject *)r;
 }
 
 static PyObject *decode_records(PyObject *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t count;
     long long base_offset, base_ts;
-    PyObject *append_time, *record_type;
+    PyObject *append_time, *record_type_arg;
     PyObject *place[3] = {Py_None, Py_None, Py_None};  /* topic, partition, timestamp_type */
-    if (!PyArg_ParseTuple(args, "y*nLLOO|OOO", &view, &count, &base_offset, &base_ts, &append_time, &record_type,
+    static const char *place_names[3] = {"topic", "partition", "timestamp_type"};
+    if (!PyArg_ParseTuple(args, "y*nLLOO|OOO", &view, &count, &base_offset, &base_ts, &append_time, &record_type_arg,
                           &place[0], &place[1], &place[2]))
         return NULL;
     int placed = place[0] != Py_None || place[1] != Py_None || place[2] != Py_None;
@@ -352,30 +520,28 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
     PyObject *out = PyList_New(count);
     if (!out) { PyBuffer_Release(&view); return NULL; }
     PyObject *empty = PyTuple_New(0);
-    int by_slots = record_slots(record_type);
+    if (!empty) { Py_DECREF(out); PyBuffer_Release(&view); return NULL; }
+    int exact = record_type_arg == (PyObject *)record_type;
     Py_ssize_t pos = 0;
     rec_t r;
     for (Py_ssize_t i = 0; i < count; i++) {
         if (walk_record(buf, end, &pos, &r) < 0) goto fail;
-        PyObject *argv[5];
-        argv[0] = slice_or_none(buf, r.val_pos, r.val_len);
-        argv[1] = slice_or_none(buf, r.key_pos, r.key_len);
-        argv[2] = PyLong_FromLongLong(use_fixed ? fixed_ts : base_ts + r.ts_delta);
-        if (r.hdr_count) argv[3] = parse_headers(buf, r.hdr_pos, r.rec_end, r.hdr_count);
-        else { argv[3] = empty; Py_INCREF(empty); }
-        argv[4] = PyLong_FromLongLong(base_offset + r.off_delta);
+        PyObject *value = slice_or_none(buf, r.val_pos, r.val_len);
+        PyObject *key = slice_or_none(buf, r.key_pos, r.key_len);
+        PyObject *headers = empty;
+        if (r.hdr_count) headers = parse_headers(buf, r.hdr_pos, r.rec_end, r.hdr_count);
+        else Py_INCREF(empty);
+        if (!(value && key && headers)) { Py_XDECREF(value); Py_XDECREF(key); Py_XDECREF(headers); goto fail; }
+        int64_t offset = base_offset + r.off_delta, ts = use_fixed ? fixed_ts : base_ts + r.ts_delta;
         PyObject *rec = NULL;
-        if (!(argv[0] && argv[1] && argv[2] && argv[3] && argv[4])) {
-            for (int k = 0; k < 5; k++) Py_XDECREF(argv[k]);
-            goto fail;
-        }
-        if (by_slots) {
-            rec = new_slots_record(argv, place);
+        if (exact) {
+            rec = new_record(value, key, headers, offset, ts, place);
         } else {
-            rec = PyObject_Vectorcall(record_type, argv, 5, NULL);
-            for (int k = 0; k < 5; k++) Py_DECREF(argv[k]);
+            PyObject *argv[5] = {value, key, PyLong_FromLongLong(ts), headers, PyLong_FromLongLong(offset)};
+            if (argv[2] && argv[4]) rec = PyObject_Vectorcall(record_type_arg, argv, 5, NULL);
+            for (int k = 0; k < 5; k++) Py_XDECREF(argv[k]);
             for (int k = 0; rec && placed && k < 3; k++) {
-                if (PyObject_SetAttrString(rec, record_slot_names[5 + k], place[k]) < 0) Py_CLEAR(rec);
+                if (PyObject_SetAttrString(rec, place_names[k], place[k]) < 0) Py_CLEAR(rec);
             }
         }
         if (!rec) goto fail;
@@ -510,4 +676,14 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "pylog._speedups", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__speedups(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__speedups(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    record_type = (PyTypeObject *)PyType_FromSpec(&record_spec);
+    if (!record_type || PyObject_SetAttrString((PyObject *)record_type, "is_control", Py_False) < 0 ||
+        PyModule_AddObjectRef(m, "Record", (PyObject *)record_type) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -2,7 +2,7 @@
 
 Produces N records of S bytes into a log (a temporary directory by default), then
 consumes them back twice (as ``Record`` objects, then columnar), and prints records/s,
-MB/s, the latency of one append call, the environment (C speedups, codec library) and how
+MB/s, the read figure beside the write figure, the latency of one append call, the environment (C speedups, codec library) and how
 the figures compare with the ones in docs/PERFORMANCE.md. ``--json`` prints one JSON object
 instead (keys in docs/cli.md).
 """
@@ -124,11 +124,13 @@ def _produce(log, args, progress: bool) -> dict:
 
 
 def _consume(log, first_offset: int, count: int, progress: bool) -> float:
-    """Seconds to read ``count`` records back as ``Record`` objects."""
+    """Seconds to read ``count`` records back as ``Record`` objects, taking each one's key
+    and value (as benches/bench_stores.py reads every store)."""
     n = 0
     with _bar("consume (records)", count, progress) as bar:
         start = time.perf_counter()
         for r in log.records(first_offset):
+            r.key, r.value  # noqa: B018
             n += 1
             if n % 10_000 == 0:
                 bar.update(10_000)
@@ -255,6 +257,9 @@ def report_lines(result: dict) -> list[str]:
                        ("consume_columnar", "consume (columnar)")):
         r = result[key]
         lines.append(f"{label}: {r['records_per_s']:,} records/s, {r['mb_per_s']:,} MB/s, {r['seconds']:.2f} s")
+    write, read = result["produce"]["records_per_s"], result["consume"]["records_per_s"]
+    lines.append(f"write / read (records): {write / 1e6:,.2f}M / {read / 1e6:,.2f}M records/s, "
+                 f"read {read / write:.2f}x write")
     lat = result["append_latency_ms"]
     lines.append(f"latency per {lat['per']} (ms): p50 {lat['p50']:.3f}, p99 {lat['p99']:.3f}, "
                  f"p999 {lat['p999']:.3f}, max {lat['max']:.3f}")

@@ -17,8 +17,10 @@ class Record:
     (``read(...).records()``, ``records()``) have all four; a record decoded straight from
     a batch has its ``offset`` only; the place of a record not read is None.
     The place is not part of equality: a record read back equals the one appended.
-    Records the C speedups decode are not tracked by the cycle collector (they hold no
-    container that could lead back to them): do not store a record inside its own fields.
+    With the C speedups built, ``Record`` is their C type (same attributes and behaviour,
+    a decoded record's offset and timestamp made ints on first access); records they decode
+    are not tracked by the cycle collector (they hold no container that could lead back to
+    them): do not store a record inside its own fields.
 
     >>> r = Record(b"v", key=b"k", timestamp=5)
     >>> (r.key, r.value, r.timestamp, r.offset, r.topic, r.partition, r.timestamp_type)
@@ -30,8 +32,6 @@ class Record:
     is_control = False
 
     def __init__(self, value, key=None, timestamp=None, headers=(), offset=None):
-        # the C decoder builds records read from a log without calling this (speedups.c,
-        # new_slots_record): it must stay a plain assignment of the slots
         self.value = value
         self.key = key
         self.timestamp = timestamp
@@ -44,13 +44,24 @@ class Record:
                 f"value={_short(self.value)}, headers={self.headers!r})")
 
     def __eq__(self, other) -> bool:
-        if not isinstance(other, Record):
+        if not isinstance(other, __class__):
             return NotImplemented
         return (self.offset == other.offset and self.timestamp == other.timestamp
                 and self.key == other.key and self.value == other.value
                 and tuple(self.headers) == tuple(other.headers))
 
     __hash__ = None  # mutable
+
+
+#: The pure-Python ``Record``: pylog's record without the C speedups, tested beside the C one.
+PyRecord = Record
+try:
+    from pylog._speedups import Record
+except ImportError:  # no C compiler at install time
+    pass
+else:
+    Record.__doc__ = PyRecord.__doc__
+    PyRecord.__name__ = PyRecord.__qualname__ = "PyRecord"  # what its pickles name
 
 
 class ControlRecord(Record):

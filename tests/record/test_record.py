@@ -1,0 +1,101 @@
+"""``Record``'s attributes and behaviour, the same for the C type (the speedups built) and
+the pure-Python class pylog uses without them (``PyRecord``)."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import pytest
+
+from pylog import Log
+from pylog.record.batch import decode_v2_records
+from pylog.record.encode import encode_batch
+from pylog.record.record import ControlRecord, PyRecord, Record
+
+CLASSES = [pytest.param(PyRecord, id="python"),
+           pytest.param(Record, id="c", marks=pytest.mark.skipif(Record is PyRecord, reason="speedups not built"))]
+
+
+@pytest.fixture(params=CLASSES)
+def cls(request):
+    return request.param
+
+
+def test_a_new_record_has_its_fields_and_no_place(cls):
+    r = cls(b"v", key=b"k", timestamp=5, headers=(("h", b"1"),), offset=3)
+    assert (r.value, r.key, r.timestamp, r.headers, r.offset) == (b"v", b"k", 5, (("h", b"1"),), 3)
+    assert (r.topic, r.partition, r.timestamp_type) == (None, None, None)
+    assert cls(b"v").headers == () and cls(b"v").key is None and cls(None).value is None
+    assert cls.is_control is False
+
+
+def test_fields_can_be_set(cls):
+    r = cls(b"v")
+    r.value, r.key, r.timestamp, r.offset, r.headers = b"w", b"k", 9, 4, (("a", None),)
+    r.topic, r.partition, r.timestamp_type = "t", 2, "LogAppendTime"
+    assert (r.value, r.key, r.timestamp, r.offset, r.headers) == (b"w", b"k", 9, 4, (("a", None),))
+    assert (r.topic, r.partition, r.timestamp_type) == ("t", 2, "LogAppendTime")
+
+
+def test_equality_compares_offset_timestamp_key_value_and_headers_not_the_place(cls):
+    a = cls(b"v", key=b"k", timestamp=1, headers=[("h", b"x")], offset=0)
+    b = cls(b"v", key=b"k", timestamp=1, headers=(("h", b"x"),), offset=0)
+    b.topic, b.partition = "t", 1
+    assert a == b and not a != b
+    for other in (cls(b"w", key=b"k", timestamp=1, headers=(("h", b"x"),), offset=0),
+                  cls(b"v", key=b"j", timestamp=1, headers=(("h", b"x"),), offset=0),
+                  cls(b"v", key=b"k", timestamp=2, headers=(("h", b"x"),), offset=0),
+                  cls(b"v", key=b"k", timestamp=1, headers=(), offset=0),
+                  cls(b"v", key=b"k", timestamp=1, headers=(("h", b"x"),), offset=1)):
+        assert a != other and not a == other
+    assert a != (b"k", b"v") and a != b"v"
+
+
+def test_records_are_unhashable(cls):
+    with pytest.raises(TypeError):
+        hash(cls(b"v"))
+    assert cls.__hash__ is None
+
+
+def test_repr_shows_a_long_value_cut_at_32_bytes_with_its_size(cls):
+    assert repr(cls(b"v", key=b"k", timestamp=5, offset=2)) == \
+        "Record(offset=2, timestamp=5, key=b'k', value=b'v', headers=())"
+    assert repr(cls(b"x" * 40)) == ("Record(offset=None, timestamp=None, key=None, "
+                                    "value=b'" + "x" * 32 + "...' (40 bytes), headers=())")
+    assert repr(cls(None, headers=(("h", None),))) == \
+        "Record(offset=None, timestamp=None, key=None, value=None, headers=(('h', None),))"
+
+
+def test_pickle_and_copy_keep_fields_and_place(cls):
+    r = cls(b"v", key=b"k", timestamp=5, headers=(("h", b"1"),), offset=3)
+    r.topic, r.partition, r.timestamp_type = "t", 0, "CreateTime"
+    for back in (pickle.loads(pickle.dumps(r)), copy.copy(r), copy.deepcopy(r)):
+        assert type(back) is cls and back == r
+        assert (back.topic, back.partition, back.timestamp_type) == ("t", 0, "CreateTime")
+
+
+def test_decoded_records_equal_the_appended_ones_with_their_place(tmp_path):
+    with Log.open(tmp_path / "t-0") as log:
+        log.append([Record(b"a", key=b"k", timestamp=5, headers=(("h", b"1"),)), b"b"])
+        got = list(log.records())
+    assert got == [Record(b"a", key=b"k", timestamp=5, headers=(("h", b"1"),), offset=0),
+                   Record(b"b", timestamp=got[1].timestamp, offset=1)]
+    assert all(type(r) is Record and (r.topic, r.partition, r.timestamp_type) == ("t", 0, "CreateTime")
+               for r in got)
+
+
+def test_a_decoded_record_becomes_a_subclass_by_a_class_change():
+    class Sub(Record):
+        __slots__ = ()
+    r = decode_v2_records(bytes(encode_batch([b"v"]))[61:], 1, 7, 100, None)[0]
+    r.__class__ = Sub
+    assert isinstance(r, Sub) and (r.value, r.offset, r.timestamp) == (b"v", 7, 100)
+
+
+def test_control_records_are_a_subclass_with_their_marker():
+    raw = encode_batch([Record(b"\x00\x00\x00\x00\x00\x05", key=b"\x00\x00\x00\x01")], is_control=True)
+    r = decode_v2_records(bytes(raw)[61:], 1, 0, 0, None, ControlRecord)[0]
+    assert isinstance(r, Record) and r.is_control
+    assert (r.control_type, r.coordinator_epoch) == ("COMMIT", 5)
+    assert pickle.loads(pickle.dumps(r)).control_type == "COMMIT"
