@@ -100,3 +100,34 @@ def test_pull_of_a_topic_not_there_says_so(tmp_path, s3, tiered):
         with pytest.raises(UnknownTopicError, match="no partition of topic 'other'"):
             pull(url, tmp_path / "restored", topic="other", remote_log_metadata=root, storage_options=s3.storage_options)
     assert not (tmp_path / "restored").exists()
+
+
+def test_pull_of_a_log_dir_copied_to_a_bucket_gives_its_segments_back(tmp_path, s3):
+    with LogManager(tmp_path / "logs", segment_bytes=1024) as m:
+        topic = m.create_topic("plain")
+        for i in range(30):
+            topic.append([b"value-%d" % i])
+        logs = {seg.base_offset: open(seg.log_path, "rb").read() for seg in m.log("plain", 0).segments}
+    url = s3.url(s3.bucket(), "copy")
+    s3.upload_dir(tmp_path / "logs", url)
+    [restored] = pull(url, tmp_path / "restored", storage_options=s3.storage_options)
+    assert {b: (tmp_path / "restored" / "plain-0" / f"{b:020d}.log").read_bytes() for b in restored.base_offsets} == logs
+
+
+def test_pull_of_zstd_compressed_chunks_writes_the_segments_original_bytes(tmp_path, s3):
+    with LogManager(tmp_path / "logs", segment_bytes=1024) as m:
+        topic = m.create_topic("zipped")
+        for i in range(12):
+            topic.append([b"value-%d-" % i + b"z" * 200])
+        seg = m.log("zipped", 0).segments[0]
+        original = open(seg.log_path, "rb").read()
+        indexes = {"offset": b"", "timestamp": b"", "producer_snapshot": b"", "leader_epoch": b""}
+        url = s3.url(s3.bucket(), "aiven")
+        store = ObjectStore.from_url(url, s3.storage_options)
+        aiven.upload_segment(store, "", "zipped", uuid.uuid4().bytes, 0, uuid.uuid4().bytes, seg.log_path, indexes,
+                             chunk_size=256, compression=True)
+    assert store.size(next(k for k in store.list() if k.endswith(".log"))) < len(original)
+    with pytest.warns(RemoteLayoutWarning):
+        [restored] = pull(url, tmp_path / "restored", storage_options=s3.storage_options)
+    assert (tmp_path / "restored" / "zipped-0" / f"{0:020d}.log").read_bytes() == original
+    assert pylog("verify", tmp_path / "restored").returncode == 0
