@@ -157,7 +157,7 @@ def test_encoders_name_the_field_that_does_not_fit():
     (lambda log: log.read(2**64), InvalidOffsetError),
     (lambda log: log.read(0, max_offset="1"), InvalidOffsetError),
     (lambda log: log.offset_for_timestamp(2**64), InvalidArgumentError),
-    (lambda log: log.offset_for_timestamp(-4), InvalidArgumentError),
+    (lambda log: log.offset_for_timestamp(-6), InvalidArgumentError),
     (lambda log: log.offset_for_timestamp("0"), InvalidArgumentError),
     (lambda log: log.truncate_to(-1), InvalidOffsetError),
     (lambda log: log.truncate_to(2**64), InvalidOffsetError),
