@@ -2,13 +2,17 @@
 
 A bad option raises :class:`InvalidConfigError` naming it. Offsets JSON follows the Kafka
 source: ``{"topic": {"0": 23, "1": -2}}`` with -2 = earliest and -1 = latest.
+
+A log dir in object storage takes ``storage_options`` (JSON: fsspec's dict, as pandas and
+pyarrow take it), else the S3A settings of Hadoop (options ``fs.s3a.*``, which the JVM side
+fills from the session's ``spark.hadoop.fs.s3a.*``) translated to s3fs's options.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pylog.errors import InvalidConfigError
 
@@ -17,7 +21,8 @@ EARLIEST, LATEST = -2, -1
 _CANONICAL = ["path", "subscribe", "subscribePattern", "assign", "startingOffsets", "endingOffsets",
               "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
               "startingOffsetsByTimestampStrategy", "minPartitions", "maxRecordsPerPartition", "isolationLevel",
-              "failOnDataLoss", "includeHeaders", "maxOffsetsPerTrigger", "topic", "partitions", "reader"]
+              "failOnDataLoss", "includeHeaders", "maxOffsetsPerTrigger", "topic", "partitions", "reader",
+              "storage_options"]
 #: option names as users write them (Spark hands them over lower-cased)
 DISPLAY = {name.lower(): name for name in _CANONICAL}
 
@@ -31,8 +36,10 @@ KNOWN = {
     "startingtimestamp", "endingtimestamp", "startingoffsetsbytimestamp", "endingoffsetsbytimestamp",
     "startingoffsetsbytimestampstrategy", "minpartitions", "maxrecordsperpartition", "isolationlevel",
     "kafka.isolation.level", "failondataloss", "includeheaders", "maxoffsetspertrigger", "topic",
-    "partitions", "pushdown", "reader",
+    "partitions", "pushdown", "reader", "storage_options",
 }
+#: option names taken as Hadoop settings (as Spark's file sources take them)
+HADOOP_PREFIX = "fs."
 #: values of option ``reader``: which implementation reads a batch query (docs/spark.md)
 READERS = ("auto", "jvm", "python")
 
@@ -60,11 +67,13 @@ class ReadOptions:
     #: Kafka's consumer setting (option ``kafka.exclude.internal.topics``): the default (all
     #: topics) and ``subscribePattern`` leave Kafka's internal topics out
     exclude_internal_topics: bool = True
+    #: fsspec's options for a log dir in object storage (never shown: it may hold credentials)
+    storage_options: dict | None = field(default=None, repr=False, compare=False)
 
 
 def parse_read_options(options: dict, *, streaming: bool = False) -> ReadOptions:
     opts = {k.lower(): v for k, v in options.items()}
-    unknown = sorted(k for k in opts if k not in KNOWN and not k.startswith("kafka."))
+    unknown = sorted(k for k in opts if k not in KNOWN and not k.startswith(("kafka.", HADOOP_PREFIX)))
     if unknown:
         raise InvalidConfigError(f"unknown option(s) for format pylog: {', '.join(unknown)} "
                                  f"(known: {', '.join(_CANONICAL)})")
@@ -125,7 +134,47 @@ def parse_read_options(options: dict, *, streaming: bool = False) -> ReadOptions
         max_offsets_per_trigger=_int_option(opts, "maxoffsetspertrigger", minimum=1),
         reader=reader,
         exclude_internal_topics=_bool_option(opts, "kafka.exclude.internal.topics", True),
+        storage_options=storage_options(opts),
     )
+
+
+def storage_options(opts: dict) -> dict | None:
+    """fsspec's options for the log dir: option ``storage_options`` (a JSON object), else the
+    Hadoop S3A settings among the options translated by :func:`s3a_storage_options`, else
+    None (the filesystem's defaults: its environment, instance profile, ...)."""
+    if "storage_options" in opts:
+        value = _json_option(opts, "storage_options")
+        if not isinstance(value, dict):
+            raise InvalidConfigError("option storage_options must be a JSON object such as "
+                                     '{"key": "...", "secret": "...", "client_kwargs": {"endpoint_url": "..."}}')
+        return value
+    return s3a_storage_options({k: v for k, v in opts.items() if k.startswith(HADOOP_PREFIX)}) or None
+
+
+#: Hadoop S3A settings and the s3fs options they become
+_S3A_CREDENTIALS = {"fs.s3a.access.key": "key", "fs.s3a.secret.key": "secret", "fs.s3a.session.token": "token"}
+
+
+def s3a_storage_options(hadoop: dict) -> dict:
+    """s3fs's ``storage_options`` for Hadoop's S3A settings (keys lower-cased): credentials,
+    ``fs.s3a.endpoint`` (``http://`` when ``fs.s3a.connection.ssl.enabled`` is false, as S3A
+    reads a bare host), ``fs.s3a.endpoint.region``, ``fs.s3a.path.style.access`` and an
+    anonymous credentials provider. Empty when none is set. Pure."""
+    out = {name: hadoop[k] for k, name in _S3A_CREDENTIALS.items() if hadoop.get(k)}
+    client = {}
+    endpoint = hadoop.get("fs.s3a.endpoint")
+    if endpoint:
+        ssl = str(hadoop.get("fs.s3a.connection.ssl.enabled", "true")).lower() != "false"
+        client["endpoint_url"] = endpoint if "://" in endpoint else ("https://" if ssl else "http://") + endpoint
+    if hadoop.get("fs.s3a.endpoint.region"):
+        client["region_name"] = hadoop["fs.s3a.endpoint.region"]
+    if client:
+        out["client_kwargs"] = client
+    if str(hadoop.get("fs.s3a.path.style.access", "false")).lower() == "true":
+        out["config_kwargs"] = {"s3": {"addressing_style": "path"}}
+    if "anonymous" in str(hadoop.get("fs.s3a.aws.credentials.provider", "")).lower():
+        out["anon"] = True
+    return out
 
 
 def _json_option(opts, name):

@@ -1,16 +1,21 @@
 """Turning read options into offset ranges, and ranges into Arrow batches. Pure Python
-(pyarrow only when reading): the Spark classes in ``source.py`` are thin over this."""
+(pyarrow only when reading): the Spark classes in ``source.py`` are thin over this.
+
+The log dir is a local path or an object-store URL (``s3://``, ``s3a://``, ``gs://``,
+``abfss://``, ``file://``), read through pylog's remote reader with the query's
+``storage_options`` (docs/spark.md, "Object storage")."""
 
 from __future__ import annotations
 
 import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from pylog.cli.common import is_partition_dir, open_manager
+from pylog.remote.log_dir import local_path, remote_target
 from pylog.errors import InvalidConfigError, OffsetOutOfRangeError, PylogError, UnknownTopicError
 from pylog.layout import INTERNAL_TOPICS
 from pylog.log.offsets import latest_offset
@@ -30,17 +35,45 @@ class OffsetRange:
     partition: int
     start: int
     end: int
+    #: fsspec's options for a log dir in object storage (never shown: it may hold credentials)
+    storage_options: dict | None = field(default=None, repr=False, compare=False)
 
     @property
     def size(self) -> int:
         return self.end - self.start
 
 
-def require_log_dir(root: str) -> None:
+def open_log_dir(root: str, storage_options: dict | None = None):
+    """The log dir ``root``, read only: a local ``LogManager``, or a ``RemoteLogDir`` for an
+    object-store URL (one listing of the store when it opens). Raises
+    :class:`LogDirNotFoundError` for a missing local dir, :class:`StorageError` (naming the
+    URL, never credentials) when the store cannot be listed."""
+    from pylog.manager import LogManager
+    if remote_target(root) is not None:
+        return LogManager(root, read_only=True, storage_options=storage_options)
+    return open_manager(local_path(root), read_only=True)
+
+
+def open_log(r: "OffsetRange"):
+    """The partition of range ``r``, read only (cost: :meth:`Log.open`, a listing of the
+    partition's objects for a URL)."""
+    from pylog.log import Log
+    name = partition_dir_name(r.topic, r.partition)
+    if remote_target(r.root) is not None:
+        return Log.open(f"{r.root.rstrip('/')}/{name}", read_only=True, storage_options=r.storage_options)
+    return Log.open(os.path.join(local_path(r.root), name), read_only=True)
+
+
+def require_log_dir(root: str, storage_options: dict | None = None) -> None:
     """A read names a log dir, or fails when the DataFrame is created (``load()``, both
     readers): not a missing path, not a partition directory, not a directory that holds log
     dirs but no partition (a replica set's root). An empty directory is a log dir with no
-    topic yet. Lists ``root`` and its subdirectories up to the first partition directory."""
+    topic yet. Lists ``root`` and its subdirectories up to the first partition directory;
+    a URL is listed once through the store (a bucket that cannot be read fails here)."""
+    if remote_target(root) is not None:
+        open_log_dir(root, storage_options).close()
+        return
+    root = local_path(root)
     if not os.path.isdir(root):
         raise InvalidConfigError(f"no log dir at {root}")
     if is_partition_dir(root):
@@ -113,7 +146,7 @@ def plan_ranges(opts: ReadOptions) -> list[OffsetRange]:
     subscribed topic the log dir lacks is an :class:`UnknownTopicError` (a typo would read
     nothing), as Spark's Kafka source fails on a topic the cluster lacks."""
     ranges = []
-    with open_manager(opts.root, read_only=True) as manager:
+    with open_log_dir(opts.root, opts.storage_options) as manager:
         unknown = [t for t in opts.subscribe or () if t not in manager.topics()]
         if unknown:  # a stream waits for a topic to appear; a batch query would read nothing
             raise UnknownTopicError(f"option subscribe names topics {unknown} that {opts.root} does not have")
@@ -127,7 +160,7 @@ def plan_ranges(opts: ReadOptions) -> list[OffsetRange]:
             if start > end:
                 raise InvalidConfigError(f"{topic}-{p}: starting offset {start} is after the ending offset {end}")
             if end > start:
-                ranges.append(OffsetRange(opts.root, topic, p, start, end))
+                ranges.append(OffsetRange(opts.root, topic, p, start, end, opts.storage_options))
         return split_ranges(manager, ranges, opts.min_partitions, opts.max_records_per_partition)
 
 
@@ -166,19 +199,32 @@ def split_ranges(manager, ranges: list[OffsetRange], min_partitions: int | None,
             if bounds[-1] < snapped < r.end:
                 bounds.append(snapped)
         bounds.append(r.end)
-        out += [OffsetRange(r.root, r.topic, r.partition, a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+        out += [OffsetRange(r.root, r.topic, r.partition, a, b, r.storage_options)
+                for a, b in zip(bounds, bounds[1:]) if b > a]
     return out
 
 
 def _batch_starts(log, start: int, end: int) -> list[int]:
-    """Offsets where batches begin, from segment bases and offset-index entries (cheap)."""
+    """Offsets where batches begin, from segment bases and offset-index entries (cheap: one
+    request per remote segment's index the first time)."""
     cuts = []
-    for seg in log.segments:
-        if seg.base_offset >= end or seg.next_offset <= start:
+    segments = log.segments
+    for i, seg in enumerate(segments):
+        following = segments[i + 1].base_offset if i + 1 < len(segments) else None
+        if seg.base_offset >= end or (following is not None and following <= start):
             continue
         cuts.append(seg.base_offset)
-        cuts += [off + 1 for off, _ in seg.offset_index.entries()]
+        cuts += [off + 1 for off in _indexed_offsets(seg)]
     return [c for c in cuts if start < c < end]
+
+
+def _indexed_offsets(seg) -> list[int]:
+    """The absolute offsets a segment's offset index holds: a local segment's index object,
+    or a remote segment's (offsets, positions) arrays."""
+    index = seg.offset_index
+    if callable(index):
+        return index()[0].tolist()
+    return [off for off, _ in index.entries()]
 
 
 def prune_ranges(ranges: list[OffsetRange], pruned: dict) -> list[OffsetRange]:
@@ -196,7 +242,7 @@ def prune_ranges(ranges: list[OffsetRange], pruned: dict) -> list[OffsetRange]:
         start = max(r.start, pruned.get("offset_min", r.start))
         end = min(r.end, pruned.get("offset_max", r.end))
         if end > start:
-            out.append(OffsetRange(r.root, r.topic, r.partition, start, end))
+            out.append(OffsetRange(r.root, r.topic, r.partition, start, end, r.storage_options))
     return out
 
 
@@ -210,22 +256,21 @@ def _seek_timestamps(ranges, timestamp_ms: int):
         return ranges
     firsts = {}
     out = []
-    with open_manager(ranges[0].root, read_only=True) as manager:
+    with open_log_dir(ranges[0].root, ranges[0].storage_options) as manager:
         for r in ranges:
             key = (r.topic, r.partition)
             if key not in firsts:
                 firsts[key] = manager.log(*key).offset_for_timestamp(max(timestamp_ms - 1, 0))
             first = firsts[key]
             if first is not None and first < r.end:
-                out.append(OffsetRange(r.root, r.topic, r.partition, max(r.start, first), r.end))
+                out.append(OffsetRange(r.root, r.topic, r.partition, max(r.start, first), r.end, r.storage_options))
     return out
 
 
 def read_range(r: OffsetRange, *, include_headers: bool = False, isolation: str = "uncommitted",
                fail_on_data_loss: bool = True):
     """Yield Arrow batches of the records in the range (Spark's Kafka schema)."""
-    from pylog.log import Log
-    with Log.open(os.path.join(r.root, partition_dir_name(r.topic, r.partition)), read_only=True) as log:
+    with open_log(r) as log:
         offset = r.start
         if offset < log.log_start_offset:
             if fail_on_data_loss:

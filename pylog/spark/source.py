@@ -1,5 +1,6 @@
 """The PySpark data source ``pylog``: ``spark.read``, ``df.write`` and ``spark.readStream``
-over a pylog (or Kafka) log dir, with the schema and options of Spark's Kafka source.
+over a pylog (or Kafka) log dir, local or in object storage (reads only), with the schema
+and options of Spark's Kafka source.
 
 Importing this module needs pyspark; ``import pylog`` never does. Planning and reading
 live in ``plan.py``; these classes only adapt them to Spark's API. Everything kept on
@@ -82,7 +83,7 @@ class PylogDataSource(DataSource):
     def schema(self):
         opts = parse_read_options(self.options) if "path" in self.options else None
         if opts is not None:
-            plan.require_log_dir(opts.root)
+            plan.require_log_dir(opts.root, opts.storage_options)
         if opts is not None and opts.include_headers:
             return StructType(KAFKA_SCHEMA.fields + [HEADERS_FIELD])
         return KAFKA_SCHEMA
@@ -185,7 +186,7 @@ class PylogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.available_now_end = None
 
     def _latest(self) -> dict:
-        with plan.open_manager(self.opts.root, read_only=True) as manager:
+        with plan.open_log_dir(self.opts.root, self.opts.storage_options) as manager:
             out = {}
             for t, p in plan.topic_partitions(manager, self.opts):
                 out.setdefault(t, {})[str(p)] = latest_offset(manager.log(t, p), self.opts.isolation)
@@ -200,7 +201,7 @@ class PylogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         by_time = opts.starting_timestamp is not None or opts.starting_by_timestamp is not None
         if opts.starting == "latest" and not by_time:
             return latest
-        with plan.open_manager(opts.root, read_only=True) as manager:
+        with plan.open_log_dir(opts.root, opts.storage_options) as manager:
             out = {}
             for t, parts in latest.items():
                 for p in parts:
@@ -242,7 +243,7 @@ class PylogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for p, until in parts.items():
                 since = start.get(t, {}).get(p, 0)
                 if until > since:
-                    r = plan.OffsetRange(self.opts.root, t, int(p), since, until)
+                    r = plan.OffsetRange(self.opts.root, t, int(p), since, until, self.opts.storage_options)
                     out.append(RangePartition(r, self.opts.include_headers, self.opts.isolation,
                                               self.opts.fail_on_data_loss))
         return out
@@ -290,6 +291,11 @@ class PylogWriter(DataSourceArrowWriter):
         self.root = opts.get("path")
         if not self.root:
             raise InvalidConfigError("no log dir: use .save(root) or .option('path', root)")
+        from pylog.remote.log_dir import remote_target
+        if remote_target(self.root) is not None:
+            from pylog.remote.store import redact
+            raise InvalidConfigError(f"format pylog writes to local log dirs only, not to {redact(self.root)}: "
+                                     f"object storage is read in place (write locally; tiering copies to a bucket)")
         names = {f.name for f in schema.fields}
         if "value" not in names:
             raise InvalidConfigError("writing to pylog needs a 'value' column")

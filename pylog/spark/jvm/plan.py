@@ -18,14 +18,15 @@ import json
 import sys
 
 from pylog.errors import PylogError
-from pylog.spark.options import parse_read_options
-from pylog.spark.plan import plan_ranges, prune_ranges, require_log_dir
+from pylog.spark.options import parse_read_options, storage_options
+from pylog.spark.plan import open_log, plan_ranges, prune_ranges, require_log_dir
 
 
 def plan_request(request: dict) -> dict:
     """The reply for one request (see the module docstring)."""
     if "check" in request:
-        require_log_dir(request["check"])
+        options = {k.lower(): v for k, v in (request.get("options") or {}).items()}
+        require_log_dir(request["check"], storage_options(options))
         return {}
     opts = parse_read_options(request["options"])
     pruned = dict(request.get("pruned") or {})
@@ -34,23 +35,21 @@ def plan_request(request: dict) -> dict:
             pruned[key] = set(pruned[key])
     ranges = prune_ranges(plan_ranges(opts), pruned)
     committed = opts.isolation == "committed"
-    aborted = _aborted_transactions(opts.root, ranges) if committed else {}
+    aborted = _aborted_transactions(ranges) if committed else {}
     return {"root": opts.root, "committed": committed, "failOnDataLoss": opts.fail_on_data_loss,
             "ranges": [[r.topic, r.partition, r.start, r.end, aborted.get(r, [])] for r in ranges]}
 
 
-def _aborted_transactions(root: str, ranges) -> dict:
+def _aborted_transactions(ranges) -> dict:
     """``{range: [[producer id, first offset], ...]}``: what a committed fetch at each
     range's start learns of the aborted transactions from there on (Kafka's
     FetchResponse.abortedTransactions), so the JVM reader skips exactly what the Python
     reader skips. O(segments of each range) once each log's transaction indexes are checked."""
-    from pylog.log import Log
-    from pylog.partition_dir import partition_dir_name
     out = {}
     for r in ranges:
         if r.start >= r.end:
             continue
-        with Log.open(f"{root}/{partition_dir_name(r.topic, r.partition)}", read_only=True) as log:
+        with open_log(r) as log:
             fetch = log.read(r.start, 1, isolation="committed", max_offset=r.end)
             out[r] = [[t.producer_id, t.first_offset] for t in fetch.aborted_transactions or ()
                       if t.first_offset < r.end]

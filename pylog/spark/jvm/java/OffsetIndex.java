@@ -1,20 +1,19 @@
 package pylog.spark;
 
-import java.io.File;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.file.Files;
 
 /** Kafka's sparse offset index (docs/format/index.md): 8-byte entries of (offset - base, position). */
 final class OffsetIndex {
     private OffsetIndex() {}
 
     /** The position to start reading {@code segment} for {@code target}: that of the last entry
-     *  at or below it, or 0 without a usable index. Cost: one read of the .index file. */
-    static int position(File segment, long target, int segmentBytes) throws IOException {
-        File index = SegmentFiles.sibling(segment, ".index");
-        if (!index.isFile()) return 0;
-        ByteBuffer entries = ByteBuffer.wrap(Files.readAllBytes(index.toPath()));
+     *  at or below it, or 0 without a usable index. Cost: one read of the .index file (one GET
+     *  on object storage). */
+    static int position(PartitionDir dir, String segment, long target, int segmentBytes) throws IOException {
+        byte[] index = dir.readAll(SegmentFiles.sibling(segment, ".index"));
+        if (index == null) return 0;
+        ByteBuffer entries = ByteBuffer.wrap(index);
         long base = SegmentFiles.baseOffset(segment);
         int n = entries.limit() / 8;
         while (n > 1 && entries.getLong((n - 1) * 8) == 0) n--; // preallocated, unwritten tail

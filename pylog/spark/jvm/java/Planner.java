@@ -15,6 +15,7 @@ import java.util.concurrent.TimeUnit;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.SparkSession;
 
 /** Planning is Python's: the options and the pushed bounds go to {@code python -m pylog.spark.jvm.plan}
@@ -35,6 +36,7 @@ final class Planner {
         ObjectNode request = JSON.createObjectNode();
         ObjectNode opts = request.putObject("options");
         options.forEach(opts::put);
+        if (!PartitionDir.isLocal(options.getOrDefault("path", ""))) putHadoop(opts, options);
         request.set("pruned", pruned);
         JsonNode reply = run(request);
         Plan plan = new Plan();
@@ -48,7 +50,8 @@ final class Planner {
             for (int i = 0; i < aborted.length; i++) {
                 aborted[i] = new long[] {r.get(4).get(i).get(0).asLong(), r.get(4).get(i).get(1).asLong()};
             }
-            plan.ranges.add(new RangePartition(new File(root, topic + "-" + partition).getPath(), topic, partition,
+            String dir = (root.endsWith("/") ? root : root + "/") + topic + "-" + partition;
+            plan.ranges.add(new RangePartition(dir, topic, partition,
                 r.get(2).asLong(), r.get(3).asLong(), committed, failOnDataLoss, aborted));
         }
         return plan;
@@ -56,10 +59,43 @@ final class Planner {
 
     /** Fails (at {@code load()}) unless {@code path} is a log dir to read: the rule of
      *  {@code plan.require_log_dir}, asked of the planner. */
-    static void check(String path) {
+    static void check(String path, Map<String, String> options) {
         ObjectNode request = JSON.createObjectNode();
         request.put("check", path);
+        if (!PartitionDir.isLocal(path)) {
+            ObjectNode opts = request.putObject("options");
+            options.forEach(opts::put);
+            putHadoop(opts, options);
+        }
         run(request);
+    }
+
+    /** Hadoop settings handed to the Python planner, which reads object storage through fsspec
+     *  and takes them as its storage options when the query gives none (pylog/spark/options.py). */
+    static final String HADOOP_PREFIX = "fs.s3a.";
+
+    /** {@code options} with the session's S3A settings added where they do not say, for a
+     *  log dir that is not local (the Python source takes them as its storage options). */
+    static Map<String, String> withHadoop(Map<String, String> options) {
+        if (PartitionDir.isLocal(options.getOrDefault("path", ""))) return options;
+        Map<String, String> out = new java.util.HashMap<>(options);
+        hadoopConf(options).getPropsWithPrefix(HADOOP_PREFIX).forEach((k, v) -> out.putIfAbsent(HADOOP_PREFIX + k, v));
+        return out;
+    }
+
+    private static void putHadoop(ObjectNode opts, Map<String, String> options) {
+        hadoopConf(options).getPropsWithPrefix(HADOOP_PREFIX).forEach((k, v) -> {
+            if (!opts.has(HADOOP_PREFIX + k)) opts.put(HADOOP_PREFIX + k, v);
+        });
+    }
+
+    /** The session's Hadoop conf ({@code spark.hadoop.*}) with the query's {@code fs.*} options over it. */
+    static Configuration hadoopConf(Map<String, String> options) {
+        Configuration conf = SparkSession.active().sessionState().newHadoopConf();
+        options.forEach((k, v) -> {
+            if (k.startsWith("fs.")) conf.set(k, v);
+        });
+        return conf;
     }
 
     /** The planner's interpreter and where it was named: the session's {@code spark.pylog.python}

@@ -48,7 +48,7 @@ public final class PylogProvider implements TableProvider, DataSourceRegister {
     @Override
     public StructType inferSchema(CaseInsensitiveStringMap options) {
         String path = options.get("path");
-        if (path != null) Planner.check(path);  // plan.require_log_dir: fail at load()
+        if (path != null) Planner.check(path, options.asCaseSensitiveMap());  // plan.require_log_dir: fail at load()
         return schema("true".equalsIgnoreCase(options.getOrDefault("includeHeaders", "false")));
     }
 
@@ -63,18 +63,20 @@ public final class PylogProvider implements TableProvider, DataSourceRegister {
         python.setShortName(NAME);
         Table pythonTable = python.getTable(schema, partitioning, properties);
         String reader = new CaseInsensitiveStringMap(properties).getOrDefault("reader", "auto").toLowerCase();
-        if (reader.equals("python")) return pythonTable;
-        return new PylogTable(schema, pythonTable);
+        return new PylogTable(schema, pythonTable, !reader.equals("python"));
     }
 
-    /** Batch reads here, the rest delegated to the Python source's table. */
+    /** Batch reads here (unless {@code jvm} is false), the rest delegated to the Python source's
+     *  table, which is given the session's S3A settings for a log dir in object storage. */
     private static final class PylogTable implements Table, SupportsRead, SupportsWrite {
         private final StructType schema;
         private final Table python;
+        private final boolean jvm;
 
-        PylogTable(StructType schema, Table python) {
+        PylogTable(StructType schema, Table python, boolean jvm) {
             this.schema = schema;
             this.python = python;
+            this.jvm = jvm;
         }
 
         @Override
@@ -97,8 +99,10 @@ public final class PylogProvider implements TableProvider, DataSourceRegister {
 
         @Override
         public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
+            CaseInsensitiveStringMap withHadoop = new CaseInsensitiveStringMap(Planner.withHadoop(options.asCaseSensitiveMap()));
+            if (!jvm) return ((SupportsRead) python).newScanBuilder(withHadoop);
             return new PylogScan(schema, options.asCaseSensitiveMap(),
-                () -> ((SupportsRead) python).newScanBuilder(options).build());
+                () -> ((SupportsRead) python).newScanBuilder(withHadoop).build());
         }
 
         @Override

@@ -13,6 +13,7 @@ import java.util.function.Supplier;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.expressions.NamedReference;
 import org.apache.spark.sql.connector.expressions.aggregate.AggregateFunc;
@@ -188,7 +189,16 @@ final class PylogScan implements ScanBuilder, SupportsPushDownRequiredColumns, S
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new Factory(pushedCounts > 0 ? new StructType() : required, pushedCounts);
+        return new Factory(pushedCounts > 0 ? new StructType() : required, pushedCounts, hadoopConf());
+    }
+
+    /** For a log dir on a Hadoop FileSystem: the session's Hadoop conf (its {@code spark.hadoop.*}
+     *  settings) with the query's {@code fs.*} options over it, as Spark's file sources take
+     *  them; null for a local log dir. */
+    private PartitionDir.Conf hadoopConf() {
+        if (PartitionDir.isLocal(options.getOrDefault("path", ""))) return null;
+        Configuration conf = Planner.hadoopConf(options);
+        return new PartitionDir.Conf(conf);
     }
 
     /** Shipped to executors: opens a {@link RangeReader} per task. */
@@ -196,10 +206,12 @@ final class PylogScan implements ScanBuilder, SupportsPushDownRequiredColumns, S
         private static final long serialVersionUID = 1L;
         private final StructType required;
         private final int counts;
+        private final PartitionDir.Conf conf;
 
-        Factory(StructType required, int counts) {
+        Factory(StructType required, int counts, PartitionDir.Conf conf) {
             this.required = required;
             this.counts = counts;
+            this.conf = conf;
         }
 
         @Override
@@ -215,7 +227,9 @@ final class PylogScan implements ScanBuilder, SupportsPushDownRequiredColumns, S
         @Override
         public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
             try {
-                RangeReader reader = new RangeReader((RangePartition) partition, required);
+                RangePartition range = (RangePartition) partition;
+                PartitionDir dir = PartitionDir.of(range.dir, conf == null ? null : conf.get());
+                RangeReader reader = new RangeReader(range, required, dir);
                 return counts > 0 ? new CountReader(reader, counts) : reader;
             } catch (IOException e) {
                 throw new UncheckedIOException(e);

@@ -1,12 +1,8 @@
 package pylog.spark;
 
-import java.io.File;
 import java.io.FileNotFoundException;
 import java.io.IOException;
-import java.io.RandomAccessFile;
-import java.nio.ByteOrder;
-import java.nio.MappedByteBuffer;
-import java.nio.channels.FileChannel;
+import java.nio.ByteBuffer;
 import java.nio.file.NoSuchFileException;
 import java.util.ArrayList;
 import java.util.List;
@@ -17,7 +13,8 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /** One task: the records of offsets [start, end) of one partition, read from its segment
- *  files into column batches (docs/spark.md, "The JVM reader").
+ *  files (local, or on a Hadoop FileSystem: {@link PartitionDir}) into column batches
+ *  (docs/spark.md, "The JVM reader").
  *
  *  <p>Starts at the position the segment's offset index gives for {@code start}, checks the
  *  CRC of every batch it reads, and fails on a batch that does not parse or check, naming
@@ -34,16 +31,18 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
     private static final int RELIST_ATTEMPTS = 100;
 
     private final RangePartition part;
-    private final File dir;
+    private final PartitionDir dir;
     private final RowSink sink;
     private RecordDecoder decoder;
     private Transactions aborts;
-    private List<File> segments;
+    private List<String> segments;
     private final CRC32C crc = new CRC32C();
     private int segment = -1;
-    private File file;
-    private MappedByteBuffer map;
-    private int position, size;
+    /** The segment being read; {@code map} is its window holding the current batch at {@code at}. */
+    private String file;
+    private SegmentBytes bytes;
+    private ByteBuffer map;
+    private int position, size, at;
     /** The last offset of the segment's previous batch, and the next segment's base offset. */
     private long previousLast, segmentEnd;
     /** Rows start at {@code from}: the range's start, or after what was read before a relist. */
@@ -54,9 +53,9 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
     private byte[] buf = new byte[1 << 16];
     private boolean done;
 
-    RangeReader(RangePartition part, StructType required) throws IOException {
+    RangeReader(RangePartition part, StructType required, PartitionDir dir) throws IOException {
         this.part = part;
-        this.dir = new File(part.dir);
+        this.dir = dir;
         this.sink = new RowSink(required, part.topic, part.partition);
         resumeAt(part.start);
     }
@@ -68,7 +67,7 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
     private void resumeAt(long offset) throws IOException {
         while (true) {
             try {
-                List<File> live = SegmentFiles.live(dir);
+                List<String> live = SegmentFiles.live(dir);
                 if (aborts == null && part.committed) aborts = Transactions.of(part.aborted);
                 segments = fromFloorOf(live, offset);
                 break;
@@ -80,7 +79,7 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
         readThrough = offset - 1;
         decoder = new RecordDecoder(sink, from, part.end);
         segment = -1;
-        map = null;
+        closeSegment();
         if (segments.isEmpty()) {
             done = true;
             return;
@@ -94,13 +93,13 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
 
     private void countRelist(IOException cause) throws IOException {
         if (++relists > RELIST_ATTEMPTS) {
-            throw new IOException("the files of " + part.topic + "-" + part.partition + " in " + dir + " kept changing "
+            throw new IOException("the files of " + part.topic + "-" + part.partition + " in " + dir.path + " kept changing "
                 + "under the query (" + RELIST_ATTEMPTS + " listings): " + cause.getMessage(), cause);
         }
     }
 
     /** The segments from the one holding {@code start} on. */
-    private static List<File> fromFloorOf(List<File> segments, long start) {
+    private static List<String> fromFloorOf(List<String> segments, long start) {
         int first = 0;
         for (int i = 0; i < segments.size(); i++) {
             if (SegmentFiles.baseOffset(segments.get(i)) <= start) first = i;
@@ -108,16 +107,20 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
         return new ArrayList<>(segments.subList(first, segments.size()));
     }
 
+    private void closeSegment() throws IOException {
+        map = null;
+        if (bytes != null) bytes.close();
+        bytes = null;
+    }
+
     private boolean openNext() throws IOException {
-        if (map != null) map = null;
+        closeSegment();
         if (++segment >= segments.size()) return false;
         file = segments.get(segment);
-        try (RandomAccessFile raf = new RandomAccessFile(file, "r")) {
-            long length = raf.length();
-            if (length > Integer.MAX_VALUE) throw new IOException("segment " + file + " is over 2 GiB");
-            size = (int) length;
-            map = raf.getChannel().map(FileChannel.MapMode.READ_ONLY, 0, size);
-            position = segment == 0 ? OffsetIndex.position(file, from, size) : 0;
+        try {
+            bytes = dir.open(file);
+            size = bytes.size;
+            position = segment == 0 ? OffsetIndex.position(dir, file, from, size) : 0;
         } catch (FileNotFoundException | NoSuchFileException e) {  // renamed or deleted since the listing
             countRelist(e);
             resumeAt(readThrough + 1);
@@ -132,7 +135,7 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
     public boolean next() throws IOException {
         sink.clear();
         while (!done && sink.rows() < TARGET_ROWS) {
-            if (map == null || position >= size) {
+            if (bytes == null || position >= size) {
                 if (!openNext()) {
                     done = true;
                     break;
@@ -145,20 +148,22 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
     }
 
     private IOException corrupt(String what) {
-        return new IOException("corrupt batch in " + file + " at position " + position + ": " + what);
+        return new IOException("corrupt batch in " + dir.pathOf(file) + " at position " + position + ": " + what);
     }
 
     private void readBatch() throws IOException {
         if (size - position < 17) throw corrupt("only " + (size - position) + " bytes left, a batch header is 17+");
-        long base = map.getLong(position);
-        int length = map.getInt(position + 8);
-        int magic = map.get(position + 16);
+        window(V2_HEADER);
+        long base = map.getLong(at);
+        int length = map.getInt(at + 8);
+        int magic = map.get(at + 16);
         if (length < 14 || length > size - position - 12) throw corrupt("batch length " + length + " does not fit the file");
         int total = 12 + length;
         if (magic > 2) throw corrupt("unknown magic " + magic);
         if (magic == 2 && total < V2_HEADER) throw corrupt("v2 batch of " + total + " bytes is shorter than its header");
+        window(total);
         // a legacy entry's offset is its last (a compressed wrapper's inner messages end there)
-        long last = magic == 2 ? base + map.getInt(position + 23) : base;
+        long last = magic == 2 ? base + map.getInt(at + 23) : base;
         if (!follows(base, last)) return;
         if (magic == 2) {
             readV2(base, total);
@@ -174,7 +179,7 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
      *  the first time at a place, list again and read on (false); the second time, fail. */
     private boolean follows(long first, long last) throws IOException {
         if (first <= previousLast || last < first || last >= segmentEnd) {
-            String here = file.getPath() + "@" + position;
+            String here = file + "@" + position;
             if (!here.equals(suspect)) {
                 suspect = here;
                 countRelist(corrupt("batch holds offsets " + first + ".." + last));
@@ -188,24 +193,30 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
         return true;
     }
 
+    /** Makes the {@code length} bytes at {@code position} readable at {@code map[at]}. */
+    private void window(int length) throws IOException {
+        at = bytes.at(position, length);
+        map = bytes.window;
+    }
+
     private void readV2(long base, int total) throws IOException {
-        long last = base + map.getInt(position + 23);
+        long last = base + map.getInt(at + 23);
         if (base >= part.end) {
             done = true;
             return;
         }
         crc.reset();
-        crc.update(map.slice(position + 21, total - 21));
-        int stored = map.getInt(position + 17);
+        crc.update(map.slice(at + 21, total - 21));
+        int stored = map.getInt(at + 17);
         if ((int) crc.getValue() != stored) {
             throw corrupt(String.format("CRC mismatch (stored %08x, computed %08x)", stored, (int) crc.getValue()));
         }
         if (last >= part.end - 1) done = true;
         if (last < from) return;
-        short attributes = map.getShort(position + 21);
+        short attributes = map.getShort(at + 21);
         boolean control = (attributes & 0x20) != 0, transactional = (attributes & 0x10) != 0;
-        long producerId = map.getLong(position + 43);
-        int count = map.getInt(position + 57);
+        long producerId = map.getLong(at + 43);
+        int count = map.getInt(at + 57);
         if (control) {
             if (aborts != null) aborts.control(producerId, last, () -> controlType(total));
             return;
@@ -256,7 +267,7 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
     /** The current batch's bytes, in a reused array. */
     private byte[] copy(int total) {
         if (buf.length < total) buf = new byte[Math.max(total, buf.length * 2)];
-        map.get(position, buf, 0, total);
+        map.get(at, buf, 0, total);
         return buf;
     }
 
@@ -266,8 +277,8 @@ final class RangeReader implements PartitionReader<ColumnarBatch> {
     }
 
     @Override
-    public void close() {
-        map = null;
+    public void close() throws IOException {
+        closeSegment();
         sink.close();
     }
 }

@@ -1,10 +1,6 @@
 package pylog.spark;
 
-import java.io.File;
 import java.io.IOException;
-import java.io.RandomAccessFile;
-import java.nio.MappedByteBuffer;
-import java.nio.channels.FileChannel;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -21,14 +17,12 @@ final class SegmentFiles {
 
     private SegmentFiles() {}
 
-    /** The live segments of {@code dir}, by base offset. Cost: one listing, plus a walk of
-     *  each {@code .swap} file's batch headers from its last index entry. */
-    static List<File> live(File dir) throws IOException {
-        String[] names = dir.list();
-        if (names == null) throw new IOException("no partition dir at " + dir);
+    /** The file names of the live segments of {@code dir}, by base offset. Cost: one listing,
+     *  plus a walk of each {@code .swap} file's batch headers from its last index entry. */
+    static List<String> live(PartitionDir dir) throws IOException {
         List<Long> plain = new ArrayList<>(), swaps = new ArrayList<>();
         long lowestCleaned = Long.MAX_VALUE;
-        for (String name : names) {
+        for (String name : dir.list().keySet()) {
             long base = baseOf(name);
             if (base < 0) continue;
             String rest = name.substring(BASE_DIGITS);
@@ -37,33 +31,32 @@ final class SegmentFiles {
             else if (rest.endsWith(CLEANED)) lowestCleaned = Math.min(lowestCleaned, base);
         }
         List<long[]> replaced = new ArrayList<>();  // [swap base, swap end)
-        List<File> out = new ArrayList<>();
+        List<String> out = new ArrayList<>();
         for (long base : swaps) {
             if (base >= lowestCleaned) continue;
-            File swap = new File(dir, name(base, LOG + SWAP));
-            replaced.add(new long[] {base, nextOffset(swap)});
+            String swap = name(base, LOG + SWAP);
+            replaced.add(new long[] {base, nextOffset(dir, swap)});
             out.add(swap);
         }
         for (long base : plain) {
             boolean covered = false;
             for (long[] r : replaced) covered |= r[0] <= base && base < r[1];
-            if (!covered) out.add(new File(dir, name(base, LOG)));
+            if (!covered) out.add(name(base, LOG));
         }
         out.sort((a, b) -> Long.compare(baseOffset(a), baseOffset(b)));
         return out;
     }
 
     /** The base offset a segment file's name starts with. */
-    static long baseOffset(File segment) {
-        return Long.parseLong(segment.getName().substring(0, BASE_DIGITS));
+    static long baseOffset(String segment) {
+        return Long.parseLong(segment.substring(0, BASE_DIGITS));
     }
 
     /** The file of kind {@code kind} (".index", ".txnindex", ...) of the segment whose log is
      *  {@code log}: {@code <base>.index} for {@code <base>.log}, {@code <base>.index.swap}
      *  for {@code <base>.log.swap}. */
-    static File sibling(File log, String kind) {
-        String name = log.getName();
-        return new File(log.getParentFile(), name.substring(0, BASE_DIGITS) + kind + name.substring(BASE_DIGITS + LOG.length()));
+    static String sibling(String log, String kind) {
+        return log.substring(0, BASE_DIGITS) + kind + log.substring(BASE_DIGITS + LOG.length());
     }
 
     private static String name(long base, String suffix) {
@@ -80,21 +73,19 @@ final class SegmentFiles {
         return Long.parseLong(name.substring(0, BASE_DIGITS));
     }
 
-    /** One past the last offset of the segment {@code log} (at least its base offset + 1):
-     *  its whole batches' headers, walked from its last offset-index entry. */
-    static long nextOffset(File log) throws IOException {
+    /** One past the last offset of the segment {@code log} of {@code dir} (at least its base
+     *  offset + 1): its whole batches' headers, walked from its last offset-index entry. */
+    static long nextOffset(PartitionDir dir, String log) throws IOException {
         long base = baseOffset(log), last = base - 1;
-        try (RandomAccessFile raf = new RandomAccessFile(log, "r")) {
-            long length = raf.length();
-            if (length > Integer.MAX_VALUE) throw new IOException("segment " + log + " is over 2 GiB");
-            int size = (int) length;
-            MappedByteBuffer map = raf.getChannel().map(FileChannel.MapMode.READ_ONLY, 0, size);
-            int position = OffsetIndex.position(log, Long.MAX_VALUE, size);
+        try (SegmentBytes bytes = dir.open(log)) {
+            int size = bytes.size;
+            int position = OffsetIndex.position(dir, log, Long.MAX_VALUE, size);
             while (position + 27 <= size) {
-                int total = 12 + map.getInt(position + 8);
+                int p = bytes.at(position, 27);
+                int total = 12 + bytes.window.getInt(p + 8);
                 if (total < 26 || total > size - position) break;  // a torn tail ends the segment
-                long first = map.getLong(position);
-                last = map.get(position + 16) == 2 ? first + map.getInt(position + 23) : first;
+                long first = bytes.window.getLong(p);
+                last = bytes.window.get(p + 16) == 2 ? first + bytes.window.getInt(p + 23) : first;
                 position += total;
             }
         }
