@@ -5,10 +5,11 @@ It answers the reads a :class:`~pylog.log.log.Log` answers (``read``, ``records`
 :class:`~pylog.remote.segment.RemoteSegment`\\ s. What it costs, in requests to the store:
 opening costs none; the first read of a segment fetches its offset index (one GET) and
 then one ranged GET of its ``.log``; later reads of that segment cost one ranged GET each
-(none when the last window holds them). A read from where the last one ended continues a
-scan: it fetches ahead in ranges growing to 16 MiB, the next one on a background thread
-(:meth:`RemoteLogFile.prefetch <pylog.remote.segment.RemoteLogFile.prefetch>`). ``log_end_offset`` walks the last batches of the
-last segment once (one GET) unless the metadata said where it ends.
+(none when the last window holds them). A read from the log start or from where the last
+one ended is a scan: it fetches ahead in ranges growing to 16 MiB, the next one on a
+background thread (:meth:`RemoteLogFile.prefetch
+<pylog.remote.segment.RemoteLogFile.prefetch>`). ``log_end_offset`` walks the last batches
+of the last segment once (one GET) unless the metadata said where it ends.
 
 Transactions: a tiered segment lies below the last stable offset by Kafka's rule (only
 segments below it are copied), so committed reads skip the aborted transactions the
@@ -128,7 +129,8 @@ class RemoteLog(RecordReads, contextlib.AbstractContextManager):
         seg = self._segments[i]
         next_base = self._segments[i + 1].base_offset if i + 1 < len(self._segments) else None
         stop = bound if next_base is None else min(bound, next_base)
-        header = seg.translate_offset(offset, fetch_bytes=max_bytes, scan=offset == self._scan_at)
+        scan = offset in (self._scan_at, self.log_start_offset)
+        header = seg.translate_offset(offset, fetch_bytes=max_bytes, scan=scan)
         if header is None or header.base_offset >= stop:
             return None
         size = 0

@@ -101,12 +101,13 @@ class RemoteLogFile(LogFile):
 
     def prefetch(self, position: int, size: int, *, scan: bool = False) -> tuple[int, bytes]:
         """Fetch ``[position, position + size)`` (one request) unless the window holds it;
-        returns the window. ``scan``: the read continues a scan; when ``position`` lies in
-        the window, it fetches on from the window's end only, twice what the window held
-        (``SCAN_READ_AHEAD_BYTES`` at most), keeps the window's bytes from ``position`` and
-        starts fetching the next range on a background thread: a scan fetches each byte of
-        the ``.log`` once, in ever larger ranges, the next while the caller reads the last.
-        Memory: two such ranges beyond what the read asked for."""
+        returns the window. ``scan``: the read starts or continues a scan; it starts
+        fetching the next range on a background thread, twice the window
+        (``SCAN_READ_AHEAD_BYTES`` at most), and when ``position`` lies in the window, it
+        fetches on from the window's end only (that range, when fetched ahead), keeping the
+        window's bytes from ``position``: a scan fetches each byte of the ``.log`` once, in
+        ever larger ranges, the next while the caller reads the last. Memory: two such
+        ranges beyond what the read asked for."""
         window = self._window
         size = min(size, self.source.size - position)
         if size <= 0 or _covers(window, position, size):
@@ -116,9 +117,10 @@ class RemoteLogFile(LogFile):
         if scan and at < position < end:
             more = max(position + size, end + min(2 * len(held), SCAN_READ_AHEAD_BYTES)) - end
             window = (position, held[position - at:] + self._fetch(end, min(more, self.source.size - end)))
-            self._fetch_ahead(position + len(window[1]), min(2 * len(window[1]), SCAN_READ_AHEAD_BYTES))
         else:
-            window = (position, self.source.read(position, size))
+            window = (position, self._fetch(position, size))
+        if scan:
+            self._fetch_ahead(position + len(window[1]), min(2 * len(window[1]), SCAN_READ_AHEAD_BYTES))
         self._window = window
         return window
 

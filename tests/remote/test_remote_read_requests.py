@@ -79,3 +79,16 @@ def test_a_scan_fetches_its_next_range_while_the_caller_reads_the_last(s3, segme
         assert sum(1 for _ in records) + 200 == BATCHES * RECORDS_PER_BATCH
     ranges = _log_gets(proxy)
     assert sum(end - start for start, end in ranges) <= log.segments[0].size_bytes * 1.1, ranges
+
+
+def test_a_scan_from_the_log_start_fetches_its_second_range_while_the_caller_reads_the_first(s3, segment_url):
+    proxy = s3.faulty()
+    with pylog.Log.open(segment_url, read_only=True, storage_options=proxy.storage_options) as log:
+        _ = log.log_end_offset
+        proxy.clear()
+        records = log.records(max_bytes=1 << 20)
+        assert next(records).offset == 0
+        [(_, first_end)] = _log_gets(proxy)
+        wait_until(lambda: any(start == first_end for start, _ in _log_gets(proxy)),
+                   "the second range fetched ahead, while nothing more is read")
+        assert sum(1 for _ in records) + 1 == BATCHES * RECORDS_PER_BATCH
