@@ -86,6 +86,23 @@ def storage_options(args) -> dict | None:
     return out or None
 
 
+def one_line_warnings(command: str) -> None:
+    """From now on in this process, a :class:`~pylog.errors.PylogWarning` prints as
+    ``pylog COMMAND: warning: ...`` on one line of stderr (others as Python prints them)."""
+    import sys
+    import warnings
+
+    from pylog.errors import PylogWarning
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, PylogWarning):
+            print(f"pylog {command}: warning: {message}", file=sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+    warnings.showwarning = show
+
+
 def open_object_store(url: str, args):
     """The :class:`~pylog.remote.store.ObjectStore` rooted at ``url`` (a directory of
     objects), with the command's ``--storage-option``. No request."""
@@ -95,7 +112,10 @@ def open_object_store(url: str, args):
 
 def open_url_manager(args, root: str, *, read_only: bool = True) -> LogManager:
     """:func:`open_manager` with the command's ``--storage-option`` and
-    ``--remote-log-metadata``."""
+    ``--remote-log-metadata``; pylog's warnings while it runs (a tiered layout read without
+    its metadata) are said as its errors are, in one line on stderr."""
+    if is_url(root):
+        one_line_warnings(args.command)
     return open_manager(root, read_only=read_only, storage_options=storage_options(args),
                         remote_log_metadata=getattr(args, "remote_log_metadata", None))
 

@@ -359,3 +359,43 @@ def test_dump_of_an_aiven_indexes_object_prints_each_index_as_its_file(capsys, a
                                 "Producer snapshot:", *body(snapshot),
                                 "Leader epoch checkpoint:", "0", "1", "0 0"]
     assert any(line.startswith("version: 0 producerId: 8 ") for line in out.splitlines())
+
+
+@pytest.fixture(scope="module")
+def tiered_with_metadata(s3, copied, tmp_path_factory):
+    """``events-0``'s first two segments copied in Aiven's layout, and a
+    ``__remote_log_metadata`` log dir saying only the first one's copy finished:
+    (the layout's URL, the metadata dir, the first segment's end offset + 1, the second's)."""
+    from pylog.remote.aiven import upload_segment
+    from pylog.remote.metadata import COPY_SEGMENT_FINISHED, RemoteLogMetadataWriter, RemoteSegmentInfo
+    from pylog.remote.store import ObjectStore
+    root, _ = copied
+    with pylog.Log.open(root / "events-0", read_only=True) as log:
+        bases = [s.base_offset for s in log.segments][:3]
+    url = s3.url(s3.bucket(), "tiered")
+    store = ObjectStore.from_url(url, s3.storage_options)
+    topic_id = bytes(15) + b"\x01"
+    metadata = tmp_path_factory.mktemp("metadata")
+    with pylog.LogManager(metadata) as manager:
+        writer = RemoteLogMetadataWriter(manager, partitions=1)
+        for i, segment_id in enumerate((bytes(15) + b"\x02", bytes(15) + b"\x03")):
+            log = root / "events-0" / f"{bases[i]:020d}.log"
+            indexes = {"offset": log.with_suffix(".index").read_bytes(),
+                       "timestamp": log.with_suffix(".timeindex").read_bytes(), "producer_snapshot": b"",
+                       "leader_epoch": b""}
+            upload_segment(store, "", "events", topic_id, 0, segment_id, log, indexes)
+            info = writer.copy_started(RemoteSegmentInfo("events", topic_id, 0, segment_id, bases[i],
+                                                         bases[i + 1] - 1, TS, segment_leader_epochs={0: bases[i]}))
+            if i == 0:
+                writer.update(info, COPY_SEGMENT_FINISHED)
+    return url, metadata, bases[1], bases[2]
+
+
+def test_remote_log_metadata_says_which_tiered_segments_are_live(capsys, aws_env, tiered_with_metadata):
+    url, metadata, first_end, second_end = tiered_with_metadata
+    code, out, err = run(capsys, "get-offsets", url, "--remote-log-metadata", metadata)
+    assert (code, out, err) == (0, f"events:0:{first_end}\n", "")
+    code, out, err = run(capsys, "get-offsets", url)
+    assert (code, out) == (0, f"events:0:{second_end}\n")
+    assert err.startswith("pylog get-offsets: warning: events-0 is read without remote_log_metadata=") and \
+        len(err.splitlines()) == 1, err
