@@ -2,7 +2,8 @@
  * pylog._speedups: the two hot loops of Kafka's record format v2, in C.
  *
  *   encode_records(values, keys, ts_deltas[, reserve[, ts_base]]) -> bytes
- *       Concatenated v2 records with offset deltas 0..n-1 and no headers; each timestamp
+ *       Concatenated v2 records with offset deltas 0..n-1 and no headers (keys None: each
+ *       of values is a value or a (key, value) tuple); each timestamp
  *       delta is ts_deltas[i] - ts_base: given ts_base, ts_deltas holds the timestamps
  *       themselves (ints >= -1, else TypeError / OverflowError naming the record).
  *   scan_records(buf, count) -> tuple of 8 bytes objects (native int64/int32 arrays)
@@ -67,6 +68,16 @@ static int bytes_or_none(PyObject *o, const char **data, Py_ssize_t *len) {
     return -1;
 }
 
+/* Key and value of record i: keys[i] and values[i], or without keys a (key, value) tuple
+ * in values (a plain value has no key); -1 when they are not bytes or None. */
+static int record_at(PyObject *values, PyObject *keys, Py_ssize_t i, const char **kd, Py_ssize_t *kl,
+                     const char **vd, Py_ssize_t *vl) {
+    PyObject *v = PyList_GET_ITEM(values, i), *k = Py_None;
+    if (keys != Py_None) k = PyList_GET_ITEM(keys, i);
+    else if (PyTuple_CheckExact(v) && PyTuple_GET_SIZE(v) == 2) { k = PyTuple_GET_ITEM(v, 0); v = PyTuple_GET_ITEM(v, 1); }
+    return bytes_or_none(v, vd, vl) < 0 || bytes_or_none(k, kd, kl) < 0 ? -1 : 0;
+}
+
 static PyObject *encode_records(PyObject *self, PyObject *args) {
     PyObject *values, *keys, *deltas;
     Py_ssize_t reserve = -1;   /* >= 0: return a bytearray with this many bytes free in front */
@@ -107,13 +118,11 @@ static PyObject *encode_records(PyObject *self, PyObject *args) {
     Py_ssize_t total = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         const char *kd, *vd; Py_ssize_t kl, vl;
-        if (bytes_or_none(PyList_GET_ITEM(values, i), &vd, &vl) < 0 ||
-            (keys != Py_None && bytes_or_none(PyList_GET_ITEM(keys, i), &kd, &kl) < 0)) {
+        if (record_at(values, keys, i, &kd, &kl, &vd, &vl) < 0) {
             PyMem_Free(tsd);
             PyErr_Format(PyExc_TypeError, "record %zd: key and value must be bytes or None", i);
             return NULL;
         }
-        if (keys == Py_None) kl = -1;
         Py_ssize_t body = 1 + varint_size(zz64(tsd ? tsd[i] : 0)) + varint_size(zz64(i))
                         + varint_size(zz64(kl)) + (kl > 0 ? kl : 0)
                         + varint_size(zz64(vl)) + (vl > 0 ? vl : 0) + 1;
@@ -134,9 +143,8 @@ static PyObject *encode_records(PyObject *self, PyObject *args) {
     }
     /* pass 2: write */
     for (Py_ssize_t i = 0; i < n; i++) {
-        const char *kd = NULL, *vd; Py_ssize_t kl = -1, vl;
-        bytes_or_none(PyList_GET_ITEM(values, i), &vd, &vl);
-        if (keys != Py_None) bytes_or_none(PyList_GET_ITEM(keys, i), &kd, &kl);
+        const char *kd = NULL, *vd = NULL; Py_ssize_t kl = -1, vl = -1;
+        record_at(values, keys, i, &kd, &kl, &vd, &vl);   /* checked in pass 1 */
         uint64_t zts = zz64(tsd ? tsd[i] : 0);
         Py_ssize_t body = 1 + varint_size(zts) + varint_size(zz64(i))
                         + varint_size(zz64(kl)) + (kl > 0 ? kl : 0)
@@ -666,7 +674,7 @@ static PyObject *segment_names(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"gather", gather, METH_VARARGS, "Copy byte ranges into one buffer with int32 offsets."},
     {"encode_records", encode_records, METH_VARARGS,
-     "Encode v2 records (no headers): values, keys, ts deltas[, reserve[, ts base]]."},
+     "Encode v2 records (no headers): values (or (key, value) tuples), keys, ts deltas[, reserve[, ts base]]."},
     {"scan_records", scan_records, METH_VARARGS, "Field positions of every v2 record, as native arrays."},
     {"decode_records", decode_records, METH_VARARGS,
      "Decode v2 records into Record objects; optional topic, partition, timestamp_type stamped on each."},
