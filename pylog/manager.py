@@ -25,7 +25,10 @@ import weakref
 from pylog.arguments import check_append_options, check_int, check_records_iterable
 from pylog.closing import close_all
 from pylog.config import LogConfig, build_config
-from pylog.errors import InvalidConfigError, InvalidRecordError, InvalidTopicError, ReadOnlyError, UnknownTopicError
+from pylog.errors import (
+    InvalidConfigError, InvalidRecordError, InvalidTopicError, PylogWarning, ReadOnlyError, StorageError,
+    UnknownTopicError,
+)
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
     INT32_RANGE, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
@@ -266,18 +269,23 @@ class LogManager:
         """Give ``log`` its tiered segments in ``remote_storage`` (none there: none)."""
         if self.remote_storage is None:
             return
-        if self._remote_log_dir is None:
-            from pylog.remote.log_dir import RemoteLogDir
-            from pylog.remote.metadata import METADATA_TOPIC
-            metadata = self.remote_log_metadata
-            if metadata is None and METADATA_TOPIC in self.topics():
-                metadata = self.root  # this log dir tiers its own logs: its records say what is live
-            self._remote_log_dir = RemoteLogDir(self.remote_storage, storage_options=self.storage_options,
-                                                remote_log_metadata=metadata, encryption_key=self._encryption_key)
         try:
+            if self._remote_log_dir is None:
+                from pylog.remote.log_dir import RemoteLogDir
+                from pylog.remote.metadata import METADATA_TOPIC
+                metadata = self.remote_log_metadata
+                if metadata is None and METADATA_TOPIC in self.topics():
+                    metadata = self.root  # this log dir tiers its own logs: its records say what is live
+                self._remote_log_dir = RemoteLogDir(self.remote_storage, storage_options=self.storage_options,
+                                                    remote_log_metadata=metadata, encryption_key=self._encryption_key)
             log.remote = self._remote_log_dir.log(log.topic, log.partition)
         except UnknownTopicError:
             log.remote = None
+        except StorageError as e:  # the store is down: the local log works on, its remote part comes back later
+            log.remote = None
+            warnings.warn(f"{log.topic}-{log.partition}: its tiered segments are unreachable, so reads below its "
+                          f"local log start fail until a tiering round lists them again: {e}", PylogWarning,
+                          stacklevel=3)
 
     def refresh_remote(self) -> None:
         """List ``remote_storage`` again and give every open log its tiered segments as they

@@ -124,7 +124,10 @@ class RemoteLogManager:
     def _loop(self, interval_ms: int) -> None:
         while not self._stop.wait(interval_ms / 1000):
             self.run_once()
-            self.manager.refresh_remote()  # its logs read what was tiered below their local start
+            try:
+                self.manager.refresh_remote()  # its logs read what was tiered below their local start
+            except (PylogError, OSError) as e:  # the store went down since: the next round tries again
+                self.errors = (self.errors + [(self.manager.root, e)])[-MAX_ERRORS:]
 
     # -- one round -----------------------------------------------------------------------------
     def run_once(self, now_ms: int | None = None) -> TierResult:

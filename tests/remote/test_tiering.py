@@ -16,7 +16,7 @@ import pytest
 
 from pylog import LogManager
 from pylog.config import LogConfig
-from pylog.errors import InvalidConfigError, StorageError
+from pylog.errors import InvalidConfigError, PylogWarning, StorageError
 from pylog.remote import aiven
 from pylog.remote.metadata import RemoteLogMetadata
 from pylog.remote.store import ObjectStore
@@ -273,3 +273,23 @@ def test_deleting_a_tiered_topic_deletes_its_remote_segments_and_a_new_topic_of_
         assert RemoteLogMetadata.open(tmp_path).partitions() == []
         m.create_topic("events", config=TIERED).append([b"new"])
         assert [r.value for r in m.log("events", 0).records()] == [b"new"]
+
+
+@pytest.mark.filterwarnings("ignore:.*tiered segments are unreachable:pylog.errors.PylogWarning")  # the task's
+def test_while_the_store_is_down_appends_go_on_and_the_task_copies_once_it_is_back(tmp_path, s3, bucket_url):
+    faulty = s3.faulty(s3.Fault("error", times=float("inf")))  # every request: listings too
+    options = {**faulty.storage_options, "retries": 1, "config_kwargs": {"retries": {"max_attempts": 1}}}
+    with open_tiering(tmp_path, bucket_url, options, remote_log_manager_task_interval_ms=20) as m:
+        with pytest.warns(PylogWarning, match="events-0: its tiered segments are unreachable"):
+            topic = m.create_topic("events", config={**TIERED, "local_retention_bytes": 0})
+            fill(topic)
+        with pytest.raises(StorageError):
+            m.tier()
+        wait_until(lambda: faulty.count(answer="error") >= 10, "the task's rounds to fail a few times")
+        fill(topic, 6)
+        log = m.log("events", 0)
+        assert [r.offset for r in log.records()] == list(range(30))
+        s3.faulty()  # the store is back
+        wait_until(lambda: live(m) and log.local_log_start_offset == live(m)[-1].end_offset + 1,
+                   "the task to copy the segments and delete them locally")
+        assert (live(m)[0].start_offset, log.log_end_offset) == (0, 30)
