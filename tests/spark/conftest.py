@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -26,8 +27,22 @@ def _java_ok() -> str | None:
     return None if major >= 17 else f"Java {major} found; PySpark 4 needs 17+"
 
 
+S3A_LIB = Path(__file__).resolve().parents[2] / "interop" / "spark-s3" / "target" / "lib"
+
+
+def _s3a_jars(request) -> list[str]:
+    """Hadoop's S3A jars (interop/spark-s3/prepare, run here when missing), only when a collected
+    test uses the fixture ``s3a_spark`` (tests/spark/test_object_storage.py); [] when they cannot
+    be had (that fixture then says why)."""
+    if not any("s3a_spark" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        return []
+    if not S3A_LIB.is_dir():
+        subprocess.run([str(S3A_LIB.parents[1] / "prepare")], capture_output=True)
+    return sorted(str(p) for p in S3A_LIB.glob("*.jar"))
+
+
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory):
+def spark(tmp_path_factory, request):
     pytest.importorskip("pyspark", reason="pyspark is not installed (extra 'spark')")
     pytest.importorskip("pyarrow", reason="pyarrow is not installed (extra 'spark')")
     problem = _java_ok()
@@ -39,7 +54,7 @@ def spark(tmp_path_factory):
     from pylog.spark import jar_path
     jar = jar_path()  # None without a JDK: then only the Python source is tested
     session = (SparkSession.builder.master("local[2]").appName("pylog-tests")
-               .config("spark.jars", jar or "")
+               .config("spark.jars", ",".join(j for j in [jar, *_s3a_jars(request)] if j))
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "2")

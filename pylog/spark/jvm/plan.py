@@ -18,6 +18,8 @@ import json
 import sys
 
 from pylog.errors import PylogError
+from pylog.remote.log import RemoteLog
+from pylog.remote.segment import segment_at
 from pylog.spark.options import parse_read_options, storage_options
 from pylog.spark.plan import open_log, plan_ranges, prune_ranges, require_log_dir
 
@@ -50,9 +52,11 @@ def _aborted_transactions(ranges) -> dict:
         if r.start >= r.end:
             continue
         with open_log(r) as log:
-            fetch = log.read(r.start, 1, isolation="committed", max_offset=r.end)
-            out[r] = [[t.producer_id, t.first_offset] for t in fetch.aborted_transactions or ()
-                      if t.first_offset < r.end]
+            if isinstance(log, RemoteLog):  # its fetches learn only of the transactions overlapping the bytes fetched
+                found = log._aborted_between(segment_at(log.segments, r.start), r.start, r.end)
+            else:
+                found = log.read(r.start, 1, isolation="committed", max_offset=r.end).aborted_transactions or ()
+            out[r] = [[t.producer_id, t.first_offset] for t in found if t.first_offset < r.end]
     return out
 
 

@@ -1,0 +1,164 @@
+"""``format("pylog")`` over a log dir in object storage (docs/spark.md, "Object storage"): a
+log dir written by pylog, copied to a bucket of the loopback S3 endpoint, reads with both
+readers exactly as the local copy does, configured once by the session's S3A settings."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pylog import LogManager, Record
+from tests.s3_endpoint import SECRET_KEY
+from tests.spark.conftest import read_with
+
+pytestmark = pytest.mark.spark
+
+ORDERS, TXN = "orders", "txn"
+
+
+@pytest.fixture(scope="module")
+def s3a_spark(spark, s3):
+    """The shared session with Hadoop's S3A jars (tests/spark/conftest.py adds them for this
+    fixture) and the endpoint's ``fs.s3a.*`` settings (``spark.hadoop.fs.s3a.*`` of a session
+    being built), as a user configures one session for both readers."""
+    from pylog.spark import jar_path
+    if jar_path(build=False) is not None:
+        loaded = spark.sparkContext._jsc.sc().listJars().mkString(",")
+        if "hadoop-aws" not in loaded:
+            from tests.s3_endpoint import _unavailable
+            _unavailable("Hadoop's S3A jars are missing: interop/spark-s3/prepare (needs Maven) did not make them")
+    settings = {key.removeprefix("spark.hadoop."): value for key, value in s3.hadoop_conf.items()}
+    for key, value in settings.items():  # a running session's Hadoop settings, as Spark's file sources read them
+        spark.conf.set(key, value)
+    yield spark
+    for key in settings:
+        spark.conf.unset(key)
+
+
+@pytest.fixture(scope="module")
+def copied(tmp_path_factory, s3):
+    """(local log dir, its copy's s3a:// URL): ``orders`` (2 partitions of several segments;
+    keys, headers, rising timestamps) and ``txn`` (an aborted transaction between committed
+    records)."""
+    root = tmp_path_factory.mktemp("object-storage")
+    with LogManager(root, segment_bytes=4_000) as m:
+        topic = m.create_topic(ORDERS, 2)
+        for p in range(2):
+            log = topic.log(p)
+            for b in range(12):
+                log.append([Record(b"v%d-%d-%d" % (p, b, i), key=None if i % 3 else b"k%d" % i,
+                                   timestamp=10_000 + 10 * b + i, headers=[("h", b"%d" % i)] if i % 2 else [])
+                            for i in range(10)])
+        log = m.create_topic(TXN, 1).log(0)
+        log.append([b"plain"])
+        log.append([b"aborted-1", b"aborted-2"], producer_id=9, producer_epoch=0, base_sequence=0,
+                   is_transactional=True)
+        log.append_txn_marker(9, 0, commit=False)
+        log.append([b"kept"], producer_id=9, producer_epoch=0, base_sequence=2, is_transactional=True)
+        log.append_txn_marker(9, 0, commit=True)
+    url = s3.url(s3.bucket(), "logs")
+    s3.upload_dir(root, url)
+    return root, "s3a" + url[len("s3"):]
+
+
+#: option sets read from both copies: each selection and bound the Kafka source takes
+OPTION_SETS = [
+    {},
+    {"subscribe": ORDERS, "startingOffsets": json.dumps({ORDERS: {"0": 7, "1": -2}}),
+     "endingOffsets": json.dumps({ORDERS: {"0": 95, "1": -1}})},
+    {"assign": json.dumps({ORDERS: [1]}), "startingTimestamp": "10055"},
+    {"subscribePattern": "ord.*", "startingOffsetsByTimestamp": json.dumps({ORDERS: {"0": 10_031, "1": 10_100}}),
+     "minPartitions": "7"},
+    {"subscribe": TXN, "isolationLevel": "read_committed"},
+]
+
+
+def _rows(df):
+    return sorted(df.collect(), key=lambda r: (r.topic, r.partition, r.offset))
+
+
+def _read(spark, reader, options, path):
+    df = read_with(spark, reader).option("includeHeaders", "true")
+    for key, value in options.items():
+        df = df.option(key, value)
+    return df.load(path)
+
+
+def test_both_readers_read_a_log_dir_in_a_bucket_as_its_local_copy(s3a_spark, reader, copied):
+    root, url = copied
+    for options in OPTION_SETS:
+        local, remote = _read(s3a_spark, reader, options, str(root)), _read(s3a_spark, reader, options, url)
+        expected = _rows(local)
+        assert expected, options
+        assert _rows(remote) == expected, options
+        assert remote.rdd.getNumPartitions() == local.rdd.getNumPartitions(), options
+    committed = _rows(_read(s3a_spark, reader, OPTION_SETS[-1], url))
+    assert [r.value for r in committed] == [b"plain", b"kept"]
+
+
+def test_counts_and_pruned_scans_of_a_bucket_match_the_local_copy(s3a_spark, reader, copied):
+    root, url = copied
+    for path in (str(root), url):
+        df = read_with(s3a_spark, reader).option("subscribe", ORDERS).load(path)
+        assert df.count() == 240
+        assert df.where("partition = 1 and offset >= 30 and offset < 70").count() == 40
+        assert df.where("timestamp >= cast(10.1 as timestamp)").count() == 2 * 20
+        assert df.selectExpr("sum(length(value))").first()[0] == sum(
+            len(b"v%d-%d-%d" % (p, b, i)) for p in range(2) for b in range(12) for i in range(10))
+
+
+def test_s3_and_s3a_urls_name_the_same_log_dir(s3a_spark, reader, copied):
+    _, url = copied
+    s3_url = "s3" + url[len("s3a"):]
+    assert _rows(_read(s3a_spark, reader, {}, s3_url)) == _rows(_read(s3a_spark, reader, {}, url))
+
+
+def test_storage_options_given_as_an_option_win_over_the_session_s_s3a_settings(s3a_spark, s3, copied):
+    _, url = copied
+    wrong = {**s3.storage_options, "secret": "not-the-secret"}
+    df = read_with(s3a_spark, "python").option("storage_options", json.dumps(wrong))
+    with pytest.raises(Exception) as failed:
+        df.load(url).collect()
+    assert "not-the-secret" not in str(failed.value)
+    df = read_with(s3a_spark, "python").option("storage_options", json.dumps(s3.storage_options))
+    assert len(df.load(url).collect()) == 240 + 6
+
+
+def test_a_missing_bucket_fails_at_load_naming_the_url_without_credentials(s3a_spark, reader):
+    url = "s3a://pylog-no-such-bucket/logs"
+    with pytest.raises(Exception) as failed:
+        read_with(s3a_spark, reader).load(url).collect()
+    message = str(failed.value)
+    assert url.replace("s3a://", "") in message
+    assert SECRET_KEY not in message
+
+
+def test_a_stream_with_available_now_reads_a_log_dir_in_a_bucket(s3a_spark, copied, tmp_path):
+    root, url = copied
+    query = (s3a_spark.readStream.format("pylog").option("startingOffsets", "earliest").option("subscribe", ORDERS)
+             .load(url).writeStream.format("memory").queryName("orders_from_s3")
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
+    try:
+        query.awaitTermination()
+        streamed = _rows(s3a_spark.table("orders_from_s3"))
+    finally:
+        query.stop()
+    expected = _rows(read_with(s3a_spark, "python").option("subscribe", ORDERS).load(str(root)))
+    assert streamed == expected
+
+
+def test_the_session_s_s3a_settings_become_s3fs_storage_options():
+    from pylog.spark.options import parse_read_options
+    opts = parse_read_options({"path": "s3a://b/logs", "fs.s3a.endpoint": "127.0.0.1:9000",
+                               "fs.s3a.connection.ssl.enabled": "false", "fs.s3a.endpoint.region": "eu-west-1",
+                               "fs.s3a.access.key": "AK", "fs.s3a.secret.key": "SK",
+                               "fs.s3a.path.style.access": "true", "fs.s3a.connection.maximum": "96"})
+    assert opts.storage_options == {"key": "AK", "secret": "SK",
+                                    "client_kwargs": {"endpoint_url": "http://127.0.0.1:9000",
+                                                      "region_name": "eu-west-1"},
+                                    "config_kwargs": {"s3": {"addressing_style": "path"}}}
+    assert "SK" not in repr(opts)
+    given = parse_read_options({"path": "s3://b/logs", "storage_options": '{"anon": true}', "fs.s3a.access.key": "AK"})
+    assert given.storage_options == {"anon": True}
+    assert parse_read_options({"path": "/data/logs"}).storage_options is None
