@@ -2,8 +2,8 @@
 ``RecordAccumulator``: each partition has one open batch that records join, and a queue of
 sealed batches waiting for the :class:`~pylog.clients.sender.Sender` in the order they
 were filled. A batch is sealed when it holds ``batch_size`` bytes, when ``linger_ms`` has
-passed since it was opened (:meth:`ready`), on ``flush`` and on ``close``; with
-``linger_ms=0`` it is sealed as soon as a call has added its records.
+passed since it was opened (:meth:`RecordAccumulator.ready`), on ``flush`` and on
+``close``; with ``linger_ms=0`` it is sealed as soon as a call has added its records.
 
 Thread safety: one lock guards the open batches and the queues (callers from any thread,
 the linger thread); the records of one ``send`` are added under it in O(1), those of a

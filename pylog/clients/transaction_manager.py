@@ -11,7 +11,7 @@ the older one (:class:`ProducerFencedError`, a fatal state). A failed send or of
 inside a transaction leaves it abortable only (Kafka's rule).
 
 Thread safety: the state moves in the producer's caller's thread, and in the thread
-appending a batch when that append fails (:meth:`fail`); each move is one assignment.
+appending a batch when that append fails (:meth:`TransactionManager.fail`); each move is one assignment.
 """
 
 from __future__ import annotations
