@@ -399,3 +399,23 @@ def test_remote_log_metadata_says_which_tiered_segments_are_live(capsys, aws_env
     assert (code, out) == (0, f"events:0:{second_end}\n")
     assert err.startswith("pylog get-offsets: warning: events-0 is read without remote_log_metadata=") and \
         len(err.splitlines()) == 1, err
+
+
+def test_verify_of_an_aiven_layout_reads_its_chunked_segments(capsys, aws_env, tiered_with_metadata):
+    url, metadata, _, _ = tiered_with_metadata
+    code, out, err = run(capsys, "verify", url, "--remote-log-metadata", metadata)
+    assert (code, out, err) == (0, "1 partition(s) checked, 0 problem(s)\n", "")
+
+
+def test_a_file_url_of_a_log_dir_reads_as_its_path(capsys, copied):
+    root, _ = copied
+    for command in (["describe"], ["get-offsets"], ["verify"], ["consume", "--topic", "events"]):
+        same_output(capsys, [command[0], root, *command[1:]], [command[0], f"file://{root}", *command[1:]],
+                    local=str(root), url=f"file://{root}")
+
+
+def test_a_group_reading_a_url_is_refused(capsys, aws_env, copied):
+    _, url = copied
+    err = one_error_line(*run(capsys, "console-consumer", url, "--topic", "events", "--group", "g"),
+                         "console-consumer")
+    assert "local log dir" in err
