@@ -21,7 +21,7 @@ One round, per partition of such a topic:
    DELETE_SEGMENT_STARTED, the objects, DELETE_SEGMENT_FINISHED; the log start moves past them.
 
 A failure (the store down, a full disk) stops that partition's round where it is and is kept
-in :attr:`RemoteLogManager.errors`; local segments stay until a later round copies them.
+in ``RemoteLogManager.errors``; local segments stay until a later round copies them.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ class RemoteLogManager:
     def run_once(self, now_ms: int | None = None) -> TierResult:
         """One round over every writable log of a topic with ``remote_storage_enable``
         (see the module's docstring); a round in progress on another thread is waited for.
-        Failures are kept in the result and in :attr:`errors`; none is raised."""
+        Failures are kept in the result and in ``errors``; none is raised."""
         result = TierResult()
         with self._round_lock:
             for log in self._tiered_logs():

@@ -300,7 +300,7 @@ def _info_of(event: dict) -> RemoteSegmentInfo:
 class RemoteLogMetadataWriter:
     """Appends events to the ``__remote_log_metadata`` partitions of a writable log dir (a
     :class:`~pylog.manager.LogManager`), as Kafka's TopicBasedRemoteLogMetadataManager
-    does, and keeps their replayed state in :attr:`metadata`.
+    does, and keeps their replayed state in ``metadata``.
 
     The topic is created on first use with ``partitions`` partitions (Kafka's default 50)
     and Kafka's settings for it (kept forever); an existing one keeps its own count. Each
