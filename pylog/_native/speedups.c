@@ -353,11 +353,19 @@ static int record_clear(RecordObject *self) {
     return 0;
 }
 
+/* Records of the exact type freed lately, kept for the next ones decoded (as CPython keeps
+ * tuples and floats): a batch's records reuse the memory of the batch read before, without
+ * the allocator, and without counting as allocations towards the cycle collector's next pass. */
+#define RECORD_FREE_MAX 2048
+static RecordObject *record_free[RECORD_FREE_MAX];
+static int record_free_count = 0;
+
 static void record_dealloc(RecordObject *self) {
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     record_clear(self);
-    tp->tp_free((PyObject *)self);
+    if (tp == record_type && record_free_count < RECORD_FREE_MAX) record_free[record_free_count++] = self;
+    else tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }
 
@@ -490,7 +498,9 @@ static PyType_Spec record_spec = {
 /* A decoded record of the exact Record type: value, key, headers stolen, place borrowed. */
 static PyObject *new_record(PyObject *value, PyObject *key, PyObject *headers, int64_t offset, int64_t timestamp,
                             PyObject **place) {
-    RecordObject *r = PyObject_GC_New(RecordObject, record_type);   /* left untracked (see above) */
+    RecordObject *r;                                                 /* left untracked (see above) */
+    if (record_free_count) r = (RecordObject *)PyObject_Init((PyObject *)record_free[--record_free_count], record_type);
+    else r = PyObject_GC_New(RecordObject, record_type);
     if (!r) { Py_DECREF(value); Py_DECREF(key); Py_DECREF(headers); return NULL; }
     r->value = value; r->key = key; r->headers = headers;
     Py_INCREF(place[0]); r->topic = place[0];
@@ -527,6 +537,9 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
     }
     PyObject *out = PyList_New(count);
     if (!out) { PyBuffer_Release(&view); return NULL; }
+    /* tracked once filled: the collections the records' allocations set off meanwhile need not
+     * walk it (it holds only untracked records until then) */
+    PyObject_GC_UnTrack(out);
     PyObject *empty = PyTuple_New(0);
     if (!empty) { Py_DECREF(out); PyBuffer_Release(&view); return NULL; }
     int exact = record_type_arg == (PyObject *)record_type;
@@ -561,6 +574,7 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
     }
     Py_DECREF(empty);
     PyBuffer_Release(&view);
+    PyObject_GC_Track(out);
     return out;
 fail:
     Py_DECREF(empty);

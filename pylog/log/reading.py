@@ -50,11 +50,14 @@ class RecordReads:
                 fetch = self.read_to(offset, end_offset, max_bytes, isolation=isolation)
             if fetch.size_bytes == 0:
                 return
-            for records in fetch.record_lists():
-                if end_offset is not None and records[-1].offset >= end_offset:
-                    yield [r for r in records if r.offset < end_offset]  # a wrapper read_to gave whole
-                    return
-                yield records
+            if end_offset is None:
+                yield from fetch.record_lists()  # holds no list while the next is decoded
+            else:
+                for records in fetch.record_lists():
+                    if records and records[-1].offset >= end_offset:
+                        yield [r for r in records if r.offset < end_offset]  # a wrapper read_to gave whole
+                        return
+                    yield records
             if fetch.next_offset <= offset:
                 return
             offset = fetch.next_offset

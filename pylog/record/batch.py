@@ -173,8 +173,13 @@ class RecordBatch:
             raise InvalidRecordError(f"record batch has negative record count {self.record_count}",
                                      position=self.position, path=path)
         append_time = self.max_timestamp if self.attributes & ATTR_TIMESTAMP_TYPE else None
+        if _speedups is not None and not self.attributes & ATTR_COMPRESSION_MASK:  # C reads them in place
+            s = self._start
+            payload = memoryview(self._buf)[s + BATCH_HEADER_BYTES:s + self.size]
+        else:
+            payload = self.payload(path)
         try:
-            return decode_v2_records(self.payload(path), self.record_count, self.base_offset,
+            return decode_v2_records(payload, self.record_count, self.base_offset,
                                      self.base_timestamp, append_time,
                                      ControlRecord if self.attributes & ATTR_CONTROL else Record,
                                      place=None if place is None else (*place, self.timestamp_type))

@@ -110,7 +110,8 @@ class FetchData:
         """The records of :meth:`records`, one list a batch, each decoded (one C call when
         the speedups are built) and its CRC checked as the iteration reaches it: a loop over
         the records of a large fetch keeps one batch of records alive at a time, in the
-        processor's cache, instead of the fetch's. O(records + bytes) in all."""
+        processor's cache, instead of the fetch's. A list may be empty (a batch whose records
+        compaction removed). O(records + bytes) in all."""
         lo, hi = self.first_offset, self._bound
         place = (self.topic, self.partition)
         aborted = _AbortFilter(self.aborted_transactions) if self.isolation == "committed" else None
@@ -124,11 +125,11 @@ class FetchData:
             if b.is_control:
                 b.ensure_valid(self._path)
                 continue
-            records = b.records(path=self._path, place=place)
             if b.base_offset < lo or (hi is not None and b.last_offset >= hi):  # the range cuts the batch
-                records = [r for r in records if r.offset >= lo and (hi is None or r.offset < hi)]
-            if records:
-                yield records
+                yield [r for r in b.records(path=self._path, place=place)
+                       if r.offset >= lo and (hi is None or r.offset < hi)]
+            else:  # no reference kept here: the list goes as soon as the caller is done with it
+                yield b.records(path=self._path, place=place)
 
     def columns(self, *, include_headers: bool = False):
         """The records of :meth:`records` as :class:`~pylog.record.columnar.Columns`: the
