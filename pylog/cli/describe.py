@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from itertools import groupby
 
 from pylog.cli.common import add_exclude_internal_argument, add_storage_arguments, is_partition_dir, no_partitions, \
-    open_manager, storage_options, table, wanted_topics
+    one_line_warnings, open_manager, storage_options, table, wanted_topics
 from pylog.errors import CorruptRecordError, InvalidTopicError, LogDirNotFoundError, UnknownTopicError
 from pylog.partition_dir import parse_partition_dir
 from pylog.remote.store import is_url
@@ -186,6 +186,7 @@ def _runs(rows: list[dict]) -> list[dict]:
 
 
 def run(args) -> int:
+    one_line_warnings(args.command)
     rows = describe(args.path, args.topic, exclude_internal=args.exclude_internal_topics,
                     storage_options=storage_options(args), remote_log_metadata=args.remote_log_metadata)
     print(json.dumps(rows, indent=1) if args.json else "\n".join(report_lines(rows, raw=args.raw)))

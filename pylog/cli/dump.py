@@ -19,7 +19,7 @@ import os
 import re
 import sys
 
-from pylog.cli.common import add_storage_arguments, open_object_store
+from pylog.cli.common import add_storage_arguments, one_line_warnings, open_object_store
 from pylog.errors import CorruptFileError, CorruptIndexError, InvalidArgumentError, InvalidRecordError, PylogError, \
     RecordFormatError
 from pylog.index.txn_index import AbortedTxn
@@ -84,6 +84,7 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     """Dump each file by its suffix (the text after the name's last dot, as Kafka picks);
     a file that cannot be read is reported on stderr and the others are still dumped."""
+    one_line_warnings(args.command)
     summaries = Summaries()
     files = Files(args)
     dumpers = {

@@ -395,10 +395,13 @@ def test_remote_log_metadata_says_which_tiered_segments_are_live(capsys, aws_env
     url, metadata, first_end, second_end = tiered_with_metadata
     code, out, err = run(capsys, "get-offsets", url, "--remote-log-metadata", metadata)
     assert (code, out, err) == (0, f"events:0:{first_end}\n", "")
+    code, out, err = run(capsys, "describe", url)
+    assert code == 0 and out.splitlines()[2].split()[:3] == ["0", "0", str(second_end)]
+    assert err.startswith("pylog describe: warning: events-0 is read without remote_log_metadata=") and \
+        len(err.splitlines()) == 1, err
     code, out, err = run(capsys, "get-offsets", url)
     assert (code, out) == (0, f"events:0:{second_end}\n")
-    assert err.startswith("pylog get-offsets: warning: events-0 is read without remote_log_metadata=") and \
-        len(err.splitlines()) == 1, err
+    assert err.startswith("pylog get-offsets: warning: ") and len(err.splitlines()) == 1, err
 
 
 def test_verify_of_an_aiven_layout_reads_its_chunked_segments(capsys, aws_env, tiered_with_metadata):
