@@ -99,3 +99,33 @@ def test_control_records_are_a_subclass_with_their_marker():
     assert isinstance(r, Record) and r.is_control
     assert (r.control_type, r.coordinator_epoch) == ("COMMIT", 5)
     assert pickle.loads(pickle.dumps(r)).control_type == "COMMIT"
+
+
+def test_memory_of_freed_records_and_subclass_instances_is_reused_safely():
+    import gc
+    import weakref
+
+    class WithDict(Record):
+        pass
+
+    class WithWeakref(Record):
+        __slots__ = ("__weakref__",)
+
+    class Plain(Record):
+        __slots__ = ()
+    raw = bytes(encode_batch([b"v%d" % i for i in range(3000)]))[61:]
+    for _ in range(5):
+        records = decode_v2_records(raw, 3000, 0, 0, None)
+        for r in records[::2]:
+            r.__class__ = Plain
+        with_dict = [WithDict(b"x") for _ in range(200)]
+        for d in with_dict:
+            d.me = [d]  # a cycle through its __dict__
+        with_weakref = [WithWeakref(b"y") for _ in range(200)]
+        refs = [weakref.ref(w) for w in with_weakref]
+        del records, with_dict, with_weakref
+        gc.collect()
+        assert all(ref() is None for ref in refs)
+        again = decode_v2_records(raw, 3000, 5, 0, None)
+        assert [(r.value, r.offset) for r in again[:2]] + [(again[-1].value, again[-1].offset)] == \
+            [(b"v0", 5), (b"v1", 6), (b"v2999", 3004)]
