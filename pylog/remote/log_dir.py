@@ -38,6 +38,8 @@ class RemoteLogDir(contextlib.AbstractContextManager):
 
     def __init__(self, url, *, storage_options: dict | None = None, remote_log_metadata=None, prefix: str = "",
                  encryption_key=None):
+        if not prefix:  # a tiered layout's partition: listed as open_remote_log lists it
+            url, prefix = _tiered_partition(url)
         self.store = ObjectStore.from_url(url, storage_options)
         self.root = self.store.url()
         self.storage_options = storage_options
@@ -202,6 +204,18 @@ def open_remote_log(url, *, storage_options: dict | None = None, remote_log_meta
     raise LogDirNotFoundError(f"no partition found at {redact(text)}: expected <topic>-<partition> (a log dir), "
                               f"<topic>-<topicId>/<partition> (Aiven's tiered layout) or "
                               f"<topic>-<partition>-<topicId> (Kafka's LocalTieredStorage) holding segments")
+
+
+def _tiered_partition(url) -> tuple:
+    """(the root, the partition's prefix below it) when ``url`` names one partition of a
+    tiered layout (``<topic>-<topicId>/<partition>``, ``<topic>-<partition>-<topicId>``),
+    else (``url``, ""). No I/O."""
+    text = str(url).rstrip("/")
+    for pattern in (_AIVEN_PARTITION, _LOCAL_TIERED_PARTITION):
+        m = pattern.fullmatch(text)
+        if m is not None and m["root"] and not m["root"].endswith("://"):
+            return m["root"].rstrip("/"), text[len(m["root"]):] + "/"
+    return url, ""
 
 
 def remote_target(path) -> str | None:
