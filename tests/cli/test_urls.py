@@ -422,3 +422,11 @@ def test_a_group_reading_a_url_is_refused(capsys, aws_env, copied):
     err = one_error_line(*run(capsys, "console-consumer", url, "--topic", "events", "--group", "g"),
                          "console-consumer")
     assert "local log dir" in err
+
+
+def test_a_tiered_partition_url_reads_as_its_log_dir_does(capsys, aws_env, tiered_with_metadata):
+    url, metadata, first_end, _ = tiered_with_metadata
+    partition_url = f"{url}/events-AAAAAAAAAAAAAAAAAAAAAQ/0"
+    for command in ("describe", "get-offsets", "verify"):
+        same_output(capsys, [command, url, "--remote-log-metadata", metadata],
+                    [command, partition_url, "--remote-log-metadata", metadata], local=url, url=partition_url)
