@@ -182,7 +182,8 @@ class Files:
         m = TIERED_NAME.fullmatch(name)
         if m is None:
             return
-        why = f"its name is a tiered layout's <start offset>-<segment id>.{m['suffix']}, not <base offset>.{m['suffix']}"
+        suffix = m["suffix"]
+        why = f"its name is a tiered layout's <start offset>-<segment id>.{suffix}, not <base offset>.{suffix}"
         manifest = self.manifest(path)
         if manifest is not None and name.endswith(AIVEN_INDEXES_SUFFIX):
             why = "it knows no .indexes (Aiven's object holding the segment's indexes); pylog reads them through " \

@@ -319,8 +319,8 @@ def tiered(s3, copied):
     logs = sorted(partition.glob("*.log"))
     log = next(p for p in logs if p.with_suffix(".txnindex").exists() and p.with_suffix(".txnindex").stat().st_size)
     snapshot = sorted(partition.glob("*.snapshot"))[-1]
-    indexes = {"offset": log.with_suffix(".index").read_bytes(), "timestamp": log.with_suffix(".timeindex").read_bytes(),
-               "producer_snapshot": snapshot.read_bytes(),
+    indexes = {"offset": log.with_suffix(".index").read_bytes(),
+               "timestamp": log.with_suffix(".timeindex").read_bytes(), "producer_snapshot": snapshot.read_bytes(),
                "leader_epoch": b"0\n1\n0 0\n", "transaction": log.with_suffix(".txnindex").read_bytes()}
     url = s3.url(s3.bucket(), "tiered")
     manifest_key = upload_segment(ObjectStore.from_url(url, s3.storage_options), "", "events", bytes(15) + b"\x01", 0,
