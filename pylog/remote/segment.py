@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import bisect
 import concurrent.futures
-import functools
+import threading
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
@@ -137,7 +137,7 @@ class RemoteLogFile(LogFile):
         reads its window while the next range comes (one such range per file)."""
         size = min(size, self.source.size - position)
         if size > 0:
-            self._ahead = (position, size, _read_ahead_pool().submit(self.source.read, position, size))
+            self._ahead = (position, size, _in_background(self.source.read, position, size))
 
     def read(self, position: int, size: int) -> bytes:
         size = max(0, min(size, self.source.size - position))
@@ -154,10 +154,19 @@ class RemoteLogFile(LogFile):
         raise ReadOnlyError(f"{self.path} is in object storage and read only")
 
 
-@functools.cache
-def _read_ahead_pool() -> concurrent.futures.ThreadPoolExecutor:
-    """The threads fetching scans' next ranges (a GET waits on the network, not the GIL)."""
-    return concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="pylog-remote-read-ahead")
+def _in_background(fn, *args) -> concurrent.futures.Future:
+    """``fn(*args)`` on a daemon thread of its own (a GET waits on the network, not the
+    GIL), so a process may exit while a fetch ahead waits on a stalled store."""
+    future: concurrent.futures.Future = concurrent.futures.Future()
+
+    def run():
+        try:
+            future.set_result(fn(*args))
+        except BaseException as e:  # noqa: BLE001 - the reader that takes the range gets it
+            future.set_exception(e)
+
+    threading.Thread(target=run, name="pylog-remote-read-ahead", daemon=True).start()
+    return future
 
 
 def _covers(window: tuple[int, bytes], position: int, size: int) -> bool:

@@ -5,6 +5,8 @@ random read costs one ranged GET (two when the batch sought lies far past its in
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import random
 
 import pytest
@@ -92,3 +94,36 @@ def test_a_scan_from_the_log_start_fetches_its_second_range_while_the_caller_rea
         wait_until(lambda: any(start == first_end for start, _ in _log_gets(proxy)),
                    "the second range fetched ahead, while nothing more is read")
         assert sum(1 for _ in records) + 1 == BATCHES * RECORDS_PER_BATCH
+
+
+_SCAN_THEN_EXIT = """
+import sys
+import pylog
+options = {**OPTIONS, "config_kwargs": {"read_timeout": 120}}
+with pylog.Log.open(URL, read_only=True, storage_options=options) as log:
+    records = log.records(max_bytes=1 << 20)
+    next(records)
+    print("first read done", flush=True)
+    sys.stdin.readline()
+    for _ in range(20 * RECORDS_PER_BATCH):
+        next(records)  # the next reads: the first fetched ahead, it fetches the next range ahead
+    print("second read done", flush=True)
+"""
+
+
+def test_a_process_exits_while_its_scan_fetches_ahead_from_a_stalled_store(s3, segment_url):
+    proxy = s3.faulty()
+    code = (f"OPTIONS = {proxy.storage_options!r}\nURL = {segment_url!r}\nRECORDS_PER_BATCH = {RECORDS_PER_BATCH}\n"
+            + _SCAN_THEN_EXIT)
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline() == "first read done\n"
+        proxy = s3.faulty(s3.Fault("stall", times=float("inf"), method="GET", path=".log", stall_s=120))
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        assert child.stdout.readline() == "second read done\n"
+        wait_until(lambda: proxy.count("GET", ".log", answer="stall") == 1, "the range fetched ahead stalled")
+        assert child.wait(timeout=60) == 0  # not held until the stalled fetch gives up (120 s)
+    finally:
+        child.kill()
+        s3.faulty()
