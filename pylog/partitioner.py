@@ -1,7 +1,11 @@
 """Kafka's default partitioner: murmur2 of the key bytes, made positive, modulo the
-partition count (``org.apache.kafka.common.utils.Utils.murmur2``)."""
+partition count (``org.apache.kafka.common.utils.Utils.murmur2``), and the producer's
+:class:`StickyPartitioner` (Kafka's ``BuiltInPartitioner``): keyed records by the key,
+records without a key to one partition per batch."""
 
 from __future__ import annotations
+
+import itertools
 
 _M = 0x5BD1E995
 _SEED = 0x9747B28C
@@ -60,3 +64,42 @@ def _positive_hash(key) -> int:
             _HASHES.clear()
         _HASHES[key] = h
     return h
+
+
+class StickyPartitioner:
+    """A producer's choice of partition for records without an explicit one: Kafka's
+    partitioner for a key, else the topic's sticky partition, which moves on (round
+    robin) each time a batch is opened for keyless records (:meth:`on_new_batch`), as
+    Kafka's producer fills one batch at a time. Memory only; the caller gives the
+    topic's partition count (it owns the topic metadata). O(1) besides the key's hash."""
+
+    def __init__(self):
+        self._sticky: dict[str, int] = {}
+        self._round_robin = itertools.count()
+
+    def partition(self, topic: str, key, num_partitions: int) -> int:
+        if key is not None:
+            return partition_for_key(key, num_partitions)
+        sticky = self._sticky.get(topic)
+        if sticky is None or sticky >= num_partitions:
+            sticky = self._sticky[topic] = next(self._round_robin) % num_partitions
+        return sticky
+
+    def on_new_batch(self, topic: str) -> None:
+        """A batch was opened for keyless records of ``topic``: the next one goes elsewhere."""
+        self._sticky.pop(topic, None)
+
+    @staticmethod
+    def runs_by_key(keys: list, num_partitions: int, sizes) -> list:
+        """``(partition, positions, sizes.of(positions))`` for the records of each partition
+        the partitioner picks for ``keys`` (partition None: the keyless records, which go
+        to the sticky partition). O(records)."""
+        keyless = [i for i, key in enumerate(keys) if key is None] if None in keys else []
+        keyed = [i for i, key in enumerate(keys) if key is not None] if keyless else range(len(keys))
+        by_partition: dict = {}
+        for position, p in zip(keyed, partitions_for_keys([keys[i] for i in keyed] if keyless else keys,
+                                                         num_partitions)):
+            by_partition.setdefault(p, []).append(position)
+        if keyless:
+            by_partition[None] = keyless
+        return [(p, positions, sizes.of(positions)) for p, positions in by_partition.items()]

@@ -14,7 +14,7 @@ PYLOG = Path(__file__).resolve().parent.parent / "pylog"
 
 RULES = [
     ("an int limit (layout.INT32_MAX, INT64_MAX)", r"2 ?\*\* ?(31|63) ?- ?1|0x7fffffff", {"layout.py"}),
-    ("the sequence modulus (layout.SEQUENCE_MODULUS)", r"% ?\(2 ?\*\* ?31\)", {"layout.py"}),
+    ("the sequence modulus (layout.SEQUENCE_MODULUS)", r"% ?\(?2 ?\*\* ?31\b(?! ?-)", {"layout.py"}),
     ("the clock (record.encode.now_ms)", r"time\.time\(\) ?\* ?1000|time_ns\(\) ?// ?1_?000_?000\b",
      {"record/encode.py"}),
     ("a segment file name (layout.segment_file_name)", r":0?20d\}", set()),
@@ -42,7 +42,7 @@ def test_the_fact_is_written_only_by_its_owner(what, pattern, owners):
 
 
 def test_the_rules_find_what_they_look_for():
-    samples = ["x = 2**31 - 1", "seq % (2**31)", "int(time.time() * 1000)", 'f"{base:020d}.log"',
+    samples = ["x = 2**31 - 1", "seq % 2**31", "int(time.time() * 1000)", 'f"{base:020d}.log"',
                'name.endswith(".log")', 'os.path.join(root, f"{topic}-{p}")']
     for (what, pattern, _), sample in zip(RULES, samples):
         assert re.search(pattern, sample), what

@@ -8,7 +8,7 @@ value version 3), checked first against the group's membership under the group's
 generation were current then. Every completed rebalance appends a GroupMetadata record
 (value version 3, the members' subscriptions and assignments in the consumer protocol);
 deleting a group appends tombstones for its offsets and metadata. A transactional commit
-(``producer=``) is a batch of the producer's transaction and counts only if it commits.
+(``sender=``) is a batch of the producer's transaction and counts only if it commits.
 
 Committed offsets are read back by replaying the partition (``isolation="committed"``),
 incrementally (pylog/coordinator/tail.py). Durability: an append reaches the operating
@@ -109,15 +109,15 @@ class GroupCoordinator(PerRoot):
 
     # -- writing -------------------------------------------------------------------------------
     def commit_offsets(self, group_id: str, offsets: dict, *, generation: int = -1, member_id: str = "",
-                       producer=None) -> None:
+                       sender=None) -> None:
         """Append the offsets of ``offsets`` (``{(topic, partition): offset |
         OffsetAndMetadata}``) as one batch if the member and generation are current
         (else :class:`IllegalGenerationError`, :class:`RebalanceInProgressError` or
-        :class:`UnknownMemberIdError`, and nothing is written). ``producer``: a
-        transactional :class:`~pylog.clients.producer.Producer`, whose transaction the
-        batch joins. Cost: one append of len(offsets) records under the group's mutex, by
-        this process or by the one holding the partition's log (``WriterPool.append``: a
-        round trip)."""
+        :class:`UnknownMemberIdError`, and nothing is written). ``sender``: a
+        transactional producer's :class:`~pylog.clients.sender.Sender`, whose
+        ``append_atomic`` appends the batch in its transaction. Cost: one append of
+        len(offsets) records under the group's mutex, by this process or by the one
+        holding the partition's log (``WriterPool.append``: a round trip)."""
         records = self.offset_records(group_id, offsets)
         if not records:
             return
@@ -129,8 +129,8 @@ class GroupCoordinator(PerRoot):
             elif generation >= 0 or member_id:
                 membership.check_commit({"members": {}, "generation": 0, "state": "Empty"}, member_id, generation)
             tp = self.offsets_partition(group_id)
-            if producer is not None:
-                producer._append_now(tp, records)
+            if sender is not None:
+                sender.append_atomic(tp, records)
             else:
                 self.pool.append(*tp, records)
 

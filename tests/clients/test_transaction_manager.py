@@ -1,6 +1,6 @@
 """``TransactionManager``: the transaction state machine (a transition table, as Kafka's
 ``TransactionManagerTest``), sequences wrapping at ``SEQUENCE_MODULUS``, fencing by a newer
-instance."""
+instance, and a producer that cannot write outside its transaction."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import itertools
 
 import pytest
 
+from pylog.clients import Producer
 from pylog.clients.transaction_manager import State, TransactionManager, is_transition_valid
 from pylog.clients.writers import WriterPool
 from pylog.errors import ClientStateError, ProducerFencedError, TransactionAbortableError
@@ -117,3 +118,12 @@ def test_a_producer_without_idempotence_numbers_nothing(root):
     finally:
         pool.release()
 
+
+def test_a_producer_cannot_write_to_a_partition_of_its_last_transaction_once_it_ended(root):
+    make_topic(root, "t", 1)
+    with Producer(root, transactional_id="tx") as producer:
+        producer.begin_transaction()
+        producer.send("t", b"in", partition=0).get(5)
+        producer.commit_transaction()
+        with pytest.raises(ClientStateError, match="outside a transaction"):
+            producer.send("t", b"after", partition=0)
