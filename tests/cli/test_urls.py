@@ -430,3 +430,29 @@ def test_a_tiered_partition_url_reads_as_its_log_dir_does(capsys, aws_env, tiere
     for command in ("describe", "get-offsets", "verify"):
         same_output(capsys, [command, url, "--remote-log-metadata", metadata],
                     [command, partition_url, "--remote-log-metadata", metadata], local=url, url=partition_url)
+
+
+def test_verify_reports_a_wrong_index_entry_naming_the_index_object(capsys, s3, aws_env, copied, tmp_path):
+    """A segment whose offset index points between batches: the index's problem as the local
+    run says it, naming the object's URL. (Opened on disk, the last segment's tail is also
+    walked from that entry, which reports the batch there as torn: an object is read whole
+    from its start, so only the index is wrong.)"""
+    import shutil
+
+    from pylog.layout import OFFSET_INDEX_ENTRY
+    root, _ = copied
+    local = tmp_path / "events-0"
+    local.mkdir()
+    first = min((root / "events-0").glob("*.log"))
+    for suffix in (".log", ".timeindex"):
+        shutil.copy(first.with_suffix(suffix), local / first.with_suffix(suffix).name)
+    (local / first.with_suffix(".index").name).write_bytes(OFFSET_INDEX_ENTRY.pack(3, 7))
+    url = s3.url(s3.bucket(), "events-0")
+    s3.upload_dir(local, url)
+    code, expected, err = run(capsys, "verify", local)
+    assert code == 1 and "does not point at a batch start" in expected, expected
+    code, got, err = run(capsys, "verify", url)
+    assert code == 1, err
+    index_problem = f"{url}/{first.stem}.index: entry (3, position 7) does not point at a batch start"
+    assert got.splitlines() == [index_problem, "1 partition(s) checked, 1 problem(s)"]
+    assert index_problem.replace(url, str(local)) in expected.splitlines()
