@@ -169,12 +169,12 @@ class Files:
         m = TIERED_NAME.fullmatch(os.path.basename(url))
         if m is None or not is_url(url):
             return None
-        key = url[: len(url) - len(m["suffix"])] + "rsm-manifest"
-        if key not in self._manifests:
+        manifest_url = url[: len(url) - len(m["suffix"])] + "rsm-manifest"
+        if manifest_url not in self._manifests:
             from pylog.remote.aiven import read_manifest
-            store, name = self.object(key)
-            self._manifests[key] = read_manifest(store, name) if store.exists(name) else None
-        return self._manifests[key]
+            store, key = self.object(manifest_url)
+            self._manifests[manifest_url] = read_manifest(store, key) if store.exists(key) else None
+        return self._manifests[manifest_url]
 
     def say_what_kafka_takes(self, path: str) -> None:
         """On stderr, why Kafka's DumpLogSegments would not read ``path`` as pylog does, if so."""
