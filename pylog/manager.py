@@ -267,15 +267,16 @@ class LogManager:
     # -- the remote part of each log (pylog/log/tiered.py) ----------------------------------
     def _attach_remote(self, log: Log) -> None:
         """Give ``log`` its tiered segments in ``remote_storage`` (none there: none)."""
-        if self.remote_storage is None:
+        from pylog.remote.metadata import METADATA_TOPIC
+        if self.remote_storage is None or log.topic == METADATA_TOPIC:  # the metadata is never tiered
             return
         try:
             if self._remote_log_dir is None:
                 from pylog.remote.log_dir import RemoteLogDir
-                from pylog.remote.metadata import METADATA_TOPIC
                 metadata = self.remote_log_metadata
-                if metadata is None and METADATA_TOPIC in self.topics():
-                    metadata = self.root  # this log dir tiers its own logs: its records say what is live
+                if metadata is None and METADATA_TOPIC in self.topics():  # this log dir tiers its own logs
+                    tiering = self._remote_log_manager  # its records as its tiering wrote them, in memory
+                    metadata = self.root if tiering is None else tiering.metadata
                 self._remote_log_dir = RemoteLogDir(self.remote_storage, storage_options=self.storage_options,
                                                     remote_log_metadata=metadata, encryption_key=self._encryption_key)
             log.remote = self._remote_log_dir.log(log.topic, log.partition)
@@ -293,9 +294,7 @@ class LogManager:
         with self._lock:
             if self.remote_storage is None:
                 return
-            if self._remote_log_dir is not None:
-                self._remote_log_dir.close()
-            self._remote_log_dir = None
+            self._remote_log_dir = None  # not closed: reads in progress finish on it (it holds no descriptor)
             for log in self._logs.values():
                 self._attach_remote(log)
 

@@ -98,10 +98,13 @@ class RemoteLogManager:
         return self._metadata_writer().metadata
 
     def _metadata_writer(self) -> RemoteLogMetadataWriter:
-        if self._writer is None:
-            self._writer = RemoteLogMetadataWriter(self.manager, partitions=self.metadata_partitions,
-                                                   broker_id=self.broker_id)
-        return self._writer
+        """The one writer (and replayed state) of this log dir's ``__remote_log_metadata``,
+        made on first use under the manager's lock (its logs' remote parts read its state)."""
+        with self.manager._lock:
+            if self._writer is None:
+                self._writer = RemoteLogMetadataWriter(self.manager, partitions=self.metadata_partitions,
+                                                       broker_id=self.broker_id)
+            return self._writer
 
     # -- the background task -----------------------------------------------------------------
     def start(self, interval_ms: int | None = None) -> None:
@@ -163,6 +166,8 @@ class RemoteLogManager:
                 return
             self._copy(log, topic_id, candidate)
             result.copied.setdefault(key, []).append(candidate.base_offset)
+        if key in result.copied:  # reads find the copies before their local segments go
+            self.manager.refresh_remote()
         copied_end = self._copied_end(log, topic_id)
         deleted = enforce_retention(log, now, remote_end_offset=copied_end)
         if deleted:

@@ -293,3 +293,14 @@ def test_while_the_store_is_down_appends_go_on_and_the_task_copies_once_it_is_ba
         wait_until(lambda: live(m) and log.local_log_start_offset == live(m)[-1].end_offset + 1,
                    "the task to copy the segments and delete them locally")
         assert (live(m)[0].start_offset, log.log_end_offset) == (0, 30)
+
+
+
+def test_a_round_lets_reads_find_the_copies_before_it_deletes_their_local_segments(tmp_path, s3, bucket_url):
+    """The background task's round alone (no listing after it yet): the partition reads whole."""
+    with open_tiering(tmp_path, bucket_url, s3.storage_options) as m:
+        fill(m.create_topic("events", config={**TIERED, "local_retention_bytes": 0}))
+        log = m.log("events", 0)
+        m._remote_log_manager.run_once()  # what the task runs, before it lists the store again
+        assert log.local_log_start_offset > 0
+        assert [r.offset for r in log.records()] == list(range(log.log_end_offset))
