@@ -22,7 +22,7 @@ _CANONICAL = ["path", "subscribe", "subscribePattern", "assign", "startingOffset
               "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
               "startingOffsetsByTimestampStrategy", "minPartitions", "maxRecordsPerPartition", "isolationLevel",
               "failOnDataLoss", "includeHeaders", "maxOffsetsPerTrigger", "topic", "partitions", "reader",
-              "storage_options"]
+              "storage_options", "remote_storage"]
 #: option names as users write them (Spark hands them over lower-cased)
 DISPLAY = {name.lower(): name for name in _CANONICAL}
 
@@ -36,7 +36,7 @@ KNOWN = {
     "startingtimestamp", "endingtimestamp", "startingoffsetsbytimestamp", "endingoffsetsbytimestamp",
     "startingoffsetsbytimestampstrategy", "minpartitions", "maxrecordsperpartition", "isolationlevel",
     "kafka.isolation.level", "failondataloss", "includeheaders", "maxoffsetspertrigger", "topic",
-    "partitions", "pushdown", "reader", "storage_options",
+    "partitions", "pushdown", "reader", "storage_options", "remote_storage",
 }
 #: option names taken as Hadoop settings (as Spark's file sources take them)
 HADOOP_PREFIX = "fs."
@@ -69,6 +69,8 @@ class ReadOptions:
     exclude_internal_topics: bool = True
     #: fsspec's options for a log dir in object storage (never shown: it may hold credentials)
     storage_options: dict | None = field(default=None, repr=False, compare=False)
+    #: where the tiered segments of a local log dir's topics are (``LogManager(root, remote_storage=url)``)
+    remote_storage: str | None = None
 
 
 def parse_read_options(options: dict, *, streaming: bool = False) -> ReadOptions:
@@ -135,6 +137,7 @@ def parse_read_options(options: dict, *, streaming: bool = False) -> ReadOptions
         reader=reader,
         exclude_internal_topics=_bool_option(opts, "kafka.exclude.internal.topics", True),
         storage_options=storage_options(opts),
+        remote_storage=opts.get("remote_storage") or None,
     )
 
 

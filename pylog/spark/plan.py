@@ -7,6 +7,8 @@ The log dir is a local path or an object-store URL (``s3://``, ``s3a://``, ``gs:
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
 import os
 import re
@@ -16,7 +18,9 @@ import numpy as np
 
 from pylog.cli.common import is_partition_dir, open_manager
 from pylog.remote.log_dir import local_path, remote_target
-from pylog.errors import InvalidConfigError, OffsetOutOfRangeError, PylogError, UnknownTopicError
+from pylog.errors import (
+    InvalidConfigError, LogDirNotFoundError, OffsetOutOfRangeError, PylogError, UnknownTopicError,
+)
 from pylog.layout import INTERNAL_TOPICS
 from pylog.log.offsets import latest_offset
 from pylog.partition_dir import nested_log_dirs, parse_partition_dir, partition_dir_name
@@ -37,31 +41,46 @@ class OffsetRange:
     end: int
     #: fsspec's options for a log dir in object storage (never shown: it may hold credentials)
     storage_options: dict | None = field(default=None, repr=False, compare=False)
+    #: the URL of the tiered segments of a local log dir (reads below its local start go there)
+    remote_storage: str | None = None
 
     @property
     def size(self) -> int:
         return self.end - self.start
 
 
-def open_log_dir(root: str, storage_options: dict | None = None):
-    """The log dir ``root``, read only: a local ``LogManager``, or a ``RemoteLogDir`` for an
-    object-store URL (one listing of the store when it opens). Raises
+def open_log_dir(root: str, storage_options: dict | None = None, remote_storage: str | None = None):
+    """The log dir ``root``, read only: a local ``LogManager`` (whose logs read below their
+    local start from the tiered segments in ``remote_storage``, when given), or a
+    ``RemoteLogDir`` for an object-store URL (one listing of the store when it opens). Raises
     :class:`LogDirNotFoundError` for a missing local dir, :class:`StorageError` (naming the
     URL, never credentials) when the store cannot be listed."""
     from pylog.manager import LogManager
     if remote_target(root) is not None:
         return LogManager(root, read_only=True, storage_options=storage_options)
+    if remote_storage is not None:
+        if not os.path.isdir(local_path(root)):
+            raise LogDirNotFoundError(f"no log dir at {root}")
+        return LogManager(local_path(root), read_only=True, remote_storage=remote_storage,
+                          storage_options=storage_options)
     return open_manager(local_path(root), read_only=True)
 
 
+@contextlib.contextmanager
 def open_log(r: "OffsetRange"):
-    """The partition of range ``r``, read only (cost: :meth:`Log.open`, a listing of the
-    partition's objects for a URL)."""
+    """``with open_log(r) as log``: the partition of range ``r``, read only (cost:
+    :meth:`Log.open`; a listing of the partition's objects for a URL or a ``remote_storage``)."""
     from pylog.log import Log
     name = partition_dir_name(r.topic, r.partition)
-    if remote_target(r.root) is not None:
-        return Log.open(f"{r.root.rstrip('/')}/{name}", read_only=True, storage_options=r.storage_options)
-    return Log.open(os.path.join(local_path(r.root), name), read_only=True)
+    if r.remote_storage is not None:
+        with open_log_dir(r.root, r.storage_options, r.remote_storage) as manager:
+            yield manager.log(r.topic, r.partition)
+    elif remote_target(r.root) is not None:
+        with Log.open(f"{r.root.rstrip('/')}/{name}", read_only=True, storage_options=r.storage_options) as log:
+            yield log
+    else:
+        with Log.open(os.path.join(local_path(r.root), name), read_only=True) as log:
+            yield log
 
 
 def require_log_dir(root: str, storage_options: dict | None = None) -> None:
@@ -69,9 +88,14 @@ def require_log_dir(root: str, storage_options: dict | None = None) -> None:
     readers): not a missing path, not a partition directory, not a directory that holds log
     dirs but no partition (a replica set's root). An empty directory is a log dir with no
     topic yet. Lists ``root`` and its subdirectories up to the first partition directory;
-    a URL is listed once through the store (a bucket that cannot be read fails here)."""
+    a URL is listed once through the store, and fails when it cannot be read or holds no
+    partition (a missing bucket or prefix)."""
     if remote_target(root) is not None:
-        open_log_dir(root, storage_options).close()
+        with open_log_dir(root, storage_options) as log_dir:
+            if not log_dir.topics():  # object storage has no empty directories: nothing is there
+                from pylog.remote.store import redact
+                raise LogDirNotFoundError(f"no log dir at {redact(root)}: no partition is stored below it (is the "
+                                          f"bucket or prefix right?)")
         return
     root = local_path(root)
     if not os.path.isdir(root):
@@ -146,7 +170,7 @@ def plan_ranges(opts: ReadOptions) -> list[OffsetRange]:
     subscribed topic the log dir lacks is an :class:`UnknownTopicError` (a typo would read
     nothing), as Spark's Kafka source fails on a topic the cluster lacks."""
     ranges = []
-    with open_log_dir(opts.root, opts.storage_options) as manager:
+    with open_log_dir(opts.root, opts.storage_options, opts.remote_storage) as manager:
         unknown = [t for t in opts.subscribe or () if t not in manager.topics()]
         if unknown:  # a stream waits for a topic to appear; a batch query would read nothing
             raise UnknownTopicError(f"option subscribe names topics {unknown} that {opts.root} does not have")
@@ -160,7 +184,7 @@ def plan_ranges(opts: ReadOptions) -> list[OffsetRange]:
             if start > end:
                 raise InvalidConfigError(f"{topic}-{p}: starting offset {start} is after the ending offset {end}")
             if end > start:
-                ranges.append(OffsetRange(opts.root, topic, p, start, end, opts.storage_options))
+                ranges.append(OffsetRange(opts.root, topic, p, start, end, opts.storage_options, opts.remote_storage))
         return split_ranges(manager, ranges, opts.min_partitions, opts.max_records_per_partition)
 
 
@@ -199,8 +223,7 @@ def split_ranges(manager, ranges: list[OffsetRange], min_partitions: int | None,
             if bounds[-1] < snapped < r.end:
                 bounds.append(snapped)
         bounds.append(r.end)
-        out += [OffsetRange(r.root, r.topic, r.partition, a, b, r.storage_options)
-                for a, b in zip(bounds, bounds[1:]) if b > a]
+        out += [dataclasses.replace(r, start=a, end=b) for a, b in zip(bounds, bounds[1:]) if b > a]
     return out
 
 
@@ -242,7 +265,7 @@ def prune_ranges(ranges: list[OffsetRange], pruned: dict) -> list[OffsetRange]:
         start = max(r.start, pruned.get("offset_min", r.start))
         end = min(r.end, pruned.get("offset_max", r.end))
         if end > start:
-            out.append(OffsetRange(r.root, r.topic, r.partition, start, end, r.storage_options))
+            out.append(dataclasses.replace(r, start=start, end=end))
     return out
 
 
@@ -256,14 +279,14 @@ def _seek_timestamps(ranges, timestamp_ms: int):
         return ranges
     firsts = {}
     out = []
-    with open_log_dir(ranges[0].root, ranges[0].storage_options) as manager:
+    with open_log_dir(ranges[0].root, ranges[0].storage_options, ranges[0].remote_storage) as manager:
         for r in ranges:
             key = (r.topic, r.partition)
             if key not in firsts:
                 firsts[key] = manager.log(*key).offset_for_timestamp(max(timestamp_ms - 1, 0))
             first = firsts[key]
             if first is not None and first < r.end:
-                out.append(OffsetRange(r.root, r.topic, r.partition, max(r.start, first), r.end, r.storage_options))
+                out.append(dataclasses.replace(r, start=max(r.start, first)))
     return out
 
 

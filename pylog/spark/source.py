@@ -186,7 +186,7 @@ class PylogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.available_now_end = None
 
     def _latest(self) -> dict:
-        with plan.open_log_dir(self.opts.root, self.opts.storage_options) as manager:
+        with plan.open_log_dir(self.opts.root, self.opts.storage_options, self.opts.remote_storage) as manager:
             out = {}
             for t, p in plan.topic_partitions(manager, self.opts):
                 out.setdefault(t, {})[str(p)] = latest_offset(manager.log(t, p), self.opts.isolation)
@@ -201,7 +201,7 @@ class PylogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         by_time = opts.starting_timestamp is not None or opts.starting_by_timestamp is not None
         if opts.starting == "latest" and not by_time:
             return latest
-        with plan.open_log_dir(opts.root, opts.storage_options) as manager:
+        with plan.open_log_dir(opts.root, opts.storage_options, opts.remote_storage) as manager:
             out = {}
             for t, parts in latest.items():
                 for p in parts:
@@ -243,7 +243,8 @@ class PylogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for p, until in parts.items():
                 since = start.get(t, {}).get(p, 0)
                 if until > since:
-                    r = plan.OffsetRange(self.opts.root, t, int(p), since, until, self.opts.storage_options)
+                    r = plan.OffsetRange(self.opts.root, t, int(p), since, until, self.opts.storage_options,
+                                         self.opts.remote_storage)
                     out.append(RangePartition(r, self.opts.include_headers, self.opts.isolation,
                                               self.opts.fail_on_data_loss))
         return out

@@ -7,8 +7,10 @@ of pushed filters); each reply is one line, ``{"root", "committed", "failOnDataL
 ``read_committed`` query: ``[[producer id, first offset], ...]`` of the aborted transactions
 overlapping the range, as the log's checked ``.txnindex`` files, or a replay of the log where
 they are missing or wrong, give them; else ``[]``), or ``{"error": message}`` for bad
-options or offsets. A request ``{"check": path}`` (at ``load()``) is answered ``{}`` when
-``path`` is a log dir to read, else with the error. It ends when stdin closes. One option parser and one range planner
+options or offsets. A request ``{"check": path, "options": {...}}`` (at ``load()``) is answered ``{}``
+when ``path`` is a log dir to read (for the JVM reader, a URL must hold a plain log dir, not a
+tiered layout), else with the error. A URL's options carry the session's ``fs.s3a.*`` Hadoop
+settings, taken as its storage options when the query gives none. It ends when stdin closes. One option parser and one range planner
 serve both readers (docs/spark.md).
 """
 
@@ -17,20 +19,26 @@ from __future__ import annotations
 import json
 import sys
 
-from pylog.errors import PylogError
+from pylog.errors import InvalidConfigError, PylogError
+from pylog.remote.layouts import LOG_DIR
+from pylog.remote.log_dir import remote_target
+from pylog.remote.store import redact
 from pylog.remote.log import RemoteLog
 from pylog.remote.segment import segment_at
 from pylog.spark.options import parse_read_options, storage_options
-from pylog.spark.plan import open_log, plan_ranges, prune_ranges, require_log_dir
+from pylog.spark.plan import open_log, open_log_dir, plan_ranges, prune_ranges, require_log_dir
 
 
 def plan_request(request: dict) -> dict:
     """The reply for one request (see the module docstring)."""
     if "check" in request:
         options = {k.lower(): v for k, v in (request.get("options") or {}).items()}
-        require_log_dir(request["check"], storage_options(options))
+        _check(request["check"], options, jvm=options.get("reader", "auto").lower() != "python")
         return {}
     opts = parse_read_options(request["options"])
+    if opts.remote_storage is not None:
+        raise InvalidConfigError("option remote_storage (tiered segments below the local log start) is read by the "
+                                 "Python source: add option reader=python")
     pruned = dict(request.get("pruned") or {})
     for key in ("topic", "partition"):
         if key in pruned:
@@ -40,6 +48,19 @@ def plan_request(request: dict) -> dict:
     aborted = _aborted_transactions(ranges) if committed else {}
     return {"root": opts.root, "committed": committed, "failOnDataLoss": opts.fail_on_data_loss,
             "ranges": [[r.topic, r.partition, r.start, r.end, aborted.get(r, [])] for r in ranges]}
+
+
+def _check(root: str, options: dict, *, jvm: bool) -> None:
+    """``require_log_dir``, and for the JVM reader a log dir in object storage must be a plain
+    one (``<topic>-<partition>/`` of segment files, which it lists through Hadoop): a tiered
+    layout is read by the Python source."""
+    if not jvm or remote_target(root) is None:
+        require_log_dir(root, storage_options(options))
+        return
+    with open_log_dir(root, storage_options(options)) as log_dir:
+        if log_dir.layout != LOG_DIR:
+            raise InvalidConfigError(f"{redact(root)} holds Kafka's tiered layout ({log_dir.layout}), which the JVM "
+                                     f"reader does not read: read it with option reader=python")
 
 
 def _aborted_transactions(ranges) -> dict:
