@@ -453,3 +453,16 @@ def test_verify_reports_a_wrong_index_entry_naming_the_index_object(capsys, s3, 
     index_problem = f"{url}/{first.stem}.index: entry (3, position 7) does not point at a batch start"
     assert got.splitlines() == [index_problem, "1 partition(s) checked, 1 problem(s)"]
     assert index_problem.replace(url, str(local)) in expected.splitlines()
+
+
+def test_dump_decodes_remote_log_metadata_objects_as_their_files(capsys, s3, aws_env, tiered_with_metadata):
+    _, metadata, _, _ = tiered_with_metadata
+    segment = min((metadata / "__remote_log_metadata-0").glob("*.log"))
+    url = s3.url(s3.bucket(), "__remote_log_metadata-0")
+    s3.upload_dir(segment.parent, url)
+    options = ["--remote-log-metadata-decoder"]
+    code, expected, _ = run(capsys, "dump", *options, segment)
+    code, got, err = run(capsys, "dump", *options, f"{url}/{segment.name}")
+    assert code == 0, err
+    assert got.replace(f"{url}/{segment.name}", str(segment)) == expected
+    assert expected.count("state=COPY_SEGMENT_STARTED") == 2 and expected.count("state=COPY_SEGMENT_FINISHED") == 1
