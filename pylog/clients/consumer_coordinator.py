@@ -10,7 +10,7 @@ a file (pylog/coordinator/group_membership.py), its commits in ``__consumer_offs
 on, so a member that lost its partitions cannot overwrite the positions of their new owner.
 
 Threads: everything runs in the consumer's thread (inside ``poll``, where the listener
-runs), except the heartbeat, which a background thread sends every
+runs), except the heartbeat, which a :class:`HeartbeatThread` sends every
 ``heartbeat_interval_ms``; it also leaves the group when ``poll`` was not called for
 ``max_poll_interval_ms``, as Kafka's heartbeat thread does.
 """
@@ -83,8 +83,7 @@ class ConsumerCoordinator:
         self._next_metadata_check = 0.0
         self._last_poll = time.monotonic()
         self._watch: _FileWatch | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._heartbeat: HeartbeatThread | None = None
         self._lock = threading.RLock()
 
     def _group_coordinator(self) -> GroupCoordinator:
@@ -277,35 +276,31 @@ class ConsumerCoordinator:
             self._subscriptions.set_assignment(new)
             self._subscriptions.listener.on_partitions_assigned(set(new))
 
-    # -- the heartbeat thread -----------------------------------------------------------------
+    # -- the heartbeat thread's turn ---------------------------------------------------------
     def _start_heartbeat(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._beat, args=(self._stop,), name="pylog-heartbeat",
-                                            daemon=True)
-            self._thread.start()
+        if self._heartbeat is None:
+            self._heartbeat = HeartbeatThread(self.beat, self.heartbeat_interval_ms)
 
-    def _beat(self, stop: threading.Event) -> None:
-        """Heartbeats; and, as Kafka's heartbeat thread does, leaves the group when
-        ``poll`` was not called for ``max_poll_interval_ms`` (its partitions go to members
-        that do poll; the next ``poll`` rejoins)."""
-        interval = self.heartbeat_interval_ms / 1000
-        membership = self._membership
-        while not stop.wait(interval):
-            member_id = self.member_id
-            if member_id is None:
-                continue
-            if time.monotonic() - self._last_poll > self.max_poll_interval_ms / 1000:
-                with self._lock:
-                    if self.member_id == member_id:
-                        membership.leave(member_id)
-                        self.member_id, self._rejoin = None, True
-                continue
-            try:
-                membership.heartbeat(member_id)
-            except UnknownMemberIdError:
-                self._watch.mark_stale()  # poll() finds out and rejoins
-            except Exception:  # a transient file error: the next beat retries
-                pass
+    def beat(self) -> None:
+        """One heartbeat (from the heartbeat thread); and, as Kafka's heartbeat thread does,
+        leave the group when ``poll`` was not called for ``max_poll_interval_ms`` (its
+        partitions go to members that do poll; the next ``poll`` rejoins). Cost: one
+        rewrite of the group's file under its mutex."""
+        member_id, membership = self.member_id, self._membership
+        if member_id is None or membership is None:
+            return
+        if time.monotonic() - self._last_poll > self.max_poll_interval_ms / 1000:
+            with self._lock:
+                if self.member_id == member_id:
+                    membership.leave(member_id)
+                    self.member_id, self._rejoin = None, True
+            return
+        try:
+            membership.heartbeat(member_id)
+        except UnknownMemberIdError:
+            self._watch.mark_stale()  # poll() finds out and rejoins
+        except Exception:  # a transient file error: the next beat retries
+            pass
 
     # -- leaving ----------------------------------------------------------------------------
     def leave_group(self) -> None:
@@ -314,11 +309,10 @@ class ConsumerCoordinator:
         membership, self._membership = self._membership, None
         if membership is None:
             return
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        heartbeat, self._heartbeat = self._heartbeat, None
+        if heartbeat is not None:
+            heartbeat.stop()
         member_id = self.member_id
-        self._thread, self._stop = None, threading.Event()
         self.member_id, self.generation, self._rejoin, self._metadata = None, -1, True, None
         try:
             if member_id is not None:
@@ -334,6 +328,26 @@ class ConsumerCoordinator:
             groups, self._groups = self._groups, None
             if groups is not None:
                 groups.release()
+
+
+class HeartbeatThread:
+    """The background thread of a group member (Kafka's ``AbstractCoordinator.HeartbeatThread``):
+    calls ``beat()`` every ``interval_ms`` from when it is made until :meth:`stop`."""
+
+    def __init__(self, beat, interval_ms: int):
+        self._beat, self._interval_s = beat, interval_ms / 1000
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pylog-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self._interval_s):
+            self._beat()
+
+    def stop(self) -> None:
+        """Stop, after the beat under way (if any)."""
+        self._stopped.set()
+        self._thread.join()
 
 
 class _FileWatch(StatWatch):
