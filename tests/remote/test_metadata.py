@@ -48,7 +48,8 @@ def writer(root):
 @pytest.mark.parametrize("topic_id, partition, expected_of_50, expected_of_7", [
     ("AAAAAAAAAAAAAAAAAAAAAA", 0, 6, 2), ("AAAAAAAAAAAAAAAAAAAAAA", 1, 30, 2), ("AAAAAAAAAAAAAAAAAAAAAA", 5, 0, 6),
     ("AAAAAAAAAAAAAAAAAAAAAA", 123456, 32, 2), ("kJ1s_8ZzQ1ieXyW3hU2h6g", 0, 4, 4),
-    ("kJ1s_8ZzQ1ieXyW3hU2h6g", 1, 36, 4), ("kJ1s_8ZzQ1ieXyW3hU2h6g", 5, 49, 5), ("kJ1s_8ZzQ1ieXyW3hU2h6g", 123456, 25, 4),
+    ("kJ1s_8ZzQ1ieXyW3hU2h6g", 1, 36, 4), ("kJ1s_8ZzQ1ieXyW3hU2h6g", 5, 49, 5),
+    ("kJ1s_8ZzQ1ieXyW3hU2h6g", 123456, 25, 4),
 ])
 def test_metadata_partition_is_the_one_kafkas_remote_log_metadata_topic_partitioner_picks(
         topic_id, partition, expected_of_50, expected_of_7):
@@ -153,7 +154,8 @@ def test_opening_a_log_dir_without_the_metadata_topic_says_so(tmp_path):
     assert sorted(os.listdir(tmp_path)) == before
 
 
-@pytest.mark.parametrize("text", ["short", "kJ1s_8ZzQ1ieXyW3hU2h6g==x", "kJ1s_8ZzQ1ieXyW3hU2h6h", 12, b"15 bytes long.."])
+@pytest.mark.parametrize("text", ["short", "kJ1s_8ZzQ1ieXyW3hU2h6g==x", "kJ1s_8ZzQ1ieXyW3hU2h6h", 12,
+                                  b"15 bytes long.."])
 def test_a_topic_id_that_is_no_kafka_uuid_is_refused(text):
     with pytest.raises(InvalidConfigError, match="is not a Kafka uuid"):
         uuid_bytes(text)

@@ -98,7 +98,8 @@ def test_pull_of_a_topic_not_there_says_so(tmp_path, s3, tiered):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(UnknownTopicError, match="no partition of topic 'other'"):
-            pull(url, tmp_path / "restored", topic="other", remote_log_metadata=root, storage_options=s3.storage_options)
+            pull(url, tmp_path / "restored", topic="other", remote_log_metadata=root,
+                 storage_options=s3.storage_options)
     assert not (tmp_path / "restored").exists()
 
 
@@ -111,7 +112,8 @@ def test_pull_of_a_log_dir_copied_to_a_bucket_gives_its_segments_back(tmp_path, 
     url = s3.url(s3.bucket(), "copy")
     s3.upload_dir(tmp_path / "logs", url)
     [restored] = pull(url, tmp_path / "restored", storage_options=s3.storage_options)
-    assert {b: (tmp_path / "restored" / "plain-0" / f"{b:020d}.log").read_bytes() for b in restored.base_offsets} == logs
+    restored_dir = tmp_path / "restored" / "plain-0"
+    assert {b: (restored_dir / f"{b:020d}.log").read_bytes() for b in restored.base_offsets} == logs
 
 
 def test_pull_of_zstd_compressed_chunks_writes_the_segments_original_bytes(tmp_path, s3):
