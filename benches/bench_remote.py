@@ -58,7 +58,8 @@ class ServerProcess(S3Endpoint):
         self.endpoint_url = f"http://127.0.0.1:{self.port}"
         self.storage_options = _storage_options(self.endpoint_url)
         options = self.storage_options
-        self.client = boto3.client("s3", endpoint_url=self.endpoint_url, region_name=options["client_kwargs"]["region_name"],
+        self.client = boto3.client("s3", endpoint_url=self.endpoint_url,
+                                   region_name=options["client_kwargs"]["region_name"],
                                    aws_access_key_id=options["key"], aws_secret_access_key=options["secret"])
         self._names = iter(range(1 << 30))
         self._proxy: _Proxy | None = None
@@ -220,5 +221,6 @@ def test_tiering_cost_to_an_appending_process(benchmark, s3, tmp_path):
     best_plain, best_tiered = max(plain), max(tiered)
     record_ratio("tiering: appends/s with tiering vs without", best_tiered[0] / best_plain[0], 0.9,
                  f"{TIER_MB} MiB of 1 KiB records, 4 MiB segments, a round every 100 ms")
-    record_figure("tiering appends", plain_records_per_s=round(best_plain[0]), tiered_records_per_s=round(best_tiered[0]),
+    record_figure("tiering appends", plain_records_per_s=round(best_plain[0]),
+                  tiered_records_per_s=round(best_tiered[0]),
                   segments_closed=best_tiered[1], copied_while_appending=best_tiered[2])
