@@ -388,9 +388,15 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         check_offset(offset, "offset")
         check_int(max_bytes, "max_bytes", OFFSET_RANGE)
         check_choice(isolation, "isolation", ISOLATIONS)
-        if tiered.reads_remote(self.remote, offset, self.local_log_start_offset):
-            return tiered.read(self.remote, offset, self.local_log_start_offset, max_bytes, isolation=isolation,
-                               max_offset=max_offset, min_one_message=min_one_message)
+        if self.remote is not None:  # tiered: below the local start, or once retention moved it past offset
+            return tiered.read_either(self, offset, max_bytes, isolation=isolation, max_offset=max_offset,
+                                      min_one_message=min_one_message, read_local=self._read_local)
+        return self._read_local(offset, max_bytes, isolation=isolation, max_offset=max_offset,
+                                min_one_message=min_one_message)
+
+    def _read_local(self, offset: int, max_bytes: int, *, isolation: str, max_offset: int | None,
+                    min_one_message: bool) -> FetchData:
+        """:meth:`read` from the local segments."""
 
         def limits() -> tuple[int, int]:  # under the lock: the log start, and where this read stops
             bound = {"uncommitted": self.log_end_offset, "high_watermark": self.high_watermark}.get(isolation)

@@ -6,6 +6,7 @@ RemoteLogManager). A :class:`~pylog.log.log.Log` holds its remote part in ``log.
 
 from __future__ import annotations
 
+from pylog.errors import OffsetOutOfRangeError
 from pylog.log.local import EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP
 
 
@@ -20,6 +21,26 @@ def log_start_offset(remote, local_start: int) -> int:
 def reads_remote(remote, offset: int, local_start: int) -> bool:
     """Whether a read at ``offset`` is served by the remote part."""
     return remote is not None and offset < local_start and offset >= log_start_offset(remote, local_start)
+
+
+def read_either(log, offset: int, max_bytes: int, *, isolation: str, max_offset: int | None, min_one_message: bool,
+                read_local):
+    """``log.read`` of a tiered log: the remote part below the local start, else the local
+    one; a local read that local retention overtook (the offset fell below the local start
+    while it ran, its segment now copied) is read again from the remote part. The local
+    start is read before the remote part, so a copy the remote part lists is never missed."""
+    for attempt in range(2):
+        local_start, remote = log.local_log_start_offset, log.remote
+        if reads_remote(remote, offset, local_start):
+            return read(remote, offset, local_start, max_bytes, isolation=isolation, max_offset=max_offset,
+                        min_one_message=min_one_message)
+        try:
+            return read_local(offset, max_bytes, isolation=isolation, max_offset=max_offset,
+                              min_one_message=min_one_message)
+        except OffsetOutOfRangeError:
+            if attempt or offset >= log.local_log_start_offset:
+                raise
+    raise AssertionError("unreachable")
 
 
 def read(remote, offset: int, local_start: int, max_bytes: int, *, isolation: str, max_offset: int | None,
