@@ -304,3 +304,33 @@ def test_a_round_lets_reads_find_the_copies_before_it_deletes_their_local_segmen
         m._remote_log_manager.run_once()  # what the task runs, before it lists the store again
         assert log.local_log_start_offset > 0
         assert [r.offset for r in log.records()] == list(range(log.log_end_offset))
+
+
+
+def test_reads_through_the_remote_part_never_see_a_gap_while_the_task_tiers(tmp_path, s3, bucket_url):
+    """The task copies segments while a reader reads the whole partition again and again: the
+    remote part must know of each copy before its local segment is deleted."""
+    with open_tiering(tmp_path, bucket_url, s3.storage_options, remote_log_manager_task_interval_ms=10) as m:
+        topic = m.create_topic("events", config={**TIERED, "local_retention_bytes": 0})
+        log = m.log("events", 0)
+        failures, done = [], threading.Event()
+
+        def read_all() -> None:
+            while not done.is_set():
+                end = log.log_end_offset
+                try:
+                    offsets = [r.offset for r in log.records(0, end)]
+                    assert offsets == list(range(end)), offsets
+                except Exception as e:  # noqa: BLE001 - any failure of a read is the finding
+                    failures.append(e)
+                    return
+        reader = threading.Thread(target=read_all)
+        reader.start()
+        try:
+            for batch in range(6):
+                fill(topic, 6)
+                wait_until(lambda: log.local_log_start_offset >= 5 * batch or failures, "the task to tier a batch")
+        finally:
+            done.set()
+            reader.join()
+        assert failures == [] and log.local_log_start_offset > 0
