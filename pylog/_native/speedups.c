@@ -11,7 +11,8 @@
  *   decode_records(buf, count, base_offset, base_timestamp, append_time, record_type[, topic,
  *                  partition, timestamp_type]) -> list
  *       Record objects (with headers), for the object decode: of this module's Record type
- *       built here, of any other class by calling it.
+ *       (or a subclass adding no field and no constructor) built here, of any other class
+ *       by calling it.
  *   Record
  *       pylog.record.Record (a C type with the attributes and behaviour of the pure-Python
  *       class in pylog/record/record.py).
@@ -508,12 +509,21 @@ static PyType_Spec record_spec = {
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, record_slots_spec,
 };
 
-/* A decoded record of the exact Record type: value, key, headers stolen, place borrowed. */
-static PyObject *new_record(PyObject *value, PyObject *key, PyObject *headers, int64_t offset, int64_t timestamp,
-                            PyObject **place) {
+/* 1 when decode_records may build instances of ``type`` itself: Record, or a subclass of the
+ * same memory whose construction is Record's (no __new__ or __init__ of its own to run). */
+static int built_here(PyObject *type) {
+    if (type == (PyObject *)record_type) return 1;
+    if (!PyType_Check(type) || !PyType_IsSubtype((PyTypeObject *)type, record_type)) return 0;
+    PyTypeObject *tp = (PyTypeObject *)type;
+    return same_memory(tp) && tp->tp_init == record_type->tp_init && tp->tp_new == record_type->tp_new;
+}
+
+/* A decoded record of a type built_here: value, key, headers stolen, place borrowed. */
+static PyObject *new_record(PyTypeObject *type, PyObject *value, PyObject *key, PyObject *headers, int64_t offset,
+                            int64_t timestamp, PyObject **place) {
     RecordObject *r;                                                 /* left untracked (see above) */
-    if (record_free_count) r = (RecordObject *)PyObject_Init((PyObject *)record_free[--record_free_count], record_type);
-    else r = PyObject_GC_New(RecordObject, record_type);
+    if (record_free_count) r = (RecordObject *)PyObject_Init((PyObject *)record_free[--record_free_count], type);
+    else r = PyObject_GC_New(RecordObject, type);
     if (!r) { Py_DECREF(value); Py_DECREF(key); Py_DECREF(headers); return NULL; }
     r->value = value; r->key = key; r->headers = headers;
     Py_INCREF(place[0]); r->topic = place[0];
@@ -555,7 +565,7 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
     PyObject_GC_UnTrack(out);
     PyObject *empty = PyTuple_New(0);
     if (!empty) { Py_DECREF(out); PyBuffer_Release(&view); return NULL; }
-    int exact = record_type_arg == (PyObject *)record_type;
+    int exact = built_here(record_type_arg);
     Py_ssize_t pos = 0;
     rec_t r;
     for (Py_ssize_t i = 0; i < count; i++) {
@@ -569,7 +579,7 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
         int64_t offset = base_offset + r.off_delta, ts = use_fixed ? fixed_ts : base_ts + r.ts_delta;
         PyObject *rec = NULL;
         if (exact) {
-            rec = new_record(value, key, headers, offset, ts, place);
+            rec = new_record((PyTypeObject *)record_type_arg, value, key, headers, offset, ts, place);
         } else {
             PyObject *argv[5] = {value, key, PyLong_FromLongLong(ts), headers, PyLong_FromLongLong(offset)};
             if (argv[2] && argv[4]) rec = PyObject_Vectorcall(record_type_arg, argv, 5, NULL);

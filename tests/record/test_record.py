@@ -129,3 +129,23 @@ def test_memory_of_freed_records_and_subclass_instances_is_reused_safely():
         again = decode_v2_records(raw, 3000, 5, 0, None)
         assert [(r.value, r.offset) for r in again[:2]] + [(again[-1].value, again[-1].offset)] == \
             [(b"v0", 5), (b"v1", 6), (b"v2999", 3004)]
+
+
+def test_records_decode_straight_into_a_subclass_and_its_constructor_runs_if_it_has_one():
+    class Plain(Record):
+        __slots__ = ()
+    built = []
+
+    class Constructed(Record):
+        __slots__ = ()
+
+        def __init__(self, *args):
+            super().__init__(*args)
+            built.append(self.offset)
+    raw = bytes(encode_batch([b"a", b"b"]))[61:]
+    plain = decode_v2_records(raw, 2, 10, 100, None, Plain, place=("t", 1, "CreateTime"))
+    assert [type(r) for r in plain] == [Plain, Plain] and [r.value for r in plain] == [b"a", b"b"]
+    assert [(r.offset, r.timestamp, r.topic, r.partition, r.timestamp_type) for r in plain] == \
+        [(10, 100, "t", 1, "CreateTime"), (11, 100, "t", 1, "CreateTime")]
+    constructed = decode_v2_records(raw, 2, 10, 100, None, Constructed)
+    assert [type(r) for r in constructed] == [Constructed, Constructed] and built == [10, 11]
