@@ -37,14 +37,16 @@ SCALED = ("jvm", "parquet")
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "perf" / f"spark_scan_{RECORDS // 1_000_000}M.json"
 #: A driver: builds its session, then answers each stdin line "<query> <reader>" with "took <seconds>".
 SCRIPT = r"""
-import os, sys, time
+import json, os, sys, time
 os.environ["PYSPARK_PYTHON"] = sys.executable
 from pyspark.sql import SparkSession
 import pylog.spark
 master, root, parquet, rows = sys.argv[1:5]
-spark = pylog.spark.session(SparkSession.builder.master(master).config("spark.ui.enabled", "false")
-                            .config("spark.ui.showConsoleProgress", "false")
-                            .config("spark.sql.shuffle.partitions", "4"))
+builder = (SparkSession.builder.master(master).config("spark.ui.enabled", "false")
+           .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "4"))
+for key, value in json.loads(sys.argv[5]).items():  # e.g. S3A's jars and settings
+    builder = builder.config(key, value)
+spark = pylog.spark.session(builder)
 spark.sparkContext.setLogLevel("ERROR")
 from benches.spark_floor import FloorSource
 spark.dataSource.register(FloorSource)
@@ -57,7 +59,7 @@ def frame(reader):
 QUERIES = {"count": lambda df: df.count(),
            "sum_length": lambda df: df.selectExpr("sum(length(value))").collect(),
            "full_scan": lambda df: df.write.format("noop").mode("overwrite").save(),
-           "parquet": lambda df: os.path.exists(parquet) or df.write.parquet(parquet)}
+           "parquet": lambda df: df.write.mode("overwrite").parquet(parquet)}
 for line in sys.stdin:
     query, reader = line.split()
     t = time.perf_counter()
@@ -70,10 +72,11 @@ spark.stop()
 class _Driver:
     """One Spark driver process, asked to time one query at a time."""
 
-    def __init__(self, master: str, root: Path, parquet: Path):
+    def __init__(self, master: str, root, parquet, records: int = RECORDS, conf: dict | None = None):
         env = {**os.environ, "PYTHONPATH": os.getcwd() + os.pathsep + os.environ.get("PYTHONPATH", "")}
         self.stderr = tempfile.TemporaryFile("w+")
-        self.proc = subprocess.Popen([sys.executable, "-c", SCRIPT, master, str(root), str(parquet), str(RECORDS)],
+        self.proc = subprocess.Popen([sys.executable, "-c", SCRIPT, master, str(root), str(parquet), str(records),
+                                      json.dumps(conf or {})],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
                                      text=True, env=env)
 
@@ -115,13 +118,13 @@ def _measure(root: Path, parquet: Path, rounds: int = ROUNDS) -> dict:
         one.close()
 
 
-def _write(root):
-    """RECORDS unique random values (no two alike: nothing for a codec or a cache to exploit)."""
+def _write(root, records: int = RECORDS):
+    """``records`` unique random values (no two alike: nothing for a codec or a cache to exploit)."""
     with LogManager(root) as m:
         t = m.create_topic("bench", 4)
         for p in range(4):
             log = t.log(p)
-            for _ in range(RECORDS // 4 // 1000):
+            for _ in range(records // 4 // 1000):
                 blob = os.urandom(100 * 1000)
                 log.append([blob[i:i + 100] for i in range(0, len(blob), 100)])
 
@@ -164,3 +167,58 @@ def test_spark_scan_vs_parquet_floor_and_scaling(benchmark, tmp_path):
         vs_python = _spread(two[q]["jvm"], two[q]["python"])
         record_ratio(f"spark {q} {size}: JVM reader vs Python source", vs_python[1], None, _detail(vs_python))
     RESULTS.write_text(json.dumps({"records": RECORDS, "rounds": ROUNDS, **out}, indent=1) + "\n")
+
+
+#: records of the object-storage scan (``PYLOG_BENCH_S3_RECORDS``), and its rounds
+S3_RECORDS = int(os.environ.get("PYLOG_BENCH_S3_RECORDS", "400000"))
+S3_ROUNDS = 3
+S3_JARS = Path(__file__).resolve().parent.parent / "interop" / "spark-s3" / "target" / "lib"
+
+
+def test_spark_scan_on_object_storage(benchmark, tmp_path):
+    """The same records in a bucket of the loopback S3 endpoint (tests/s3_endpoint.py), read
+    over S3A: the JVM reader vs ``spark.read.parquet`` of the same records in the same
+    bucket, the Python source (through the session's S3A settings) vs the no-decode floor;
+    one ``local[2]`` driver, readers taking turns query by query, ratios per round."""
+    pytest.importorskip("pyspark")
+    from pylog.spark import jar_path
+    from tests.s3_endpoint import S3Endpoint, missing_packages
+    if jar_path() is None or missing_packages() or not S3_JARS.is_dir():
+        pytest.skip("needs the JVM reader, s3fs and moto, and interop/spark-s3/prepare's jars")
+    s3 = S3Endpoint()
+    try:
+        root = tmp_path / "root"
+        _write(root, S3_RECORDS)
+        url = s3.url(s3.bucket(), "logs")
+        s3.upload_dir(root, url)
+        url, parquet = "s3a" + url[2:], "s3a" + s3.url(s3.bucket(), "bench.parquet")[2:]
+        conf = {**s3.hadoop_conf, "spark.jars": ",".join(str(j) for j in sorted(S3_JARS.glob("*.jar")))}
+        driver = _Driver("local[2]", url, parquet, S3_RECORDS, conf)
+        readers = ("jvm", "python", "parquet", "floor")
+        try:
+            driver.time("parquet", "jvm")
+            times = {q: {r: [] for r in readers} for q in QUERIES}
+
+            def measure():
+                for n in range(S3_ROUNDS + 1):  # round 0 warms up
+                    for q in QUERIES:
+                        for reader in readers:
+                            t = driver.time(q, reader)
+                            if n:
+                                times[q][reader].append(t)
+            benchmark.pedantic(measure, rounds=1)
+        finally:
+            driver.close()
+    finally:
+        s3.stop()
+    size = f"{S3_RECORDS // 1000}k"
+    for q in QUERIES:
+        record_figure(f"spark {q} {size} x 100 B on S3 (median s, local[2])",
+                      **{r: round(statistics.median(ts), 3) for r, ts in times[q].items()})
+        vs_parquet = _spread(times[q]["jvm"], times[q]["parquet"])
+        detail = "min %.2f / median %.2f / max %.2f over %d rounds" % (*vs_parquet, S3_ROUNDS)
+        record_ratio(f"spark {q} {size} on S3: JVM reader vs parquet", vs_parquet[1],
+                     None if q == "count" else 1.0, detail)
+        vs_floor = _spread(times[q]["python"], times[q]["floor"])
+        detail = "min %.2f / median %.2f / max %.2f over %d rounds" % (*vs_floor, S3_ROUNDS)
+        record_ratio(f"spark {q} {size} on S3: Python source vs no-decode Python floor", vs_floor[1], 0.8, detail)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pylog.cli.common import is_partition_dir, open_manager
+from pylog.remote.layouts import LOG_DIR
 from pylog.remote.log_dir import local_path, remote_target
 from pylog.errors import (
     InvalidConfigError, LogDirNotFoundError, OffsetOutOfRangeError, PylogError, UnknownTopicError,
@@ -83,19 +84,23 @@ def open_log(r: "OffsetRange"):
             yield log
 
 
-def require_log_dir(root: str, storage_options: dict | None = None) -> None:
+def require_log_dir(root: str, storage_options: dict | None = None, *, plain: bool = False) -> None:
     """A read names a log dir, or fails when the DataFrame is created (``load()``, both
     readers): not a missing path, not a partition directory, not a directory that holds log
     dirs but no partition (a replica set's root). An empty directory is a log dir with no
     topic yet. Lists ``root`` and its subdirectories up to the first partition directory;
     a URL is listed once through the store, and fails when it cannot be read or holds no
-    partition (a missing bucket or prefix)."""
+    partition (a missing bucket or prefix), or (``plain``: the JVM reader, which lists
+    ``<topic>-<partition>/`` directories of segment files) holds a tiered layout."""
     if remote_target(root) is not None:
         with open_log_dir(root, storage_options) as log_dir:
             if not log_dir.topics():  # object storage has no empty directories: nothing is there
                 from pylog.remote.store import redact
                 raise LogDirNotFoundError(f"no log dir at {redact(root)}: no partition is stored below it (is the "
                                           f"bucket or prefix right?)")
+            if plain and log_dir.layout != LOG_DIR:
+                raise InvalidConfigError(f"{redact(root)} holds Kafka's tiered layout ({log_dir.layout}), which the "
+                                         f"JVM reader does not read: read it with option reader=python")
         return
     root = local_path(root)
     if not os.path.isdir(root):

@@ -20,20 +20,18 @@ import json
 import sys
 
 from pylog.errors import InvalidConfigError, PylogError
-from pylog.remote.layouts import LOG_DIR
-from pylog.remote.log_dir import remote_target
-from pylog.remote.store import redact
 from pylog.remote.log import RemoteLog
 from pylog.remote.segment import segment_at
 from pylog.spark.options import parse_read_options, storage_options
-from pylog.spark.plan import open_log, open_log_dir, plan_ranges, prune_ranges, require_log_dir
+from pylog.spark.plan import open_log, plan_ranges, prune_ranges, require_log_dir
 
 
 def plan_request(request: dict) -> dict:
     """The reply for one request (see the module docstring)."""
     if "check" in request:
         options = {k.lower(): v for k, v in (request.get("options") or {}).items()}
-        _check(request["check"], options, jvm=options.get("reader", "auto").lower() != "python")
+        require_log_dir(request["check"], storage_options(options),
+                        plain=options.get("reader", "auto").lower() != "python")
         return {}
     opts = parse_read_options(request["options"])
     if opts.remote_storage is not None:
@@ -48,19 +46,6 @@ def plan_request(request: dict) -> dict:
     aborted = _aborted_transactions(ranges) if committed else {}
     return {"root": opts.root, "committed": committed, "failOnDataLoss": opts.fail_on_data_loss,
             "ranges": [[r.topic, r.partition, r.start, r.end, aborted.get(r, [])] for r in ranges]}
-
-
-def _check(root: str, options: dict, *, jvm: bool) -> None:
-    """``require_log_dir``, and for the JVM reader a log dir in object storage must be a plain
-    one (``<topic>-<partition>/`` of segment files, which it lists through Hadoop): a tiered
-    layout is read by the Python source."""
-    if not jvm or remote_target(root) is None:
-        require_log_dir(root, storage_options(options))
-        return
-    with open_log_dir(root, storage_options(options)) as log_dir:
-        if log_dir.layout != LOG_DIR:
-            raise InvalidConfigError(f"{redact(root)} holds Kafka's tiered layout ({log_dir.layout}), which the JVM "
-                                     f"reader does not read: read it with option reader=python")
 
 
 def _aborted_transactions(ranges) -> dict:
