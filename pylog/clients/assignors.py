@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from pylog.errors import UnknownTopicError
+from pylog.manager import LogManager
+
 
 def range_assign(subscriptions: dict, counts: dict, owned: dict | None = None) -> dict:
     """Per topic, its subscribers in order each take a contiguous range; the first
@@ -100,8 +103,6 @@ ASSIGNORS = {a.name: a for a in (
 
 def partition_counts(root: str, topics) -> dict:
     """``{topic: partitions}`` as the log dir holds them now (missing topics: 0)."""
-    from pylog.errors import UnknownTopicError
-    from pylog.manager import LogManager
     manager = LogManager(root, read_only=True)
     out = {}
     for t in topics:

@@ -25,6 +25,8 @@ from typing import NamedTuple
 from pylog.arguments import check_int, check_topic_partition
 from pylog.clients.consumer_record import DeserializedRecord, as_consumer_records
 from pylog.clients.subscription_state import SubscriptionState, TopicPartition
+from pylog.clients.writers import WriterPool
+from pylog.coordinator.txn_coordinator import TransactionCoordinator
 from pylog.errors import InvalidArgumentError, OffsetOutOfRangeError, RecordDeserializationError, UnknownTopicError
 from pylog.layout import INT64_MAX
 from pylog.log import Log
@@ -375,9 +377,6 @@ class Fetcher:
             return self._next_txn_check - now
         self._next_txn_check = now + TXN_CHECK_INTERVAL_MS / 1000
         if any(log.last_stable_offset < log.log_end_offset for log in self._logs.values()):
-            # below clients/ in the layering to come; imported here until then, as the coordinator imports clients/
-            from pylog.clients.writers import WriterPool
-            from pylog.coordinator.txn_coordinator import TransactionCoordinator
             if self._txn_coordinator is None:
                 self._txn_coordinator = TransactionCoordinator(self.root, WriterPool.for_root(self.root))
             self._txn_coordinator.abort_expired()
