@@ -295,7 +295,8 @@ static PyObject *parse_headers(const unsigned char *buf, Py_ssize_t p, Py_ssize_
 /* Record: pylog.record.Record when this module is built (pylog/record/record.py holds the
  * pure-Python class it replaces, with the same attributes and behaviour, and its docstring).
  * The offset and the timestamp of a decoded record are kept as C integers and made Python
- * ints on first access (then kept); every other field is a plain member. A heap type, so
+ * ints on first access (then kept), its headers as their encoded bytes, decoded on first
+ * access (a tuple and two objects a header otherwise); every other field is a plain member. A heap type, so
  * that Python subclasses (ControlRecord, the consumer's ConsumerRecord) can take a decoded
  * record by a change of class. Decoded records hold bytes, ints, None, str and a tuple of
  * (str, bytes) pairs, so they cannot be part of a reference cycle: like CPython's tuples of
@@ -306,6 +307,8 @@ typedef struct {
     PyObject *value, *key, *headers, *topic, *partition, *timestamp_type;
     PyObject *offset, *timestamp;                /* NULL: not made yet, from the C integers below */
     int64_t offset_raw, timestamp_raw;
+    PyObject *headers_raw;                       /* headers NULL: their encoded bytes, decoded on first access */
+    Py_ssize_t headers_count;
 } RecordObject;
 
 static PyTypeObject *record_type = NULL;
@@ -316,6 +319,7 @@ static PyObject *record_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     PyObject **fields[] = {&r->value, &r->key, &r->topic, &r->partition, &r->timestamp_type, &r->offset,
                            &r->timestamp};
     for (size_t k = 0; k < sizeof fields / sizeof *fields; k++) { Py_INCREF(Py_None); *fields[k] = Py_None; }
+    r->headers_raw = NULL;
     r->headers = PyTuple_New(0);
     if (!r->headers) { Py_DECREF(r); return NULL; }
     return (PyObject *)r;
@@ -332,7 +336,7 @@ static int record_init(RecordObject *self, PyObject *args, PyObject *kwds) {
     Py_INCREF(value); Py_XSETREF(self->value, value);
     Py_INCREF(key); Py_XSETREF(self->key, key);
     Py_INCREF(timestamp); Py_XSETREF(self->timestamp, timestamp);
-    Py_INCREF(headers); Py_XSETREF(self->headers, headers);
+    Py_INCREF(headers); Py_XSETREF(self->headers, headers); Py_CLEAR(self->headers_raw);
     Py_INCREF(offset); Py_XSETREF(self->offset, offset);
     Py_INCREF(Py_None); Py_XSETREF(self->topic, Py_None);  /* the place: filled by a read */
     Py_INCREF(Py_None); Py_XSETREF(self->partition, Py_None);
@@ -345,12 +349,14 @@ static int record_traverse(RecordObject *self, visitproc visit, void *arg) {
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(self->value); Py_VISIT(self->key); Py_VISIT(self->headers); Py_VISIT(self->topic);
     Py_VISIT(self->partition); Py_VISIT(self->timestamp_type); Py_VISIT(self->offset); Py_VISIT(self->timestamp);
+    Py_VISIT(self->headers_raw);
     return 0;
 }
 
 static int record_clear(RecordObject *self) {
     Py_CLEAR(self->value); Py_CLEAR(self->key); Py_CLEAR(self->headers); Py_CLEAR(self->topic);
     Py_CLEAR(self->partition); Py_CLEAR(self->timestamp_type); Py_CLEAR(self->offset); Py_CLEAR(self->timestamp);
+    Py_CLEAR(self->headers_raw);
     return 0;
 }
 
@@ -406,6 +412,25 @@ static int record_set_timestamp(RecordObject *self, PyObject *v, void *c) {
     return set_field(&self->timestamp, v, "timestamp");
 }
 
+/* The headers, decoded from their bytes on first access (then kept). */
+static PyObject *record_get_headers(RecordObject *self, void *c) {
+    if (!self->headers) {
+        if (!self->headers_raw) { PyErr_SetString(PyExc_AttributeError, "headers"); return NULL; }
+        self->headers = parse_headers((const unsigned char *)PyBytes_AS_STRING(self->headers_raw), 0,
+                                      PyBytes_GET_SIZE(self->headers_raw), self->headers_count);
+        if (!self->headers) return NULL;
+        Py_CLEAR(self->headers_raw);
+    }
+    Py_INCREF(self->headers);
+    return self->headers;
+}
+
+static int record_set_headers(RecordObject *self, PyObject *v, void *c) {
+    if (set_field(&self->headers, v, "headers") < 0) return -1;
+    Py_CLEAR(self->headers_raw);
+    return 0;
+}
+
 static int record_fields(RecordObject *r, PyObject **offset, PyObject **timestamp) {
     *offset = lazy_int(&r->offset, r->offset_raw);
     *timestamp = *offset ? lazy_int(&r->timestamp, r->timestamp_raw) : NULL;
@@ -425,9 +450,11 @@ static PyObject *record_richcompare(PyObject *a, PyObject *b, int op) {
     if (eq > 0) eq = PyObject_RichCompareBool(x->key, y->key, Py_EQ);
     if (eq > 0) eq = PyObject_RichCompareBool(x->value, y->value, Py_EQ);
     if (eq > 0) {
-        xh = PySequence_Tuple(x->headers);
-        yh = xh ? PySequence_Tuple(y->headers) : NULL;
+        PyObject *xs = record_get_headers(x, NULL), *ys = xs ? record_get_headers(y, NULL) : NULL;
+        xh = ys ? PySequence_Tuple(xs) : NULL;
+        yh = xh ? PySequence_Tuple(ys) : NULL;
         eq = yh ? PyObject_RichCompareBool(xh, yh, Py_EQ) : -1;
+        Py_XDECREF(xs); Py_XDECREF(ys);
     }
     Py_DECREF(xo); Py_DECREF(xt); Py_DECREF(yo); Py_DECREF(yt); Py_XDECREF(xh); Py_XDECREF(yh);
     if (eq < 0) return NULL;
@@ -451,18 +478,19 @@ static PyObject *short_repr(PyObject *v) {
 static PyObject *record_repr(RecordObject *self) {
     PyObject *offset, *timestamp;
     if (record_fields(self, &offset, &timestamp) < 0) return NULL;
-    PyObject *value = short_repr(self->value);
-    PyObject *out = value ? PyUnicode_FromFormat("Record(offset=%R, timestamp=%R, key=%R, value=%U, headers=%R)",
-                                                 offset, timestamp, self->key, value, self->headers) : NULL;
-    Py_DECREF(offset); Py_DECREF(timestamp); Py_XDECREF(value);
+    PyObject *value = short_repr(self->value), *headers = value ? record_get_headers(self, NULL) : NULL;
+    PyObject *out = headers ? PyUnicode_FromFormat("Record(offset=%R, timestamp=%R, key=%R, value=%U, headers=%R)",
+                                                   offset, timestamp, self->key, value, headers) : NULL;
+    Py_DECREF(offset); Py_DECREF(timestamp); Py_XDECREF(value); Py_XDECREF(headers);
     return out;
 }
 
 /* Pickled as a call of its class (a subclass's __init__ runs again) and its place set after. */
 static PyObject *record_reduce(RecordObject *self, PyObject *unused) {
-    PyObject *offset, *timestamp;
-    if (record_fields(self, &offset, &timestamp) < 0) return NULL;
-    return Py_BuildValue("O(OONON)(O{sOsOsO})", Py_TYPE(self), self->value, self->key, timestamp, self->headers,
+    PyObject *offset, *timestamp, *headers = record_get_headers(self, NULL);
+    if (!headers) return NULL;
+    if (record_fields(self, &offset, &timestamp) < 0) { Py_DECREF(headers); return NULL; }
+    return Py_BuildValue("O(OONNN)(O{sOsOsO})", Py_TYPE(self), self->value, self->key, timestamp, headers,
                          offset, Py_None, "topic", self->topic, "partition", self->partition, "timestamp_type",
                          self->timestamp_type);
 }
@@ -470,7 +498,6 @@ static PyObject *record_reduce(RecordObject *self, PyObject *unused) {
 static PyMemberDef record_members[] = {
     {"value", T_OBJECT_EX, offsetof(RecordObject, value), 0, "bytes or None"},
     {"key", T_OBJECT_EX, offsetof(RecordObject, key), 0, "bytes or None"},
-    {"headers", T_OBJECT_EX, offsetof(RecordObject, headers), 0, "tuple of (str, bytes | None) pairs"},
     {"topic", T_OBJECT_EX, offsetof(RecordObject, topic), 0, "the topic it was read from, else None"},
     {"partition", T_OBJECT_EX, offsetof(RecordObject, partition), 0, "the partition it was read from, else None"},
     {"timestamp_type", T_OBJECT_EX, offsetof(RecordObject, timestamp_type), 0, "its batch's, once read"},
@@ -480,6 +507,7 @@ static PyMemberDef record_members[] = {
 static PyGetSetDef record_getset[] = {
     {"offset", (getter)record_get_offset, (setter)record_set_offset, "its offset, once read", NULL},
     {"timestamp", (getter)record_get_timestamp, (setter)record_set_timestamp, "ms, or None", NULL},
+    {"headers", (getter)record_get_headers, (setter)record_set_headers, "tuple of (str, bytes | None) pairs", NULL},
     {NULL},
 };
 
@@ -518,14 +546,17 @@ static int built_here(PyObject *type) {
     return same_memory(tp) && tp->tp_init == record_type->tp_init && tp->tp_new == record_type->tp_new;
 }
 
-/* A decoded record of a type built_here: value, key, headers stolen, place borrowed. */
-static PyObject *new_record(PyTypeObject *type, PyObject *value, PyObject *key, PyObject *headers, int64_t offset,
-                            int64_t timestamp, PyObject **place) {
+/* A decoded record of a type built_here: value, key, headers stolen (with headers_count > 0,
+ * the bytes of the encoded headers, decoded on first access), place borrowed. */
+static PyObject *new_record(PyTypeObject *type, PyObject *value, PyObject *key, PyObject *headers,
+                            Py_ssize_t headers_count, int64_t offset, int64_t timestamp, PyObject **place) {
     RecordObject *r;                                                 /* left untracked (see above) */
     if (record_free_count) r = (RecordObject *)PyObject_Init((PyObject *)record_free[--record_free_count], type);
     else r = PyObject_GC_New(RecordObject, type);
     if (!r) { Py_DECREF(value); Py_DECREF(key); Py_DECREF(headers); return NULL; }
-    r->value = value; r->key = key; r->headers = headers;
+    r->value = value; r->key = key;
+    if (headers_count) { r->headers = NULL; r->headers_raw = headers; r->headers_count = headers_count; }
+    else { r->headers = headers; r->headers_raw = NULL; r->headers_count = 0; }
     Py_INCREF(place[0]); r->topic = place[0];
     Py_INCREF(place[1]); r->partition = place[1];
     Py_INCREF(place[2]); r->timestamp_type = place[2];
@@ -573,13 +604,14 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
         PyObject *value = slice_or_none(buf, r.val_pos, r.val_len);
         PyObject *key = slice_or_none(buf, r.key_pos, r.key_len);
         PyObject *headers = empty;
-        if (r.hdr_count) headers = parse_headers(buf, r.hdr_pos, r.rec_end, r.hdr_count);
-        else Py_INCREF(empty);
+        if (!r.hdr_count) Py_INCREF(empty);
+        else if (exact) headers = PyBytes_FromStringAndSize((const char *)buf + r.hdr_pos, r.rec_end - r.hdr_pos);
+        else headers = parse_headers(buf, r.hdr_pos, r.rec_end, r.hdr_count);
         if (!(value && key && headers)) { Py_XDECREF(value); Py_XDECREF(key); Py_XDECREF(headers); goto fail; }
         int64_t offset = base_offset + r.off_delta, ts = use_fixed ? fixed_ts : base_ts + r.ts_delta;
         PyObject *rec = NULL;
         if (exact) {
-            rec = new_record((PyTypeObject *)record_type_arg, value, key, headers, offset, ts, place);
+            rec = new_record((PyTypeObject *)record_type_arg, value, key, headers, r.hdr_count, offset, ts, place);
         } else {
             PyObject *argv[5] = {value, key, PyLong_FromLongLong(ts), headers, PyLong_FromLongLong(offset)};
             if (argv[2] && argv[4]) rec = PyObject_Vectorcall(record_type_arg, argv, 5, NULL);

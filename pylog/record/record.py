@@ -17,10 +17,10 @@ class Record:
     (``read(...).records()``, ``records()``) have all four; a record decoded straight from
     a batch has its ``offset`` only; the place of a record not read is None.
     The place is not part of equality: a record read back equals the one appended.
-    With the C speedups built, ``Record`` is their C type (same attributes and behaviour,
-    a decoded record's offset and timestamp made ints on first access); records they decode
-    are not tracked by the cycle collector (they hold no container that could lead back to
-    them): do not store a record inside its own fields.
+    With the C speedups built, ``Record`` is their C type (same attributes and behaviour;
+    a decoded record's offset, timestamp and headers are made objects on first access);
+    records they decode are not tracked by the cycle collector (they hold no container that
+    could lead back to them): do not store a record inside its own fields.
 
     >>> r = Record(b"v", key=b"k", timestamp=5)
     >>> (r.key, r.value, r.timestamp, r.offset, r.topic, r.partition, r.timestamp_type)

@@ -149,3 +149,14 @@ def test_records_decode_straight_into_a_subclass_and_its_constructor_runs_if_it_
         [(10, 100, "t", 1, "CreateTime"), (11, 100, "t", 1, "CreateTime")]
     constructed = decode_v2_records(raw, 2, 10, 100, None, Constructed)
     assert [type(r) for r in constructed] == [Constructed, Constructed] and built == [10, 11]
+
+
+def test_decoded_headers_read_compare_pickle_and_replace_as_given():
+    headers = (("trace", b"x" * 16), ("none", None), ("\u00e9", b""))
+    raw = bytes(encode_batch([Record(b"v", key=b"k", timestamp=1, headers=headers)]))[61:]
+    first, second = (decode_v2_records(raw, 1, 0, 0, None)[0] for _ in range(2))
+    assert repr(first).endswith(f"headers={headers!r})") and first == second  # decoded by repr, then by ==
+    assert second.headers == headers and second.headers is second.headers
+    assert pickle.loads(pickle.dumps(decode_v2_records(raw, 1, 0, 0, None)[0])).headers == headers
+    second.headers = (("a", b"b"),)
+    assert second.headers == (("a", b"b"),) and second != first
