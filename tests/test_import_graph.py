@@ -1,6 +1,8 @@
 """Imports run one way: no client module of pylog/clients/ (the Producer and the Consumer
 and the classes they are made of) imports, at the top or inside a function, a module that
-imports it back, directly or through others. A circle fails here, naming its modules."""
+imports it back, directly or through others; and the modules of pylog/clients/ import
+pylog's modules at the top, where a reader sees them. A violation fails here, naming the
+modules."""
 
 from __future__ import annotations
 
@@ -104,3 +106,27 @@ def test_the_circle_finder_finds_a_circle_through_a_function_level_import(tmp_pa
     (package / "clients" / "b.py").write_text("def f():\n    from pylog.clients.a import x\n")
     (package / "clients" / "c.py").write_text("import pylog.clients.a\n")
     assert circles(import_graph(package)) == [{"pylog.clients.a", "pylog.clients.b"}]
+
+
+#: Imports a client module may make inside a function: modules that load an optional
+#: dependency (numpy) on first use.
+LAZY_IMPORTS = {("pylog.clients.fetcher", "pylog.record.columnar")}
+
+
+def imports_inside_functions(root: Path = PYLOG) -> list[tuple[str, str]]:
+    """(module, pylog module it imports) for each import of pylog below a module's top level."""
+    found = []
+    for path in root.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top = {id(node) for node in tree.body}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in top:
+                names = [node.module] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                found += [(module_name(path, root), n) for n in names if n and n.split(".")[0] == "pylog"]
+    return found
+
+
+def test_client_modules_import_pylog_at_the_top():
+    hidden = [(module, imported) for module, imported in imports_inside_functions()
+              if module.startswith("pylog.clients.") and (module, imported) not in LAZY_IMPORTS]
+    assert not hidden, "imports of pylog inside functions of client modules: " + repr(hidden)
