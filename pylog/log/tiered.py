@@ -27,19 +27,26 @@ def read_either(log, offset: int, max_bytes: int, *, isolation: str, max_offset:
                 read_local):
     """``log.read`` of a tiered log: the remote part below the local start, else the local
     one; a local read that local retention overtook (the offset fell below the local start
-    while it ran, its segment now copied) is read again from the remote part. The local
-    start is read before the remote part, so a copy the remote part lists is never missed."""
+    while it ran, its segment now copied) is read again from the remote part: retention
+    moves the local start with the deletion, under the log's lock, so a read that started
+    before sees it moved once it is done. The local start is read before the remote part,
+    so a copy the remote part lists is never missed."""
     for attempt in range(2):
         local_start, remote = log.local_log_start_offset, log.remote
         if reads_remote(remote, offset, local_start):
             return read(remote, offset, local_start, max_bytes, isolation=isolation, max_offset=max_offset,
                         min_one_message=min_one_message)
         try:
-            return read_local(offset, max_bytes, isolation=isolation, max_offset=max_offset,
-                              min_one_message=min_one_message)
+            fetch = read_local(offset, max_bytes, isolation=isolation, max_offset=max_offset,
+                               min_one_message=min_one_message)
         except OffsetOutOfRangeError:
             if attempt or offset >= log.local_log_start_offset:
                 raise
+            continue
+        if attempt or offset >= log.local_log_start_offset:
+            return fetch
+        # local retention deleted the segment while the read planned on it (a read of a
+        # deleted segment may skip to the next one): what was there is in the remote part now
     raise AssertionError("unreachable")
 
 
