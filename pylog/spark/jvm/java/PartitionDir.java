@@ -20,8 +20,8 @@ import org.apache.hadoop.util.functional.FutureIO;
  *  {@code file://} URL, read through java.nio with segments mapped; or a URL of any Hadoop
  *  FileSystem ({@code s3a://}, {@code gs://}, {@code abfss://}, ...), listed and read with
  *  positioned reads through {@link FileSystem}. {@code s3://} is read as {@code s3a://} unless
- *  the Hadoop conf names a FileSystem for {@code s3}. Missing files are
- *  {@link FileNotFoundException}s, as for a local directory. */
+ *  the Hadoop conf names a FileSystem for {@code s3}. A missing directory is an IOException, a
+ *  file missing since the listing a {@link FileNotFoundException}, as for a local directory. */
 abstract class PartitionDir {
     final String path;
     /** name -> bytes, from the last {@link #list()}. */
@@ -67,7 +67,7 @@ abstract class PartitionDir {
         @Override
         Map<String, Long> list() throws IOException {
             String[] names = dir.list();
-            if (names == null) throw new FileNotFoundException("no partition dir at " + dir);
+            if (names == null) throw new IOException("no partition dir at " + dir);
             Map<String, Long> out = new HashMap<>();
             for (String name : names) out.put(name, -1L);  // sizes are read at open
             sizes = out;
@@ -111,10 +111,15 @@ abstract class PartitionDir {
         @Override
         Map<String, Long> list() throws IOException {
             Map<String, Long> out = new HashMap<>();
-            for (FileStatus s : fs.listStatus(dir)) {
+            FileStatus[] listed;
+            try {
+                listed = fs.listStatus(dir);
+            } catch (FileNotFoundException e) {
+                throw new IOException("no partition dir at " + path, e);
+            }
+            for (FileStatus s : listed) {
                 if (s.isFile()) out.put(s.getPath().getName(), s.getLen());
             }
-            if (out.isEmpty() && !fs.exists(dir)) throw new FileNotFoundException("no partition dir at " + path);
             sizes = out;
             return out;
         }
