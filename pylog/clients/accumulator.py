@@ -54,7 +54,7 @@ class RecordAccumulator:
             queue = self._queues[tp] = PartitionQueue()
         queue.batches.append(self._open.pop(tp))
 
-    def append(self, tp, item, size: int, *, sticky: bool, sent_ms: int | None) -> tuple[FutureRecordMetadata, bool]:
+    def append(self, tp, item, size: int, sticky: bool, sent_ms: int | None) -> tuple[FutureRecordMetadata, bool]:
         """Add one record (``Log.append``'s item of ``size`` bytes) to ``tp``'s open
         batch; ``sent_ms``: its create time when lingering (None: the batch's). Returns its
         future and whether the batch was sealed (full, or not lingering). O(1)."""

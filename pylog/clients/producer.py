@@ -102,6 +102,7 @@ class Producer:
         self._pool = WriterPool.for_root(self.root)
         self._metadata = ProducerMetadata(self.root, auto_create_topics_enable=auto_create_topics_enable,
                                           num_partitions=num_partitions)
+        self._partition_counts = self._metadata.counts  # the same dict, read by send's fast path
         self._partitioner = StickyPartitioner()
         self._transactions = TransactionManager(self.root, self._pool, transactional_id=transactional_id,
                                                 enable_idempotence=enable_idempotence,
@@ -153,14 +154,14 @@ class Producer:
         else:
             item = record_item(value, key, headers, timestamp_ms)
             size = item_bytes(item)
-        if type(partition) is int and 0 <= partition < self._metadata.counts.get(topic, 0):
+        if type(partition) is int and 0 <= partition < self._partition_counts.get(topic, 0):
             tp = (topic, partition)
         else:
             tp = (topic, self._partition(topic, key, partition))
         if transactions.transactional and tp not in transactions.partitions:
             transactions.maybe_add_partitions([tp])
-        future, sealed = self._accumulator.append(tp, item, size, sticky=key is None and partition is None,
-                                                  sent_ms=now_ms() if self.linger_ms else None)
+        future, sealed = self._accumulator.append(tp, item, size, key is None and partition is None,
+                                                  now_ms() if self.linger_ms else None)
         if sealed:
             self._sender.drain(tp)
         return future

@@ -61,7 +61,9 @@ class TransactionManager:
     def __init__(self, root: str, pool, *, transactional_id: str | None, enable_idempotence: bool,
                  transaction_timeout_ms: int, transaction_state_partitions: int | None = None):
         self.root, self.transactional_id = root, transactional_id
+        self.transactional = transactional_id is not None
         self.state = State.READY
+        self.usable = True  # sends may go on (READY or IN_TRANSACTION): a plain flag, read on each send
         self.last_error: Exception | None = None  # why the state is ABORTABLE_ERROR or FATAL_ERROR
         self._sequences: dict[tuple[str, int], int] = {}
         self.partitions: set = set()  # those the open transaction wrote to
@@ -76,19 +78,11 @@ class TransactionManager:
         elif enable_idempotence:
             self.producer_id, self.producer_epoch = allocate_producer_id(root), 0
 
-    @property
-    def transactional(self) -> bool:
-        return self.transactional_id is not None
-
-    @property
-    def usable(self) -> bool:
-        """Whether sends may go on (READY or IN_TRANSACTION), checked cheaply before each."""
-        return self.state is State.READY or self.state is State.IN_TRANSACTION
-
     def _transition(self, target: State, error: Exception | None = None) -> None:
         if not is_transition_valid(self.state, target):
             raise ClientStateError(f"a producer cannot go from {self.state.value} to {target.value}")
         self.state = target
+        self.usable = target is State.READY or target is State.IN_TRANSACTION
         if error is not None or target is State.READY:
             self.last_error = error
 

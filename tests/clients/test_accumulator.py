@@ -42,7 +42,7 @@ def test_a_batch_is_ready_once_it_lingered_and_says_when_the_next_is_due():
     ready, due = accumulator.ready(before)
     assert ready == [] and before + 0.1 <= due <= time.monotonic() + 0.1
     assert accumulator.ready(due - 0.001) == ([], due)
-    ready, due = accumulator.ready(due)
+    ready, due = accumulator.ready(due + 0.001)  # (created + linger) - created may round below linger
     assert ready == [TP] and due is None
     assert queued(accumulator) == [[b"a"]]
 
