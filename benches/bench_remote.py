@@ -8,6 +8,10 @@ that module's proxy (no faults planned) in this process. pylog and its peer use 
 client (``ObjectStore``: s3fs over aiobotocore) and the same server in the same run.
 
 ``PYLOG_BENCH_REMOTE_MB`` sets the scanned segment's size (default 64 MiB of 1 KiB records).
+``PYLOG_BENCH_S3_ENDPOINT=http://127.0.0.1:PORT`` uses another S3 server instead, started
+with the tests' access key and secret (tests/s3_endpoint.py): S3Proxy from Maven Central
+(``java -jar s3proxy-<v>-jar-with-dependencies.jar --properties F``, filesystem backend)
+serves a ranged GET in time proportional to the range, where moto reads the whole object.
 """
 
 from __future__ import annotations
@@ -51,10 +55,11 @@ class ServerProcess(S3Endpoint):
         import boto3
 
         root = Path(__file__).resolve().parent.parent
-        self._child = subprocess.Popen([sys.executable, "-c", _SERVER], cwd=root, stdin=subprocess.PIPE,
-                                       stdout=subprocess.PIPE, text=True,
-                                       env={**os.environ, "PYTHONPATH": str(root)})
-        self.port = int(self._child.stdout.readline())
+        external = os.environ.get("PYLOG_BENCH_S3_ENDPOINT")  # another S3 server (S3Proxy) with the tests' keys
+        self._child = None if external else subprocess.Popen(
+            [sys.executable, "-c", _SERVER], cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            env={**os.environ, "PYTHONPATH": str(root)})
+        self.port = int(external.rsplit(":", 1)[1]) if external else int(self._child.stdout.readline())
         self.endpoint_url = f"http://127.0.0.1:{self.port}"
         self.storage_options = _storage_options(self.endpoint_url)
         options = self.storage_options
@@ -67,8 +72,9 @@ class ServerProcess(S3Endpoint):
     def stop(self) -> None:
         if self._proxy is not None:
             self._proxy.stop()
-        self._child.stdin.close()
-        self._child.wait(timeout=60)
+        if self._child is not None:
+            self._child.stdin.close()
+            self._child.wait(timeout=60)
 
 
 @pytest.fixture(scope="module")
