@@ -19,6 +19,7 @@ import numpy as np
 from pylog.cli.common import is_partition_dir, open_manager
 from pylog.remote.layouts import LOG_DIR
 from pylog.remote.log_dir import local_path, remote_target
+from pylog.remote.store import redact
 from pylog.errors import (
     InvalidConfigError, LogDirNotFoundError, OffsetOutOfRangeError, PylogError, UnknownTopicError,
 )
@@ -44,6 +45,8 @@ class OffsetRange:
     storage_options: dict | None = field(default=None, repr=False, compare=False)
     #: the URL of the tiered segments of a local log dir (reads below its local start go there)
     remote_storage: str | None = None
+    #: a log dir in object storage: the URL of the partition's objects in its layout, when planned
+    partition_url: str | None = None
 
     @property
     def size(self) -> int:
@@ -70,17 +73,17 @@ def open_log_dir(root: str, storage_options: dict | None = None, remote_storage:
 @contextlib.contextmanager
 def open_log(r: "OffsetRange"):
     """``with open_log(r) as log``: the partition of range ``r``, read only (cost:
-    :meth:`Log.open`; a listing of the partition's objects for a URL or a ``remote_storage``)."""
+    :meth:`Log.open`: a listing of the partition's objects for a planned range in object
+    storage; of the whole store for a stream's range or with ``remote_storage``)."""
     from pylog.log import Log
-    name = partition_dir_name(r.topic, r.partition)
-    if r.remote_storage is not None:
+    if r.partition_url is not None:
+        with Log.open(r.partition_url, read_only=True, storage_options=r.storage_options) as log:
+            yield log
+    elif r.remote_storage is not None or remote_target(r.root) is not None:  # lists the whole store
         with open_log_dir(r.root, r.storage_options, r.remote_storage) as manager:
             yield manager.log(r.topic, r.partition)
-    elif remote_target(r.root) is not None:
-        with Log.open(f"{r.root.rstrip('/')}/{name}", read_only=True, storage_options=r.storage_options) as log:
-            yield log
     else:
-        with Log.open(os.path.join(local_path(r.root), name), read_only=True) as log:
+        with Log.open(os.path.join(local_path(r.root), partition_dir_name(r.topic, r.partition)), read_only=True) as log:
             yield log
 
 
@@ -95,7 +98,6 @@ def require_log_dir(root: str, storage_options: dict | None = None, *, plain: bo
     if remote_target(root) is not None:
         with open_log_dir(root, storage_options) as log_dir:
             if not log_dir.topics():  # object storage has no empty directories: nothing is there
-                from pylog.remote.store import redact
                 raise LogDirNotFoundError(f"no log dir at {redact(root)}: no partition is stored below it (is the "
                                           f"bucket or prefix right?)")
             if plain and log_dir.layout != LOG_DIR:
@@ -189,7 +191,8 @@ def plan_ranges(opts: ReadOptions) -> list[OffsetRange]:
             if start > end:
                 raise InvalidConfigError(f"{topic}-{p}: starting offset {start} is after the ending offset {end}")
             if end > start:
-                ranges.append(OffsetRange(opts.root, topic, p, start, end, opts.storage_options, opts.remote_storage))
+                ranges.append(OffsetRange(opts.root, topic, p, start, end, opts.storage_options, opts.remote_storage,
+                                          getattr(log, "url", None) if remote_target(opts.root) else None))
         return split_ranges(manager, ranges, opts.min_partitions, opts.max_records_per_partition)
 
 

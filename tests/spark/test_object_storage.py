@@ -200,3 +200,30 @@ def test_local_and_tiered_segments_of_a_partition_read_as_one_with_no_gap_or_dup
     if jar_path(build=False) is not None:
         with pytest.raises(Exception, match="reader=python"):
             read_with(s3a_spark, "jvm").option("remote_storage", url).load(str(root)).collect()
+
+
+def test_a_tiered_layout_in_a_bucket_is_read_by_the_python_source_and_refused_by_the_jvm_reader(s3a_spark, s3,
+                                                                                                tmp_path):
+    import uuid
+    from pylog import Log
+    from pylog.remote.aiven import upload_segment
+    from pylog.remote.store import ObjectStore
+    with Log.open(tmp_path / "events-0", segment_bytes=2048) as log:
+        for i in range(60):
+            log.append([Record(b"value-%03d" % i * 4, key=b"k%d" % i, timestamp=10_000 + i)])
+        closed = log.segments[:2]
+        end = closed[-1].next_offset
+        url = s3.url(s3.bucket(), "tiered")
+        store = ObjectStore.from_url(url, s3.storage_options)
+        for n, seg in enumerate(closed, 1):
+            indexes = {"offset": open(seg.offset_index.path, "rb").read()[: len(seg.offset_index) * 8],
+                       "timestamp": open(seg.time_index.path, "rb").read()[: len(seg.time_index) * 12],
+                       "producer_snapshot": b"", "leader_epoch": b"0\n0\n"}
+            upload_segment(store, "", "events", "qzlyGCIgTyKgUcZK-A7vdQ", 0, uuid.UUID(int=n).bytes, seg.log_path,
+                           indexes, start_offset=seg.base_offset)
+    rows = _rows(read_with(s3a_spark, "python").option("storage_options", json.dumps(s3.storage_options)).load(url))
+    assert [(r.offset, r.value) for r in rows] == [(i, b"value-%03d" % i * 4) for i in range(end)]
+    from pylog.spark import jar_path
+    if jar_path(build=False) is not None:
+        with pytest.raises(Exception, match="tiered layout.*reader=python"):
+            read_with(s3a_spark, "jvm").load("s3a" + url[len("s3"):])
