@@ -5,6 +5,7 @@ random read costs one ranged GET (two when the batch sought lies far past its in
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import sys
 import random
@@ -111,6 +112,20 @@ with pylog.Log.open(URL, read_only=True, storage_options=options) as log:
 """
 
 
+def _line_within(child, timeout_s: float) -> str:
+    """The child's next line, or a failure when none comes within ``timeout_s`` (never a hang)."""
+    ready, _, _ = select.select([child.stdout], [], [], timeout_s)
+    assert ready, f"no line from the child within {timeout_s} s"
+    return child.stdout.readline()
+
+
+def _ahead_fetch_sent(proxy) -> bool:
+    """Whether a ``.log`` GET starts where the earlier ones end (the range fetched ahead)."""
+    ranges = [tuple(int(x) for x in r.range.split("=")[1].split("-")) for r in proxy.requests
+              if r.method == "GET" and ".log" in r.path and r.range]
+    return any(start == end + 1 for i, (start, _) in enumerate(ranges) for _, end in ranges[:i])
+
+
 def test_a_process_exits_while_its_scan_fetches_ahead_from_a_stalled_store(s3, segment_url):
     proxy = s3.faulty()
     code = (f"OPTIONS = {proxy.storage_options!r}\nURL = {segment_url!r}\nRECORDS_PER_BATCH = {RECORDS_PER_BATCH}\n"
@@ -118,10 +133,12 @@ def test_a_process_exits_while_its_scan_fetches_ahead_from_a_stalled_store(s3, s
     child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout.readline() == "first read done\n"
+        wait_until(lambda: _ahead_fetch_sent(proxy), "the range after the first read to be fetched ahead")
+        # only GETs sent from now on stall: the second read's bytes, fetched ahead, still arrive
         proxy = s3.faulty(s3.Fault("stall", times=float("inf"), method="GET", path=".log", stall_s=120))
         child.stdin.write("go\n")
         child.stdin.flush()
-        assert child.stdout.readline() == "second read done\n"
+        assert _line_within(child, 60) == "second read done\n"
         wait_until(lambda: proxy.count("GET", ".log", answer="stall") == 1, "the range fetched ahead stalled")
         assert child.wait(timeout=60) == 0  # not held until the stalled fetch gives up (120 s)
     finally:
