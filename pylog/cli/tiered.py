@@ -16,7 +16,7 @@ from pylog.cli.common import add_storage_arguments, storage_options
 
 def add_parser(sub) -> None:
     p = sub.add_parser("tiered", help="tiered storage: restore tiered segments into partition directories")
-    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", help="what to do: pull (restore partition dirs)")
     actions.required = True
     pull = actions.add_parser("pull", help="rebuild partition directories from tiered segments at a URL")
     pull.add_argument("url", help="the object-store URL (s3://bucket/prefix, gs://, az://, file://) of the segments")

@@ -30,10 +30,10 @@ class RecordReads:
 
     def read_to(self, offset: int, end_offset: int, max_bytes: int = 1 << 20, *,
                 isolation: str = "uncommitted"):
-        """:meth:`read` up to ``end_offset`` (``max_offset``), except that a legacy (v0/v1)
+        """``read`` up to ``end_offset`` (``max_offset``), except that a legacy (v0/v1)
         compressed wrapper holding offsets on both sides of ``end_offset`` comes whole (its
         offset is its last inner one, past the bound, so the bounded read stops before it):
-        the caller keeps its records below ``end_offset``. Cost: :meth:`read`'s, twice
+        the caller keeps its records below ``end_offset``. Cost: ``read``'s, twice
         when such a wrapper is met."""
         fetch = self.read(offset, max_bytes, isolation=isolation, max_offset=end_offset)
         if fetch.size_bytes == 0 and offset < end_offset:
