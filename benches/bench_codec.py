@@ -1,9 +1,9 @@
 """Codec: encode, decode to objects, columnar decode, side by side with kafka-python in the
 same run, on 1,000-record batches of 100-byte values (uncompressed).
 
-pylog is measured twice: with its C speedups (``c``) and without them (``python``: the
-pure-Python/numpy paths a machine without a compiler gets). The session ends with the
-table of ratios (benches/conftest.py). Run: ``pytest benches/bench_codec.py --benchmark-only``.
+pylog is measured with each backend of ``pylog.record.backend``: its C speedups (``c``),
+and the ``numpy`` and pure-``python`` paths a machine without a compiler gets. The session
+ends with the table of ratios (benches/conftest.py). Run: ``pytest benches/bench_codec.py --benchmark-only``.
 """
 
 from __future__ import annotations
@@ -13,34 +13,24 @@ import os
 
 import pytest
 
-import pylog.record.batch as _batch
-import pylog.record.columnar as _columnar
-import pylog.record.encode as _encode
 from benches.conftest import best_of, record_ratio
 from pylog import decode_batches, encode_batch
+from pylog.record import backend
 from pylog.record.columnar import decode_columns
 
 TS = 1_700_000_000_000
 VALUES = [os.urandom(100) for _ in range(1000)]
 PAIRS = [(b"key-%04d" % i, v) for i, v in enumerate(VALUES)]
 RAW = encode_batch(VALUES, timestamp=TS)
-IMPLS = ["c", "python"]
+IMPLS = list(backend.NAMES)
 
 
 @contextlib.contextmanager
 def implementation(name: str):
-    modules = (_batch, _encode, _columnar)
-    saved = [m._speedups for m in modules]
-    if name == "c" and saved[0] is None:
+    if name not in backend.available():
         pytest.skip("pylog._speedups is not built")
-    if name == "python":
-        for m in modules:
-            m._speedups = None
-    try:
+    with backend.use(name):
         yield
-    finally:
-        for m, s in zip(modules, saved):
-            m._speedups = s
 
 
 def kp_encode(items=VALUES, keyed=False):

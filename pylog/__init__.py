@@ -13,22 +13,21 @@ from pylog import errors as _errors
 from pylog.config import LogConfig
 from pylog.errors import *  # noqa: F401,F403 - the whole hierarchy is public
 from pylog.errors import PylogError, SpeedupsMissingWarning  # noqa: F401
+from pylog.record import backend as _backend
 from pylog.record import (
     Compression, ControlRecord, LegacyBatch, Record, RecordBatch, decode_batches, encode_batch,
 )
 
 __version__ = "0.1.0"
 
-try:
-    from pylog import _speedups  # noqa: F401
-    SPEEDUPS = True
-except ImportError:
-    SPEEDUPS = False
+SPEEDUPS = _backend.speedups is not None
+if not SPEEDUPS and not _backend.SWITCHED_OFF:
     _warnings.warn("pylog's C speedups (pylog._speedups) are not built: pylog works, but encoding and "
                    "decoding records run in pure Python, several times slower; reinstall with a C "
                    "compiler present (pip install -e .) to build them", SpeedupsMissingWarning, stacklevel=2)
 SPEEDUPS: bool
-"""True when the optional C extension ``pylog._speedups`` is loaded (``pylog --version`` shows it)."""
+"""True when the optional C extension ``pylog._speedups`` is loaded (``pylog --version`` shows it):
+built, and not switched off by ``PYLOG_NO_SPEEDUPS`` (:mod:`pylog.record.backend`)."""
 
 _LAZY = {
     "Log": ("pylog.log", "Log"),

@@ -216,7 +216,8 @@ class PylogWarning(UserWarning):
 
 class SpeedupsMissingWarning(PylogWarning):
     """Warned once on ``import pylog`` when the optional C extension ``pylog._speedups``
-    is not built: everything works, the record-format hot loops run in pure Python (slower)."""
+    is not built: everything works, the record-format hot loops run in numpy and pure Python
+    (slower). Not warned when ``PYLOG_NO_SPEEDUPS`` turns it off (``pylog.record.backend``)."""
 
 
 class ClientTimeoutError(PylogError, TimeoutError):

@@ -2,7 +2,8 @@
 
 Every open goes over every file name of every segment (30,000 names for 10,000
 segments), so this is done once per open, for all kinds together, in one pass: by the
-C extension when it is built, else in Python. The result is the same either way.
+C extension with the ``c`` backend (:mod:`pylog.record.backend`), else in Python. The
+result is the same either way.
 """
 
 from __future__ import annotations
@@ -10,11 +11,7 @@ from __future__ import annotations
 from pylog.layout import (
     INDEX_SUFFIX, LOG_SUFFIX, OFFSET_DIGITS as BASE_DIGITS, SNAPSHOT_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
 )
-
-try:
-    from pylog import _speedups
-except ImportError:  # pragma: no cover - no compiler at install time
-    _speedups = None
+from pylog.record import backend
 
 KINDS = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, SNAPSHOT_SUFFIX)
 
@@ -40,8 +37,9 @@ class Listing:
 
 
 def _group(names: list[str]) -> dict[str, list[int]]:
-    if _speedups is not None:
-        return dict(zip(KINDS, _speedups.segment_names(names, KINDS)))
+    segment_names = backend.c_function("segment_names")
+    if segment_names is not None:
+        return dict(zip(KINDS, segment_names(names, KINDS)))
     out: dict[str, list[int]] = {suffix: [] for suffix in KINDS}
     for name in names:
         group = out.get(name[BASE_DIGITS:])

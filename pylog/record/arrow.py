@@ -41,6 +41,7 @@ def read_arrow(log, start_offset: int | None = None, end_offset: int | None = No
     the size of the keys and values read. Reads only.
     """
     pa = require("pyarrow", "Log.read_arrow")
+    # Imported on first use: columnar imports numpy (~0.1 s), and every Log imports this module.
     from pylog.record.columnar import arrow_schema
     batches = [cols.to_arrow(log.topic, log.partition, include_headers=include_headers)
                for cols in _columns(log, start_offset, end_offset, isolation, include_headers, max_bytes)]

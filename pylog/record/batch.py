@@ -18,14 +18,9 @@ from pylog.layout import (
     ENTRY_PREFIX_BYTES, LEGACY_RECORD_OVERHEAD_V0, LOG_OVERHEAD, LOG_OVERHEAD_BYTES,
     MAGIC_POSITION, SEQUENCE_MODULUS,
 )
-from pylog.record import compression as _codec
+from pylog.record import backend, compression as _codec
+from pylog.record.legacy import LegacyBatch
 from pylog.record.record import ControlRecord, Record
-from pylog.record.varint import decode_varint
-
-try:
-    from pylog import _speedups
-except ImportError:  # no C compiler at install time: the pure-Python loop below
-    _speedups = None
 
 _crc = _crc32c.crc32c
 _unpack_header = BATCH_HEADER.unpack_from
@@ -173,7 +168,7 @@ class RecordBatch:
             raise InvalidRecordError(f"record batch has negative record count {self.record_count}",
                                      position=self.position, path=path)
         append_time = self.max_timestamp if self.attributes & ATTR_TIMESTAMP_TYPE else None
-        if _speedups is not None and not self.attributes & ATTR_COMPRESSION_MASK:  # C reads them in place
+        if not self.attributes & ATTR_COMPRESSION_MASK:  # C reads them in place, Python copies once
             s = self._start
             payload = memoryview(self._buf)[s + BATCH_HEADER_BYTES:s + self.size]
         else:
@@ -209,145 +204,13 @@ def decode_v2_records(buf: bytes, count: int, base_offset: int, base_timestamp: 
     end = len(buf)
     if count > end // MIN_RECORD_BYTES:
         raise InvalidRecordError(f"record count {count} is larger than {end} bytes of records can hold")
-    if _speedups is not None:
-        try:
-            return _speedups.decode_records(buf, count, base_offset, base_timestamp, append_time, record_type,
-                                            *(place or ()))
-        except ValueError as e:
-            raise InvalidRecordError(str(e)) from None
-    out = None
-    if count >= _VECTOR_MIN_RECORDS:
-        out = _decode_vectorised(buf, count, base_offset, base_timestamp, append_time, record_type)
-    if out is None:
-        out = _decode_loop(buf, count, base_offset, base_timestamp, append_time, record_type)
-    if place is not None:
-        for r in out:
-            r.topic, r.partition, r.timestamp_type = place
-    return out
-
-
-def _decode_loop(buf: bytes, count: int, base_offset: int, base_timestamp: int, append_time,
-                 record_type) -> list[Record]:
-    """The per-record decode of :func:`decode_v2_records` without the C speedups; names the
-    first structural fault. O(len(buf))."""
-    end = len(buf)
-    out = []
-    append = out.append
-    pos = 0
     try:
-        for _ in range(count):
-            b = buf[pos]
-            if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                length, pos = decode_varint(buf, pos)
-            rec_end = pos + length
-            if length < 6 or rec_end > end:
-                raise InvalidRecordError(f"invalid record size {length} at byte {pos} of the records")
-            b = buf[pos + 1]  # skip attributes
-            if b < 0x80:
-                ts_delta = (b >> 1) ^ -(b & 1)
-                pos += 2
-            else:
-                ts_delta, pos = decode_varint(buf, pos + 1, 10)
-            b = buf[pos]
-            if b < 0x80:
-                off_delta = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                off_delta, pos = decode_varint(buf, pos)
-            b = buf[pos]
-            if b < 0x80:
-                n = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                n, pos = decode_varint(buf, pos)
-            if n >= 0:
-                key = buf[pos:pos + n]
-                pos += n
-            elif n == -1:
-                key = None
-            else:
-                raise InvalidRecordError(f"invalid key length {n}")
-            b = buf[pos]
-            if b < 0x80:
-                n = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                n, pos = decode_varint(buf, pos)
-            if n >= 0:
-                value = buf[pos:pos + n]
-                pos += n
-            elif n == -1:
-                value = None
-            else:
-                raise InvalidRecordError(f"invalid value length {n}")
-            b = buf[pos]
-            if b == 0:
-                headers = ()
-                pos += 1
-            else:
-                headers, pos = _decode_headers(buf, pos, rec_end)
-            if pos != rec_end:
-                raise InvalidRecordError(
-                    f"invalid record size: expected to read {length} bytes but read {length + pos - rec_end}")
-            append(record_type(value, key,
-                               base_timestamp + ts_delta if append_time is None else append_time,
-                               headers, base_offset + off_delta))
-    except IndexError:
-        raise InvalidRecordError("records end before the declared record count (premature EOF)") from None
-    if pos != end:
-        raise InvalidRecordError("incorrect declared batch size, records still remaining in the batch")
-    return out
-
-
-#: From this many records on, the numpy scan beats the per-record loop (without C).
-_VECTOR_MIN_RECORDS = 32
-
-
-def _decode_vectorised(buf, count: int, base_offset: int, base_timestamp: int, append_time, record_type):
-    """Field positions from the numpy scan, then one comprehension building the records.
-    None on any structural fault: the per-record loop then names it. O(len(buf))."""
-    import numpy as np
-
-    from pylog.record.scan import Malformed, parse_all_headers, scan_numpy
-    buf = bytes(buf)
-    try:
-        f = scan_numpy(buf, np.array([count]), np.array([len(buf)]))
-        headers = parse_all_headers(buf, f, True)
-    except Malformed:
-        return None
-    timestamps = [append_time] * count if append_time is not None else (f.ts_delta + base_timestamp).tolist()
-    return [record_type(buf[p:p + n] if n >= 0 else None, buf[q:q + m] if m >= 0 else None, t, h, o)
-            for p, n, q, m, t, h, o in zip(f.value_pos.tolist(), f.value_len.tolist(), f.key_pos.tolist(),
-                                           f.key_len.tolist(), timestamps, headers,
-                                           (f.off_delta + base_offset).tolist())]
-
-
-def _decode_headers(buf: bytes, pos: int, rec_end: int):
-    count, pos = decode_varint(buf, pos)
-    if count < 0 or count > rec_end - pos:
-        raise InvalidRecordError(f"invalid header count {count}")
-    headers = []
-    for _ in range(count):
-        n, pos = decode_varint(buf, pos)
-        if n < 0 or pos + n > rec_end:
-            raise InvalidRecordError(f"invalid header key length {n}")
-        hkey = buf[pos:pos + n].decode("utf-8", "surrogateescape")
-        pos += n
-        n, pos = decode_varint(buf, pos)
-        if n >= 0:
-            if pos + n > rec_end:
-                raise InvalidRecordError(f"invalid header value length {n}")
-            hval = buf[pos:pos + n]
-            pos += n
-        elif n == -1:
-            hval = None
-        else:
-            raise InvalidRecordError(f"invalid header value length {n}")
-        headers.append((hkey, hval))
-    return tuple(headers), pos
+        return backend.record_decoder(count)(buf, count, base_offset, base_timestamp, append_time, record_type,
+                                             *(place or ()))
+    except InvalidRecordError:
+        raise
+    except ValueError as e:  # the C decoder's
+        raise InvalidRecordError(str(e)) from None
 
 
 def decode_batches(buffer, *, position_base: int = 0, allow_incomplete: bool = False,
@@ -367,8 +230,6 @@ def decode_batches(buffer, *, position_base: int = 0, allow_incomplete: bool = F
     >>> [b.last_offset for b in decode_batches(encode_batch([b"a", b"b"], base_offset=7))]
     [8]
     """
-    from pylog.record.legacy import LegacyBatch
-
     buf = buffer if isinstance(buffer, (bytes, memoryview)) else memoryview(buffer)
     end = len(buf)
     pos = 0

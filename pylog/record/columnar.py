@@ -7,8 +7,8 @@ How a run of consecutive v2 batches is decoded (docs/format/batch.md#columnar-de
 2. A *scan* finds every record's fields. Without the C speedups it is a short Python loop
    that hops from one record-length varint to the next (O(records), a few operations
    each), then numpy decodes the other varints of all records at once at those
-   positions and checks every bound vectorised. With ``pylog._speedups`` one C call per
-   batch does the same walk.
+   positions and checks every bound vectorised. With the ``c`` backend
+   (:mod:`pylog.record.backend`) one C call per batch does the same walk.
 3. Keys and values are gathered into two contiguous buffers with int32 offsets, the
    layout of Arrow's ``binary`` type, so :meth:`Columns.to_arrow` wraps them without copying.
 
@@ -27,13 +27,9 @@ from pylog.errors import InvalidRecordError
 from pylog.layout import (
     ATTR_COMPRESSION_MASK, ATTR_CONTROL, ATTR_TIMESTAMP_TYPE, BATCH_HEADER_BYTES, INT32_MAX, INT64_MAX,
 )
+from pylog.record import backend
 from pylog.record.batch import MIN_RECORD_BYTES, decode_batches
 from pylog.record.scan import Fields, Malformed, parse_all_headers, scan_numpy
-
-try:
-    from pylog import _speedups
-except ImportError:  # pragma: no cover - no compiler at install time
-    _speedups = None
 
 _I32 = np.dtype(np.int32)
 _I64 = np.dtype(np.int64)
@@ -272,14 +268,15 @@ def _run_columns(batches: list, include_headers: bool, path) -> Columns:
         if len(joined):
             raise Malformed
         return Columns.empty(include_headers)
-    if _speedups is not None:
-        f = _scan_native(joined, counts, sizes)
+    scan_records = backend.c_function("scan_records")
+    if scan_records is not None:
+        f = _scan_native(scan_records, joined, counts, sizes)
     else:
         f = scan_numpy(joined, counts, sizes)
     return _assemble(batches, counts, joined, f, include_headers)
 
 
-def _scan_native(joined: bytes, counts, sizes) -> Fields:
+def _scan_native(scan_records, joined: bytes, counts, sizes) -> Fields:
     """One C walk per batch (``scan_records`` checks every bound), positions made global.
     Positions and lengths stay int32, as the C walk returns them."""
     mv = memoryview(joined)
@@ -288,7 +285,7 @@ def _scan_native(joined: bytes, counts, sizes) -> Fields:
     for count, size in zip(counts.tolist(), sizes.tolist()):
         if count:
             try:
-                arrays = _speedups.scan_records(mv[start:start + size], count)
+                arrays = scan_records(mv[start:start + size], count)
             except ValueError:
                 raise Malformed from None
             for k, (raw, dtype) in enumerate(zip(arrays, _NATIVE_DTYPES)):
@@ -332,11 +329,12 @@ def _assemble(batches, counts, joined: bytes, f: Fields, include_headers: bool) 
 def _gather(data: bytes, positions: np.ndarray, lengths: np.ndarray, array) -> tuple[bytes, np.ndarray]:
     """Copy the byte ranges (negative length = null, no bytes) into one buffer with int32
     offsets [n+1]. O(n + gathered bytes)."""
-    if _speedups is not None:
+    gather = backend.c_function("gather")
+    if gather is not None:
         if len(data) > INT32_MAX:
             raise OverflowError("more than 2 GiB of records in one run; split the read")
-        out, offsets = _speedups.gather(data, positions.astype(_I32, copy=False).tobytes(),
-                                        lengths.astype(_I32, copy=False).tobytes())
+        out, offsets = gather(data, positions.astype(_I32, copy=False).tobytes(),
+                              lengths.astype(_I32, copy=False).tobytes())
         return out, np.frombuffer(offsets, _I32)
     n = len(positions)
     clipped = np.maximum(lengths, 0).astype(_I64)

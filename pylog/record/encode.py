@@ -21,14 +21,9 @@ from pylog.layout import (
     END_TXN_MARKER, INT16_RANGE, INT32, INT64, LEADER_EPOCH_AT, LOG_OVERHEAD_BYTES, MAX_TIMESTAMP_AT,
     TIMESTAMP_RANGE, UINT32,
 )
-from pylog.record import compression as _codec
+from pylog.record import backend, compression as _codec
 from pylog.record.record import Record, as_record
 from pylog.record.varint import varint_bytes
-
-try:
-    from pylog import _speedups
-except ImportError:  # no C compiler at install time: the pure-Python paths below
-    _speedups = None
 
 _crc = _crc32c.crc32c
 _pack_header = BATCH_HEADER.pack
@@ -85,8 +80,9 @@ def _check_bytes(value, what: str) -> None:
         raise InvalidArgumentError(f"record {what} must be bytes or None, not {type(value).__name__}")
 
 
-def encode_records(records, base_timestamp: int) -> tuple[bytes, int, int]:
-    """Encode records with offset deltas 0..n-1. Returns ``(bytes, count, max_timestamp)``.
+def encode_records(records, base_timestamp: int, *, offset_deltas=None) -> tuple[bytes, int, int]:
+    """Encode records, headers included, with offset deltas ``offset_deltas`` (default
+    0..n-1; compaction keeps each record's own). Returns ``(bytes, count, max_timestamp)``.
 
     ``records`` are :class:`Record` objects with ``timestamp`` set. O(total bytes).
     """
@@ -110,31 +106,11 @@ def encode_records(records, base_timestamp: int) -> tuple[bytes, int, int]:
         else:
             _check_bytes(value, "value")
             vpart = vb(len(value)) + value
-        body = b"\x00" + vb(ts - base_timestamp) + vb(i) + kpart + vpart + _header_bytes(r.headers)
+        delta = i if offset_deltas is None else offset_deltas[i]
+        body = b"\x00" + vb(ts - base_timestamp) + vb(delta) + kpart + vpart + _header_bytes(r.headers)
         append(vb(len(body)))
         append(body)
     return b"".join(parts), i + 1, max_ts
-
-
-def encode_values(values, timestamp: int) -> bytes:
-    """Fast path: values only (no keys, no headers), all with one timestamp. O(total bytes)."""
-    vb = varint_bytes
-    parts = []
-    append = parts.append
-    for i, v in enumerate(values):
-        if v is None:
-            body = b"\x00\x00" + vb(i) + b"\x01\x01\x00"
-        else:
-            n = len(v)
-            head = b"\x00\x00" + vb(i) + b"\x01" + vb(n)
-            append(vb(len(head) + n + 1))
-            append(head)
-            append(v)
-            append(b"\x00")
-            continue
-        append(vb(len(body)))
-        append(body)
-    return b"".join(parts)
 
 
 def encode_batch(records, *, base_offset: int = 0, compression: str | int = "none",
@@ -193,19 +169,16 @@ def encode_batch_buffer(records, *, base_offset: int = 0, compression: str | int
     if isinstance(timestamp, list):
         return _encode_stamped(records, timestamp, codec, compression_level, options)
     default_ts = now_ms() if timestamp is None else timestamp
-    if codec == 0 and _speedups is not None and type(records) is list and records:
+    in_place = backend.c_function("encode_records") if codec == 0 else None
+    if in_place is not None and type(records) is list and records:
         try:
-            buf = _speedups.encode_records(records, None, None, BATCH_HEADER_BYTES)
+            buf = in_place(records, None, None, BATCH_HEADER_BYTES)
         except TypeError:
             buf = None
         if buf is not None:
             _finish_in_place(buf, len(records), default_ts, default_ts, **options)
             return buf
-    payload = _native_values(records)
-    if payload is None:
-        fast = _fast_values(records)
-        if fast is not None:
-            payload = encode_values(fast, default_ts)
+    payload = _encode_plain(records)
     if payload is not None:
         count = len(records)
         base_ts = max_ts = default_ts if count else -1
@@ -225,18 +198,18 @@ def encode_batch_buffer(records, *, base_offset: int = 0, compression: str | int
 def _encode_stamped(records: list, stamps: list, codec: int, compression_level: int | None, options: dict):
     """A batch of ``records`` whose create times are ``stamps`` (one each, checked here;
     a Record's own timestamp wins): plain values and ``(key, value)`` pairs through the C
-    encoder (in place behind the header when uncompressed) or numpy, anything else as
-    Records."""
+    encoder (in place behind the header when uncompressed) or the backend's, anything
+    else as Records."""
     payload = None
-    if _speedups is not None:  # checks each stamp (an int >= -1) as it encodes
+    c_encode = backend.c_function("encode_records")
+    if c_encode is not None:  # checks each stamp (an int >= -1) as it encodes
         reserve = BATCH_HEADER_BYTES if codec == 0 else -1
         try:
-            payload = _speedups.encode_records(records, None, stamps, reserve, stamps[0])  # plain values
+            payload = c_encode(records, None, stamps, reserve, stamps[0])  # plain values
         except (TypeError, OverflowError):
             pairs = _pairs(records)
             try:
-                payload = None if pairs is None else _speedups.encode_records(pairs[1], pairs[0], stamps, reserve,
-                                                                              stamps[0])
+                payload = None if pairs is None else c_encode(pairs[1], pairs[0], stamps, reserve, stamps[0])
             except (TypeError, OverflowError):
                 payload = None  # not bytes, or a bad stamp: the Records' encoder below names it
         if payload is not None and codec == 0:
@@ -244,7 +217,7 @@ def _encode_stamped(records: list, stamps: list, codec: int, compression_level: 
             return payload
     if payload is None:
         check_timestamps(stamps, "timestamp[{i}]")
-    if payload is None and _speedups is None:
+    if payload is None and c_encode is None:
         pairs = ([None] * len(records), records) if set(map(type, records)) == {bytes} else _pairs(records)
         if pairs is not None:
             payload = _encode_columns(pairs[1], pairs[0], [t - stamps[0] for t in stamps])
@@ -289,8 +262,8 @@ def _finish_in_place(buf: bytearray, count: int, base_ts: int, max_ts: int, *, b
 
 
 def _encode_native(recs: list[Record], stamps: list[int], base_ts: int):
-    """Records without headers (timestamps ``stamps``) through the C or numpy encoder;
-    None when neither applies."""
+    """Records without headers (timestamps ``stamps``) through the backend's encoder;
+    None when they have headers or a key or value that is not bytes/None."""
     if any(map(_headers_of, recs)):
         return None
     deltas = [t - base_ts for t in stamps]
@@ -304,42 +277,27 @@ _timestamp_of, _headers_of = attrgetter("timestamp"), attrgetter("headers")
 _value_of, _key_of = attrgetter("value"), attrgetter("key")
 
 
-def _encode_columns(values: list, keys: list | None, deltas: list | None) -> bytes | None:
-    """Headerless records with offset deltas 0..n-1: the C encoder, else numpy for batches
-    large enough to pay for it; None when the inputs are not all bytes/None (the Python
-    encoder then names the offending field) or too small."""
-    if _speedups is not None:
-        try:
-            return _speedups.encode_records(values, keys, deltas)
-        except (TypeError, OverflowError):
-            return None
-    if len(values) < _VECTOR_MIN_RECORDS:
+def _encode_columns(values: list, keys: list | None, deltas: list | None, *,
+                    values_only: bool = False) -> bytes | None:
+    """Headerless records with offset deltas 0..n-1 through the backend's encoder; None
+    when the inputs are not all bytes/None (the per-record encoder then names the
+    offending field)."""
+    try:
+        return backend.record_encoder(len(values), values_only=values_only)(values, keys, deltas)
+    except (TypeError, OverflowError):  # the C encoder's refusal
         return None
-    from pylog.record.vector_encode import encode_records_vectorised
-    return encode_records_vectorised(values, keys, deltas)
 
 
-#: Below this many records the per-record Python encoder beats numpy's fixed costs.
-_VECTOR_MIN_RECORDS = 64
-
-
-def _native_values(records) -> bytes | None:
-    """A list of plain ``bytes`` values or ``(key, value)`` pairs through the C or numpy
-    encoder (None if it does not apply)."""
-    if type(records) is not list or not records:
+def _encode_plain(records) -> bytes | None:
+    """A list of plain ``bytes`` values or of ``(key, value)`` pairs through the backend's
+    encoder; None for anything else."""
+    if type(records) is not list:
         return None
-    first = records[0]
-    if type(first) is bytes:  # without C, encode_values' loop beats numpy here
-        return None if _speedups is None else _encode_columns(records, None, None)
-    pairs = _pairs(records) if type(first) is tuple else None
-    return None if pairs is None else _encode_columns(pairs[1], pairs[0], None)
-
-
-def _fast_values(records):
-    """The list itself when every item is a plain ``bytes`` value, else None."""
-    if type(records) is list and all(type(v) is bytes for v in records):
-        return records
-    return None
+    first = type(records[0]) if records else bytes
+    if first is tuple:
+        pairs = _pairs(records)
+        return None if pairs is None else _encode_columns(pairs[1], pairs[0], None)
+    return _encode_columns(records, None, None, values_only=True) if first is bytes else None
 
 
 def build_batch(payload: bytes, count: int, *, base_offset: int = 0, codec: int = 0,

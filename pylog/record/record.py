@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from pylog.errors import InvalidArgumentError, InvalidRecordError
+from pylog.layout import CONTROL_KEY, CONTROL_TYPE_NAMES, END_TXN_MARKER
+from pylog.record import backend
 
 
 class Record:
@@ -55,11 +57,8 @@ class Record:
 
 #: The pure-Python ``Record``: pylog's record without the C speedups, tested beside the C one.
 PyRecord = Record
-try:
-    from pylog._speedups import Record
-except ImportError:  # no C compiler at install time
-    pass
-else:
+if backend.speedups is not None:  # fixed at import: records outlive any switch of the backend
+    Record = backend.speedups.Record
     Record.__doc__ = PyRecord.__doc__
     PyRecord.__name__ = PyRecord.__qualname__ = "PyRecord"  # what its pickles name
 
@@ -74,7 +73,6 @@ class ControlRecord(Record):
 
     def __init__(self, value, key=None, timestamp=None, headers=(), offset=None):
         super().__init__(value, key, timestamp, headers, offset)
-        from pylog.layout import CONTROL_KEY, CONTROL_TYPE_NAMES, END_TXN_MARKER
         if key is None or len(key) < CONTROL_KEY.size:
             raise InvalidRecordError("control record key is shorter than 4 bytes")
         version, type_id = CONTROL_KEY.unpack_from(key)

@@ -136,6 +136,7 @@ class FetchData:
         columnar decode, no object per record (``Columns.to_arrow`` wraps them for Arrow).
         Checks every batch's CRC. O(bytes) in C/numpy plus O(batches + records) light steps;
         a committed read decodes batch by batch to leave aborted transactions out."""
+        # Imported on first use: columnar imports numpy (~0.1 s), which a read of records never needs.
         from pylog.record.columnar import Columns, decode_columns
         lo = self.first_offset
         if not self.size_bytes:

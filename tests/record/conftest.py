@@ -1,38 +1,18 @@
-"""Run codec tests against both implementations: the C speedups (when built) and the
-pure-Python/numpy paths pylog uses without a compiler."""
+"""Run codec tests once per backend of pylog.record.backend: the C extension (when
+built), numpy and pure Python."""
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
 
-import pylog.record.batch as _batch
-import pylog.record.columnar as _columnar
-import pylog.record.encode as _encode
-
-_MODULES = (_batch, _encode, _columnar)
-IMPLEMENTATIONS = ["c", "python"]
+from pylog.record import backend
 
 
-@contextlib.contextmanager
-def implementation(name: str):
-    """Use the C speedups (``"c"``) or hide them (``"python"``) inside the block."""
-    saved = [m._speedups for m in _MODULES]
-    if name == "c" and saved[0] is None:
-        pytest.skip("pylog._speedups is not built")
-    try:
-        if name == "python":
-            for m in _MODULES:
-                m._speedups = None
-        yield
-    finally:
-        for m, s in zip(_MODULES, saved):
-            m._speedups = s
-
-
-@pytest.fixture(params=IMPLEMENTATIONS)
+@pytest.fixture(params=backend.NAMES)
 def impl(request):
-    """Parametrise a test over both implementations."""
-    with implementation(request.param):
+    """Parametrise a test over every backend, switched with ``backend.use``; ``c`` is
+    skipped where the C extension is not built."""
+    if request.param not in backend.available():
+        pytest.skip("pylog._speedups is not built (or PYLOG_NO_SPEEDUPS is set)")
+    with backend.use(request.param):
         yield request.param
