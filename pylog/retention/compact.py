@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from pylog import failpoints
 from pylog.errors import StorageError
 from pylog.layout import INT32_MAX
-from pylog.record.encode import _header_bytes, build_batch, now_ms as _now_ms
-from pylog.record.varint import varint_bytes as vb
+from pylog.record.encode import build_batch, encode_records, now_ms as _now_ms
 from pylog.retention.offset_map import DEFAULT_BUDGET_BYTES, OffsetMap
 from pylog.retention.txn_markers import TxnMarkers
 from pylog.retention.view import CleanerView
@@ -316,7 +315,7 @@ def _rebuild(batch, kept, delete_horizon):
     """A batch with the same header fields (base/last offset, producer, sequence, max
     timestamp, codec) holding only ``kept`` (at least one record), at their original offsets."""
     base_ts = delete_horizon if delete_horizon is not None else kept[0].timestamp
-    payload = _encode_with_offsets(kept, batch.base_offset, base_ts)
+    payload, _, _ = encode_records(kept, base_ts, offset_deltas=[r.offset - batch.base_offset for r in kept])
     raw = build_batch(payload, len(kept), base_offset=batch.base_offset, codec=batch.compression_id,
                       base_timestamp=base_ts, max_timestamp=batch.max_timestamp,
                       timestamp_type=batch.timestamp_type, producer_id=batch.producer_id,
@@ -326,17 +325,6 @@ def _rebuild(batch, kept, delete_horizon):
                       delete_horizon_ms=delete_horizon,
                       log_append_time=batch.max_timestamp, last_offset_delta=batch.last_offset_delta)
     return raw
-
-
-def _encode_with_offsets(records, base_offset: int, base_ts: int) -> bytes:
-    parts = []
-    for r in records:
-        key = b"\x01" if r.key is None else vb(len(r.key)) + r.key
-        value = b"\x01" if r.value is None else vb(len(r.value)) + r.value
-        body = b"\x00" + vb(r.timestamp - base_ts) + vb(r.offset - base_offset) + key + value + _header_bytes(r.headers)
-        parts.append(vb(len(body)))
-        parts.append(body)
-    return b"".join(parts)
 
 
 def _legacy_retained(batch, p: _Pass):

@@ -481,3 +481,23 @@ def test_records_decoded_in_c_are_whole_and_left_to_reference_counting(tmp_path)
             assert not any(gc.is_tracked(r) for r in log.read(0).records())
             [control] = [r for b in log.read(3).batches() for r in b.records()]
             assert control.is_control and control.control_type_id == 1  # COMMIT
+
+
+def test_records_keep_the_offset_deltas_they_are_given_as_compaction_writes_them():
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    from pylog.record import build_batch
+    from pylog.record.encode import encode_records
+    records = [Record(b"a", b"k1", 10, (("h", b"x"),)), Record(None, b"k2", 12), Record(b"c", None, 11)]
+    deltas = [0, 3, 7]
+    payload, count, max_ts = encode_records(records, 10, offset_deltas=deltas)
+    assert (count, max_ts) == (3, 12)
+    ours = build_batch(payload, count, base_offset=100, base_timestamp=10, max_timestamp=12, last_offset_delta=7,
+                       partition_leader_epoch=0)
+    theirs = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 30)
+    for delta, r in zip(deltas, records):
+        theirs.append(delta, r.timestamp, r.key, r.value, list(r.headers))
+    kafka_python = bytearray(theirs.build())
+    struct.pack_into(">q", kafka_python, 0, 100)  # kafka-python leaves the base offset to the log
+    assert ours == bytes(kafka_python)
+    assert [r.offset for r in next(decode_batches(ours))] == [100, 103, 107]
