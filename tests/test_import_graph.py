@@ -1,12 +1,16 @@
 """Imports run one way: no client module of pylog/clients/ (the Producer and the Consumer
 and the classes they are made of) imports, at the top or inside a function, a module that
 imports it back, directly or through others; and the modules of pylog/clients/ import
-pylog's modules at the top, where a reader sees them. A violation fails here, naming the
-modules."""
+pylog's modules at the top, where a reader sees them. The same holds for the package and
+its record codec, whose C extension only pylog/record/backend.py loads. A violation fails
+here, naming the modules."""
 
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 PYLOG = Path(__file__).resolve().parent.parent / "pylog"
@@ -130,3 +134,60 @@ def test_client_modules_import_pylog_at_the_top():
     hidden = [(module, imported) for module, imported in imports_inside_functions()
               if module.startswith("pylog.clients.") and (module, imported) not in LAZY_IMPORTS]
     assert not hidden, "imports of pylog inside functions of client modules: " + repr(hidden)
+
+
+def test_the_package_and_the_record_codec_are_on_no_import_circle():
+    graph = import_graph()
+    assert "pylog.record.batch" in graph["pylog.record"]
+    found = [sorted(c) for c in circles(graph) if any(m == "pylog" or m.startswith("pylog.record") for m in c)]
+    assert not found, "import circles through pylog or its record codec:\n" + "\n".join(" -> ".join(c) for c in found)
+
+
+#: The record codec and the modules that pick its implementation: they import pylog's modules
+#: at the top, except those in NUMPY_LAZY.
+CODEC_MODULES = ("pylog.record.", "pylog.segment.fetch", "pylog.errors", "pylog.listing")
+
+#: (module, module it imports inside a function), each for the same reason: the imported
+#: module imports numpy (~0.1 s) at its top, and ``import pylog`` does not need it.
+NUMPY_LAZY = {("pylog.record.backend", "pylog.record.vector_decode"),
+              ("pylog.record.backend", "pylog.record.vector_encode"),
+              ("pylog.record.arrow", "pylog.record.columnar"),
+              ("pylog.segment.fetch", "pylog.record.columnar")}
+
+
+def top_level_imports(module: str) -> set[str]:
+    path = PYLOG.parent / (module.replace(".", "/") + ".py")
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
+
+
+def test_the_record_codec_imports_pylog_at_the_top_except_the_modules_importing_numpy():
+    hidden = [(module, imported) for module, imported in imports_inside_functions()
+              if module.startswith(CODEC_MODULES) and (module, imported) not in NUMPY_LAZY
+              and imported != "pylog._speedups"]  # the optional C extension, loaded by backend.py alone
+    assert not hidden, "imports of pylog inside functions of the record codec: " + repr(hidden)
+    for _, lazy in NUMPY_LAZY:
+        assert "numpy" in top_level_imports(lazy), f"{lazy} no longer imports numpy: import it at the top"
+
+
+def test_only_the_backend_loads_the_c_extension():
+    loaders = set()
+    for path in PYLOG.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            if "pylog._speedups" in names:
+                loaders.add(module_name(path))
+    assert loaders == {"pylog.record.backend"}
+
+
+def test_import_pylog_leaves_numpy_unloaded():
+    out = subprocess.run([sys.executable, "-c", "import sys, pylog; print('numpy' in sys.modules)"],
+                         capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(PYLOG.parent)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
