@@ -127,9 +127,13 @@ class Replica:
     # ==== the controller's LeaderAndIsr ==============================================================
     def become_leader(self, state: PartitionState) -> None:
         """Lead ``state.leader_epoch``: stamp it on appends, take the ISR, forget what the
-        followers had (each is unknown until it fetches; ISR members count as caught up now)."""
+        followers had (each is unknown until it fetches; ISR members count as caught up now).
+        The epoch it leads already: take the ISR only (``take_isr``)."""
         with self._lock:
             self._check_newer(state.leader_epoch)
+            if self.role == LEADER and self.leader_epoch == state.leader_epoch:
+                self.take_isr(state)  # no new epoch: an ISR change only
+                return
             now = self._clock()
             self.role, self.leader_id, self.leader_epoch = LEADER, self.replica_id, state.leader_epoch
             self.isr = state.isr
@@ -144,9 +148,13 @@ class Replica:
 
     def become_follower(self, state: PartitionState) -> None:
         """Follow ``state.leader`` in ``state.leader_epoch``: first cut the log where it
-        diverges from the leader's, then fetch."""
+        diverges from the leader's, then fetch. The leader and epoch it follows already:
+        take the ISR only."""
         with self._lock:
             self._check_newer(state.leader_epoch)
+            if (self.role, self.leader_id, self.leader_epoch) == (FOLLOWER, state.leader, state.leader_epoch):
+                self.isr = state.isr  # no new epoch: an ISR change only
+                return
             self.role, self.leader_id, self.leader_epoch = FOLLOWER, state.leader, state.leader_epoch
             self.isr = state.isr
             self.log.leader_epoch = 0  # stamps only as leader; its latest epoch is the log's own
