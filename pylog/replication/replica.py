@@ -137,7 +137,7 @@ class Replica:
             now = self._clock()
             self.role, self.leader_id, self.leader_epoch = LEADER, self.replica_id, state.leader_epoch
             self.isr = state.isr
-            self.log.leader_epoch = state.leader_epoch
+            self.log.replica_view.leader_epoch = state.leader_epoch
             self._epoch_start_offset = self.log.log_end_offset
             self._followers = {r: FollowerState(last_caught_up_ms=now if r in state.isr else 0)
                                for r in state.replicas if r != self.replica_id}
@@ -157,7 +157,7 @@ class Replica:
                 return
             self.role, self.leader_id, self.leader_epoch = FOLLOWER, state.leader, state.leader_epoch
             self.isr = state.isr
-            self.log.leader_epoch = 0  # stamps only as leader; its latest epoch is the log's own
+            self.log.replica_view.leader_epoch = 0  # stamps only as leader; its latest epoch is the log's own
             self._followers = {}
             self.needs_truncation = True
             self._notify_all()
@@ -267,7 +267,7 @@ class Replica:
             error = self._request_error(current_leader_epoch)
             if error is not None:
                 return EpochEndOffset(error)
-            found, end = self.log.end_offset_for_epoch(epoch)
+            found, end = self.log.replica_view.end_offset_for_epoch(epoch)
             return EpochEndOffset(None, found, end)
 
     def _joins_isr(self, replica_id: int, follower: FollowerState) -> bool:
@@ -292,7 +292,7 @@ class Replica:
         if new > log.high_watermark:
             now = self._clock()
             checkpoint = now - self._last_hw_checkpoint_ms >= self._hw_checkpoint_ms
-            log.update_high_watermark(new, checkpoint=checkpoint)
+            log.replica_view.update_high_watermark(new, checkpoint=checkpoint)
             if checkpoint:
                 self._last_hw_checkpoint_ms = now
             self._advanced.notify_all()
@@ -396,7 +396,7 @@ class Replica:
                     or self.log.log_end_offset != req.fetch_offset:
                 return 0
             if resp.error == OFFSET_OUT_OF_RANGE and req.fetch_offset < resp.log_start_offset:
-                self.log.truncate_fully_and_start_at(resp.log_start_offset)
+                self.log.replica_view.truncate_fully_and_start_at(resp.log_start_offset)
                 return 0
             if resp.error == OFFSET_OUT_OF_RANGE:
                 self.needs_truncation = True
@@ -410,7 +410,7 @@ class Replica:
                 self._append_fetched(raw)
             hw = max(min(resp.high_watermark, log.log_end_offset), log.log_start_offset)
             if hw != log.high_watermark:
-                log.update_high_watermark(hw, checkpoint=False)
+                log.replica_view.update_high_watermark(hw, checkpoint=False)
             if log.log_start_offset < log_start:
                 log.delete_records(log_start)
             return len(raw)
@@ -421,7 +421,7 @@ class Replica:
         (the caller moves the log start back up once the high watermark allows)."""
         base = int.from_bytes(raw[:8], "big", signed=True)  # every batch starts with its base offset
         if base < self.log.log_end_offset == self.log.log_start_offset:
-            self.log.truncate_fully_and_start_at(base)
+            self.log.replica_view.truncate_fully_and_start_at(base)
         self.log.append_as_follower(raw)
 
     def checkpoint_high_watermark(self) -> None:
