@@ -69,8 +69,9 @@ class Controller:
     def state(self) -> PartitionState:
         """The partition state, with the replicas assigned (the file holds no assignment, as
         Kafka's node does not)."""
-        state = read_state(self.state_path) if self._shared else self._state
-        return replace(state, replicas=self.replica_ids)
+        if self._shared:
+            return replace(read_state(self.state_path), replicas=self.replica_ids)
+        return self._state  # recorded with the replicas (_record)
 
     @property
     def live_replicas(self) -> tuple[int, ...]:
@@ -86,7 +87,7 @@ class Controller:
         with self.lock:
             self._change(lambda found: state or (None if found is not None else initial), announce=False)
             if self._state is None:
-                self._state = read_state(self.state_path)
+                self._record(read_state(self.state_path))
             return self.state
 
     def elect(self, election: Election, *, leader: int | None = None) -> int | None:
@@ -135,7 +136,7 @@ class Controller:
             accepted, now = alter_partition(self.state_path, leader, leader_epoch, self.state.partition_epoch,
                                             tuple(isr))
             if accepted:
-                self._state = now
+                self._record(now)
             return accepted
 
     def replica_failed(self, replica_id: int) -> None:
@@ -169,9 +170,12 @@ class Controller:
         new = update_state(self.state_path, change)
         if new is None:
             return
-        self._state = new
+        self._record(new)
         if announce:
-            self._fan_out(replace(new, replicas=self.replica_ids))
+            self._fan_out(self._state)
+
+    def _record(self, state: PartitionState) -> None:
+        self._state = replace(state, replicas=self.replica_ids)
 
     def _fan_out(self, state: PartitionState) -> None:
         for r in sorted(self.live_replicas, key=lambda r: r != state.leader):
@@ -223,6 +227,7 @@ class ReplicatedPartition:
 
     @property
     def unclean_leader_election_enable(self) -> bool:
+        """Whether a replica outside the ISR may lead (records may be lost)."""
         return self._controller.unclean_leader_election_enable
 
     def elect_leader(self, clean: bool = True, *, leader: int | None = None) -> int:
