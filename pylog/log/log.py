@@ -10,8 +10,6 @@ live in the log dir's checkpoint files; a clean close lets the next open skip re
 from __future__ import annotations
 
 import contextlib
-import warnings
-import weakref
 
 from pylog import retention
 from pylog.arguments import check_choice, check_int, check_txn_marker
@@ -25,7 +23,7 @@ from pylog.log.appends import checked_records, client_batches, duplicate_info, e
 from pylog.log.cleaner_view import LogCleanerView
 from pylog.log.committed import CommittedReadState
 from pylog.log.loader import LoadedLog, lso_after, open_partition, while_files_vanish
-from pylog.log.local import EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP, LocalLog
+from pylog.log.local import EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP, LocalLog, unclosed_finalizer
 from pylog.log import tiered
 from pylog.log.reading import RecordReads
 from pylog.log.replica_view import LogReplicaView
@@ -475,31 +473,9 @@ class Log(RecordReads, contextlib.AbstractContextManager):
                 self._dir.unlock(clean=clean)
 
 
-def unclosed_finalizer(log: Log, local: LocalLog, pdir) -> weakref.finalize:
-    """What releases a ``Log`` garbage-collected without ``close()``, as Python closes a
-    dropped file: its segments' descriptors and its writer lock, with a ``ResourceWarning``.
-    Nothing is flushed, so the release counts as unclean and the next open recovers above
-    the recovery point. Calling it with ``warn=False`` releases quietly (a dropped
-    ``LogManager`` warns once for all its logs). Not run at interpreter exit."""
-    finalizer = weakref.finalize(log, release_unclosed, local, pdir)
-    finalizer.atexit = False
-    return finalizer
-
-
 def release_unflushed(log: Log) -> None:
     """Release ``log`` as a dropped one is, without its warning (its owner warned once)."""
     detached = log._release_unclosed.detach()
     if detached is not None:
         _, release, args, _ = detached
         release(*args, warn=False)
-
-
-def release_unclosed(local: LocalLog, pdir, warn: bool = True) -> None:
-    """Release what a dropped log held (see :func:`unclosed_finalizer`)."""
-    if warn:
-        warnings.warn(f"unclosed log {local.path} (released unflushed: its next open recovers it)",
-                      ResourceWarning, stacklevel=2)
-    try:
-        local.close()
-    finally:
-        pdir.unlock(clean=False)
