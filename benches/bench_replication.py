@@ -24,7 +24,7 @@ from benches.conftest import record_figure, record_ratio
 from pylog import Log, decode_batches
 from pylog.replication import ReplicaSet
 from pylog.replication.protocol import FetchRequest
-from pylog.replication.replica import complete_batches
+from pylog.replication.follower import complete_batches
 from pylog.replication.transport import InProcessEndpoint, TcpEndpoint
 
 RECORDS_PER_APPEND = 1000

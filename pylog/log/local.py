@@ -12,6 +12,8 @@ itself only to look segments up, so that reading a file never blocks an append.
 from __future__ import annotations
 
 import os
+import warnings
+import weakref
 
 from pylog import failpoints
 from pylog.config import LogConfig
@@ -411,3 +413,25 @@ class LocalLog:
             self._dir_watch.mark()
             return dict(live_segment_bases(self.path))
         return while_files_vanish(listed)
+
+
+def unclosed_finalizer(log, local: LocalLog, pdir) -> weakref.finalize:
+    """What releases a ``Log`` garbage-collected without ``close()``, as Python closes a
+    dropped file: its segments' descriptors and its writer lock, with a ``ResourceWarning``.
+    Nothing is flushed, so the release counts as unclean and the next open recovers above
+    the recovery point. Calling it with ``warn=False`` releases quietly (a dropped
+    ``LogManager`` warns once for all its logs). Not run at interpreter exit."""
+    finalizer = weakref.finalize(log, release_unclosed, local, pdir)
+    finalizer.atexit = False
+    return finalizer
+
+
+def release_unclosed(local: LocalLog, pdir, warn: bool = True) -> None:
+    """Release what a dropped log held (see :func:`unclosed_finalizer`)."""
+    if warn:
+        warnings.warn(f"unclosed log {local.path} (released unflushed: its next open recovers it)",
+                      ResourceWarning, stacklevel=2)
+    try:
+        local.close()
+    finally:
+        pdir.unlock(clean=False)

@@ -10,8 +10,6 @@ live in the log dir's checkpoint files; a clean close lets the next open skip re
 from __future__ import annotations
 
 import contextlib
-import warnings
-import weakref
 
 from pylog import retention
 from pylog.arguments import check_choice, check_int, check_txn_marker
@@ -19,15 +17,16 @@ from pylog.check import check_log
 from pylog.config import LogConfig, build_config
 from pylog.errors import InvalidOffsetError, OffsetOutOfRangeError, RecordTooLargeError, StorageError
 from pylog.io import DEFAULT_IO, FileIO
-from pylog.layout import INT32_MAX, INT64_MAX, OFFSET_RANGE
+from pylog.layout import INT64_MAX, OFFSET_RANGE
 from pylog.log.appends import AppendInfo, AppendSummary, assign_offsets, check_follower_batches, check_offset
 from pylog.log.appends import checked_records, client_batches, duplicate_info, encode_records, whole_batches
 from pylog.log.cleaner_view import LogCleanerView
 from pylog.log.committed import CommittedReadState
 from pylog.log.loader import LoadedLog, lso_after, open_partition, while_files_vanish
-from pylog.log.local import EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP, LocalLog
+from pylog.log.local import EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP, LocalLog, unclosed_finalizer
 from pylog.log import tiered
 from pylog.log.reading import RecordReads
+from pylog.log.replica_view import LogReplicaView
 from pylog.log.validation import validate_timestamps
 from pylog.producer_state import ProducerState
 from pylog.record.batch import decode_batches
@@ -42,7 +41,8 @@ ISOLATIONS = ("uncommitted", "high_watermark", "committed")
 class Log(RecordReads, contextlib.AbstractContextManager):
     """One Kafka partition: ``Log.open(path)`` opens or creates ``<topic>-<partition>/``.
     ``path``, ``topic`` and ``partition`` name it (from the directory name); ``cleaner_view``
-    is what retention and compaction use of it (:class:`pylog.retention.view.CleanerView`).
+    is what retention and compaction use of it (:class:`pylog.retention.view.CleanerView`),
+    ``replica_view`` what replication does (:class:`pylog.log.replica_view.LogReplicaView`).
 
     >>> import tempfile, os
     >>> root = tempfile.mkdtemp()
@@ -60,7 +60,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
                  auto_high_watermark: bool):
         self.path, self.topic, self.partition = loaded.pdir.path, loaded.pdir.topic, loaded.pdir.partition
         self.config, self.read_only, self.io, self.auto_high_watermark = config, read_only, io, auto_high_watermark
-        self._leader_epoch, self._epochs, self.load_report = 0, loaded.epochs, loaded.report
+        self._epochs, self.load_report = loaded.epochs, loaded.report
         self._dir = loaded.pdir
         self._lock = loaded.lock
         self._local = LocalLog(loaded, config, io, read_only=read_only)
@@ -69,6 +69,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         self._committed = CommittedReadState() if read_only else None
         self._last_flush_ms = now_ms()
         self.cleaner_view = LogCleanerView(self)
+        self.replica_view = LogReplicaView(self)
         self._release_unclosed = unclosed_finalizer(self, self._local, self._dir)
 
     @classmethod
@@ -157,38 +158,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
 
     @high_watermark.setter
     def high_watermark(self, offset: int) -> None:
-        self.update_high_watermark(offset)
-
-    def update_high_watermark(self, offset: int, *, checkpoint: bool = True) -> None:
-        """Move the high watermark (within the log). ``checkpoint=False`` leaves its checkpoint to the
-        next flush or close, as Kafka's replication does on every fetch; the setter checkpoints at once."""
-        self._local.check_writable()
-        check_offset(offset, "high_watermark")
-        with self._lock:
-            self._offsets.set_high_watermark(offset, self.log_end_offset)
-            self._producers.first_unstable_offset(offset)  # transactions completed below it are replicated now
-            if checkpoint:
-                self._offsets.checkpoint_high_watermark(self._dir)
-
-    @property
-    def leader_epoch(self) -> int:
-        """The epoch stamped into leader appends: the one set, never below the latest in ``leader-epoch-checkpoint``."""
-        return max(self._leader_epoch, self._epochs.latest_epoch)
-
-    @leader_epoch.setter
-    def leader_epoch(self, epoch: int) -> None:
-        check_int(epoch, "leader_epoch", (0, INT32_MAX))
-        self._leader_epoch = epoch
-
-    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
-        """Kafka's OffsetsForLeaderEpoch: ``(the largest epoch <= epoch this log knows, its
-        end offset)``: the start of the next epoch, or the log end for the latest; ``(-1, -1)``
-        when unknown (:mod:`pylog.log.leader_epoch`); a read-only log first :meth:`refresh`\\ es. O(epochs)."""
-        self._local.check_open()
-        check_int(epoch, "epoch", (-1, INT32_MAX))
-        self.refresh()
-        with self._lock:
-            return self._epochs.end_offset_for(epoch, log_end_offset=self.log_end_offset)
+        self.replica_view.update_high_watermark(offset)
 
     @property
     def last_stable_offset(self) -> int:
@@ -250,7 +220,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         with self._lock:
             now = now_ms()
             data = encode_records(records, self.config, base_offset=self.log_end_offset,
-                                  leader_epoch=self.leader_epoch, now=now, codec=codec, **options)
+                                  leader_epoch=self.replica_view.leader_epoch, now=now, codec=codec, **options)
             return self._append_encoded(data, from_client=True, now=now)
 
     def append_batches(self, raw) -> AppendInfo:
@@ -262,7 +232,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         with self._lock:
             now = now_ms()
             data = assign_offsets(data, batches, self.config, base_offset=self.log_end_offset,
-                                  leader_epoch=self.leader_epoch, now=now)
+                                  leader_epoch=self.replica_view.leader_epoch, now=now)
             return self._append_encoded(data, from_client=True, now=now)
 
     def append_as_follower(self, raw) -> AppendInfo:
@@ -286,7 +256,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         marker = dict(producer_id=producer_id, producer_epoch=producer_epoch, coordinator_epoch=coordinator_epoch)
         with self._lock:
             raw = encode_control_batch(1 if commit else 0, base_offset=self.log_end_offset,
-                                       partition_leader_epoch=self.leader_epoch, **marker)
+                                       partition_leader_epoch=self.replica_view.leader_epoch, **marker)
             return self._append_encoded(raw, from_client=False, now=now_ms())
 
     def _append_encoded(self, data: bytes, *, from_client: bool, now: int, batches=None) -> AppendInfo:
@@ -458,19 +428,6 @@ class Log(RecordReads, contextlib.AbstractContextManager):
             self._local.active.flush()
             self._offsets.checkpoint(self._dir)
 
-    def truncate_fully_and_start_at(self, offset: int) -> None:
-        """Empty the log and start it again at ``offset``, its new log start, high watermark
-        and log end (Kafka's ``truncateFullyAndStartAt``: a follower whose log end fell below its
-        leader's log start). Every segment file is deleted; durable on return. O(segments)."""
-        self._local.check_writable()
-        check_offset(offset, "offset")
-        with self._lock:
-            self._local.truncate_fully_and_start_at(offset)
-            self._offsets.started_at(offset)
-            self._epochs.clear()
-            self._producers.truncate_and_reload(offset, offset, self._local.batches_between, now_ms())
-            self.flush()
-
     def delete_records(self, before_offset: int) -> int:
         """Move the log start offset to ``before_offset`` (Kafka's DeleteRecords): older
         offsets become unreadable, and whole segments below it are deleted. Must not pass
@@ -516,31 +473,9 @@ class Log(RecordReads, contextlib.AbstractContextManager):
                 self._dir.unlock(clean=clean)
 
 
-def unclosed_finalizer(log: Log, local: LocalLog, pdir) -> weakref.finalize:
-    """What releases a ``Log`` garbage-collected without ``close()``, as Python closes a
-    dropped file: its segments' descriptors and its writer lock, with a ``ResourceWarning``.
-    Nothing is flushed, so the release counts as unclean and the next open recovers above
-    the recovery point. Calling it with ``warn=False`` releases quietly (a dropped
-    ``LogManager`` warns once for all its logs). Not run at interpreter exit."""
-    finalizer = weakref.finalize(log, release_unclosed, local, pdir)
-    finalizer.atexit = False
-    return finalizer
-
-
 def release_unflushed(log: Log) -> None:
     """Release ``log`` as a dropped one is, without its warning (its owner warned once)."""
     detached = log._release_unclosed.detach()
     if detached is not None:
         _, release, args, _ = detached
         release(*args, warn=False)
-
-
-def release_unclosed(local: LocalLog, pdir, warn: bool = True) -> None:
-    """Release what a dropped log held (see :func:`unclosed_finalizer`)."""
-    if warn:
-        warnings.warn(f"unclosed log {local.path} (released unflushed: its next open recovers it)",
-                      ResourceWarning, stacklevel=2)
-    try:
-        local.close()
-    finally:
-        pdir.unlock(clean=False)

@@ -1,5 +1,6 @@
 """Replication with Kafka's semantics (docs/replication.md): ``ReplicaSet`` (a partition on
-N log directories, its controller and its ``acks``), ``PendingAppend`` (an append in flight),
+N log directories and its ``acks``), ``Controller`` (every change of the partition state:
+elections, AlterPartition, LeaderAndIsr), ``PendingAppend`` (an append in flight),
 ``ProcessReplicaSet`` (the same with every replica in its own process, ``broker``),
 ``Replica`` (one copy, leader or follower), the fetch exchange (``protocol``,
 ``transport``) and the divergence search by leader epochs (``truncation``)."""

@@ -11,7 +11,9 @@ import subprocess
 import sys
 import warnings
 
-from pylog.errors import PylogWarning, ReplicaTransportError
+from typing import Mapping
+
+from pylog.errors import PylogWarning, ReplicaTransportError, ReplicationError
 from pylog.log.appends import AppendInfo
 from pylog.replication import wire
 from pylog.replication.client_requests import check_acks, error_from
@@ -19,6 +21,7 @@ from pylog.replication.protocol import (
     CONSUMER_ID, DEBUGGING_CONSUMER_ID, FetchRequest, FetchResponse, LeaderAndIsrRequest, ProduceRequest,
     ProduceResponse,
 )
+from pylog.replication.state import NO_LEADER, PartitionState
 from pylog.replication.transport import TcpEndpoint
 
 
@@ -69,7 +72,30 @@ def close_process(proc: subprocess.Popen, sig: int = signal.SIGTERM, *, stop_tim
 
 
 class BrokerClient(TcpEndpoint):
-    """One connection to a replica process, one request at a time (not thread-safe)."""
+    """One connection to a replica process, one request at a time (not thread-safe). As
+    the controller's connection it is the replica's ``ReplicaHandle``
+    (pylog/replication/controller.py): ``online`` while the controller counts the process
+    as running, and LeaderAndIsr through ``become_leader``/``become_follower``, naming the
+    leader's address from ``addresses`` (replica id -> address, the controller's)."""
+
+    online = True
+    addresses: Mapping[int, tuple[str, int]] = {}
+
+    def become_leader(self, state: PartitionState) -> None:
+        """LeaderAndIsr making the replica lead ``state``; :class:`ReplicationError` if refused."""
+        self._take(state)
+
+    def become_follower(self, state: PartitionState) -> None:
+        """LeaderAndIsr making the replica follow ``state.leader``; :class:`ReplicationError` if refused."""
+        self._take(state)
+
+    def _take(self, state: PartitionState) -> None:
+        address = self.addresses[state.leader] if state.leader != NO_LEADER else ("", -1)
+        error = self.leader_and_isr(LeaderAndIsrRequest(state.controller_epoch, state.leader, state.leader_epoch,
+                                                        state.partition_epoch, state.isr, state.replicas, address))
+        if error is not None:
+            raise ReplicationError(f"replica at {self.address} refused LeaderAndIsr of epoch {state.leader_epoch}: "
+                                   f"{error}")
 
     def leader_and_isr(self, req: LeaderAndIsrRequest) -> str | None:
         """Send the controller's LeaderAndIsr; returns the replica's error (None: taken)."""

@@ -30,19 +30,17 @@ from pylog.record.batch import decode_batches
 from pylog.record.encode import encode_batch
 from pylog.replication.broker_client import BrokerClient, close_process, start_process
 from pylog.replication.client_requests import check_acks, check_timeout_ms
-from pylog.replication.election import (
-    check_assigned, check_partition_name, check_replica_settings, check_root, elected, eligible_leader, offline,
-    reassigned,
-)
-from pylog.replication.protocol import OFFSET_OUT_OF_RANGE, FetchResponse, LeaderAndIsrRequest
-from pylog.replication.state import NO_LEADER, PartitionState, read_state, state_lock, update_state
+from pylog.replication.controller import Controller, ReplicatedPartition
+from pylog.replication.election import check_assigned, check_partition_name, check_replica_settings, check_root, reassigned
+from pylog.replication.protocol import OFFSET_OUT_OF_RANGE, FetchResponse
+from pylog.replication.state import NO_LEADER, read_state, state_lock
 
 
 #: The failures ``fail_replica`` makes: a crash, a clean stop, an interrupt, a stall.
 FAILURE_SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGSTOP)
 
 
-class ProcessReplicaSet:
+class ProcessReplicaSet(ReplicatedPartition):
     """A replicated partition whose replicas each run in their own process, on loopback TCP.
 
     >>> import tempfile
@@ -65,27 +63,27 @@ class ProcessReplicaSet:
         self.name = name
         self.replica_ids = tuple(ids)
         self.min_insync_replicas = min_insync_replicas
-        self.unclean_leader_election_enable = unclean_leader_election_enable
-        self.state_path = os.path.join(self.root, f"{name}.state")
-        self._options = ("--state", self.state_path, "--min-insync-replicas", str(min_insync_replicas),
+        state_path = os.path.join(self.root, f"{name}.state")
+        self._options = ("--state", state_path, "--min-insync-replicas", str(min_insync_replicas),
                          "--replica-lag-time-max-ms", str(replica_lag_time_max_ms),
                          "--max-wait-ms", str(replica_fetch_wait_max_ms), "--log-config", json.dumps(log_config))
         self._lock = threading.RLock()  # the controller: one change of the partition at a time
         self._processes: dict[int, subprocess.Popen] = {}
         self._addresses: dict[int, tuple[str, int]] = {}
-        self._clients: dict[tuple[int, bool], BrokerClient] = {}
-        self._live: set[int] = set()
-        self._closed = False
-        found = read_state(self.state_path)
+        self._clients: dict[int, BrokerClient] = {}  # produce and consume
+        self._handles: dict[int, BrokerClient] = {}  # the controller's, one per process
+        self._closed = threading.Event()
+        self._controller = Controller(state_path, self.replica_ids, self._handles, name=name, shared=True,
+                                      unclean_leader_election_enable=unclean_leader_election_enable)
+        found = read_state(state_path)
         if found is not None:
             reassigned(found, self.replica_ids, name)  # refused before any process starts
         os.makedirs(self.root, exist_ok=True)
         try:
             for r in self.replica_ids:
                 self._start_process(r)
-            update_state(self.state_path, lambda s: None if s is not None else PartitionState(
-                self.replica_ids[0], 0, self.replica_ids, replicas=self.replica_ids))
-            self._try_elect(clean=not unclean_leader_election_enable)
+            self._controller.initialize(None)
+            self._controller.elect_automatically()
         except BaseException:
             self.close()
             raise
@@ -110,27 +108,28 @@ class ProcessReplicaSet:
         """A connection to the replica's process for produce and fetch requests (one at a
         time), or the controller's own (``controller``)."""
         address = self.address(replica_id)
-        key = (replica_id, controller)
-        client = self._clients.get(key)
+        clients = self._handles if controller else self._clients
+        client = clients.get(replica_id)
         if client is None or client.address != address:
-            client = self._clients[key] = BrokerClient(address)
+            client = clients[replica_id] = BrokerClient(address)
+            client.addresses, client.online = self._addresses, replica_id in self._processes
         return client
 
     @property
     def live_replicas(self) -> tuple[int, ...]:
         """The replicas the controller counts as running, in assignment order."""
-        return tuple(r for r in self.replica_ids if r in self._live)
+        return self._controller.live_replicas
 
     def _start_process(self, replica_id: int) -> None:
         proc, address = start_process(self.path(replica_id), replica_id, *self._options)
         self._processes[replica_id] = proc
         self._addresses[replica_id] = address
-        self._live.add(replica_id)
+        self.client(replica_id, controller=True)
 
     def _end_process(self, replica_id: int, sig: int) -> None:
         close_process(self._processes.pop(replica_id), sig)
-        for key in [(replica_id, False), (replica_id, True)]:
-            client = self._clients.pop(key, None)
+        for clients in (self._clients, self._handles):
+            client = clients.pop(replica_id, None)
             if client is not None:
                 client.close()
 
@@ -142,44 +141,15 @@ class ProcessReplicaSet:
             proc.send_signal(signal.SIGSTOP)
             os.waitpid(proc.pid, os.WUNTRACED)
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise LogClosedError(f"the replica set of {self.name} at {self.root} is closed")
-
     def close(self) -> None:
         """Stop every replica process cleanly (SIGTERM: logs closed, high watermarks checkpointed)."""
-        if self._closed:
+        if self._closed.is_set():
             return
-        self._closed = True
+        self._closed.set()
         for r in list(self._processes):
             self._end_process(r, signal.SIGTERM)
-        self._live.clear()
-
-    def __enter__(self) -> "ProcessReplicaSet":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     # ==== facts =======================================================================================
-    @property
-    def state(self) -> PartitionState:
-        """The partition state as recorded now (the leader may have changed its ISR), with
-        the replicas assigned (the record itself holds no assignment, as Kafka's does not)."""
-        return replace(read_state(self.state_path), replicas=self.replica_ids)
-
-    @property
-    def leader(self) -> int:
-        return self.state.leader
-
-    @property
-    def leader_epoch(self) -> int:
-        return self.state.leader_epoch
-
-    @property
-    def isr(self) -> tuple[int, ...]:
-        return self.state.isr
-
     @property
     def high_watermark(self) -> int:
         """The leader's high watermark, as its consumer Fetch answers it."""
@@ -251,12 +221,9 @@ class ProcessReplicaSet:
                 self._stall(replica_id)
             else:
                 self._end_process(replica_id, sig)
-            self._live.discard(replica_id)
-            if self.state.leader == replica_id:
-                self._try_elect(clean=not self.unclean_leader_election_enable)
-            else:
-                self._change(lambda s: s.with_isr(r for r in s.isr if r != replica_id) if replica_id in s.isr
-                             else None)
+            if replica_id in self._handles:
+                self._handles[replica_id].online = False
+            self._controller.replica_failed(replica_id)
 
     def restart_replica(self, replica_id: int) -> None:
         """The replica comes back: a stalled process continues (SIGCONT), a dead one starts
@@ -268,68 +235,7 @@ class ProcessReplicaSet:
             proc = self._processes.get(replica_id)
             if proc is not None:
                 proc.send_signal(signal.SIGCONT)
-                self._live.add(replica_id)
+                self._handles[replica_id].online = True
             else:
                 self._start_process(replica_id)
-            state = self.state
-            if state.leader == NO_LEADER:
-                self._try_elect(clean=not self.unclean_leader_election_enable)
-            else:
-                self._send(replica_id, state)
-
-    def elect_leader(self, clean: bool = True, *, leader: int | None = None) -> int:
-        """Elect a leader now in a new leader epoch, as ``ReplicaSet.elect_leader``."""
-        self._check_open()
-        if leader is not None:
-            check_assigned(leader, self.replica_ids, self.name)
-        with self._lock:
-            if not clean and not self.unclean_leader_election_enable:
-                raise LeaderNotAvailableError("unclean leader election is not enabled "
-                                              "(unclean_leader_election_enable=False)")
-            chosen = self._elect(clean, leader)
-            if chosen is None:
-                raise LeaderNotAvailableError(f"no eligible replica for {self.name}: ISR {self.isr}, "
-                                              f"live {self.live_replicas}, clean={clean}")
-            return chosen
-
-    def preferred_leader_election(self) -> bool:
-        """Move leadership back to the first assigned replica when it is live, in the ISR
-        and not leading already. True if leadership moved."""
-        self._check_open()
-        with self._lock:
-            preferred = self.replica_ids[0]
-            if self.leader == preferred:
-                return False
-            return self._elect(True, preferred) is not None
-
-    def _try_elect(self, *, clean: bool) -> None:
-        if self._elect(clean, None) is None:
-            self._change(lambda s: offline(s, self.replica_ids) if s.leader != NO_LEADER else None)
-
-    def _elect(self, clean: bool, leader: int | None) -> int | None:
-        """Record a new leader epoch led by ``leader`` (or the first eligible replica) and
-        tell every live replica; None when none is eligible (nothing changed)."""
-        chosen = []
-
-        def change(s: PartitionState):
-            chosen.append(eligible_leader(s, self.live_replicas, clean=clean, leader=leader))
-            return None if chosen[0] is None else elected(s, chosen[0], self._live, self.replica_ids)
-        self._change(change)
-        return chosen[0]
-
-    def _change(self, change) -> None:
-        """Compare-and-set the partition state, then send LeaderAndIsr to every live replica,
-        the leader first."""
-        state = update_state(self.state_path, change)
-        if state is None:
-            return
-        for r in sorted(self._live, key=lambda r: r != state.leader):
-            self._send(r, state)
-
-    def _send(self, replica_id: int, state: PartitionState) -> None:
-        address = self._addresses[state.leader] if state.leader != NO_LEADER else ("", -1)
-        req = LeaderAndIsrRequest(state.controller_epoch, state.leader, state.leader_epoch, state.partition_epoch,
-                                  state.isr, self.replica_ids, address)
-        error = self.client(replica_id, controller=True).leader_and_isr(req)
-        if error is not None:
-            raise ReplicationError(f"replica {replica_id} refused LeaderAndIsr of epoch {state.leader_epoch}: {error}")
+            self._controller.replica_restarted(replica_id)

@@ -21,16 +21,15 @@ from typing import Callable
 
 from pylog.errors import FencedLeaderEpochError, NotLeaderOrFollowerError, StorageError
 from pylog.log import Log
-from pylog.record.batch import complete_batch_bytes
 from pylog.record.encode import now_ms
 from pylog.replication.protocol import (
     FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE, UNKNOWN_LEADER_EPOCH, EpochEndOffset,
     FetchRequest, FetchResponse,
 )
+from pylog.replication.follower import FOLLOWER, FollowerSide
 from pylog.replication.state import PartitionState
-from pylog.replication.truncation import truncate_to_leader
 
-LEADER, FOLLOWER, OFFLINE = "leader", "follower", "offline"
+LEADER, OFFLINE = "leader", "offline"
 #: A follower's log end before its first fetch from a new leader.
 UNKNOWN_OFFSET = -1
 
@@ -59,7 +58,7 @@ class FollowerState:
         return self.log_end_offset == leader_end_offset or now - self.last_caught_up_ms <= lag_max_ms
 
 
-class Replica:
+class Replica(FollowerSide):
     """One replica of a partition: ``replica_id`` and the partition directory ``path``.
 
     ``alter_isr(replica_id, leader_epoch, isr) -> bool`` asks the controller to record a
@@ -127,13 +126,17 @@ class Replica:
     # ==== the controller's LeaderAndIsr ==============================================================
     def become_leader(self, state: PartitionState) -> None:
         """Lead ``state.leader_epoch``: stamp it on appends, take the ISR, forget what the
-        followers had (each is unknown until it fetches; ISR members count as caught up now)."""
+        followers had (each is unknown until it fetches; ISR members count as caught up now).
+        The epoch it leads already: take the ISR only (``take_isr``)."""
         with self._lock:
             self._check_newer(state.leader_epoch)
+            if self.role == LEADER and self.leader_epoch == state.leader_epoch:
+                self.take_isr(state)  # no new epoch: an ISR change only
+                return
             now = self._clock()
             self.role, self.leader_id, self.leader_epoch = LEADER, self.replica_id, state.leader_epoch
             self.isr = state.isr
-            self.log.leader_epoch = state.leader_epoch
+            self.log.replica_view.leader_epoch = state.leader_epoch
             self._epoch_start_offset = self.log.log_end_offset
             self._followers = {r: FollowerState(last_caught_up_ms=now if r in state.isr else 0)
                                for r in state.replicas if r != self.replica_id}
@@ -144,12 +147,16 @@ class Replica:
 
     def become_follower(self, state: PartitionState) -> None:
         """Follow ``state.leader`` in ``state.leader_epoch``: first cut the log where it
-        diverges from the leader's, then fetch."""
+        diverges from the leader's, then fetch. The leader and epoch it follows already:
+        take the ISR only."""
         with self._lock:
             self._check_newer(state.leader_epoch)
+            if (self.role, self.leader_id, self.leader_epoch) == (FOLLOWER, state.leader, state.leader_epoch):
+                self.isr = state.isr  # no new epoch: an ISR change only
+                return
             self.role, self.leader_id, self.leader_epoch = FOLLOWER, state.leader, state.leader_epoch
             self.isr = state.isr
-            self.log.leader_epoch = 0  # stamps only as leader; its latest epoch is the log's own
+            self.log.replica_view.leader_epoch = 0  # stamps only as leader; its latest epoch is the log's own
             self._followers = {}
             self.needs_truncation = True
             self._notify_all()
@@ -259,7 +266,7 @@ class Replica:
             error = self._request_error(current_leader_epoch)
             if error is not None:
                 return EpochEndOffset(error)
-            found, end = self.log.end_offset_for_epoch(epoch)
+            found, end = self.log.replica_view.end_offset_for_epoch(epoch)
             return EpochEndOffset(None, found, end)
 
     def _joins_isr(self, replica_id: int, follower: FollowerState) -> bool:
@@ -284,7 +291,7 @@ class Replica:
         if new > log.high_watermark:
             now = self._clock()
             checkpoint = now - self._last_hw_checkpoint_ms >= self._hw_checkpoint_ms
-            log.update_high_watermark(new, checkpoint=checkpoint)
+            log.replica_view.update_high_watermark(new, checkpoint=checkpoint)
             if checkpoint:
                 self._last_hw_checkpoint_ms = now
             self._advanced.notify_all()
@@ -342,80 +349,6 @@ class Replica:
                 return None
             return self.log.high_watermark >= offset
 
-    # ==== follower side ==============================================================================
-    def fetch_target(self, timeout_s: float) -> tuple[int, int, bool] | None:
-        """``(leader id, leader epoch, needs truncation)`` to fetch from, waiting up to
-        ``timeout_s`` for one; None when not a follower of a live leader."""
-        with self._lock:
-            self._changed.wait_for(lambda: self.role == FOLLOWER and self.leader_id >= 0, timeout_s)
-            if self.role != FOLLOWER or self.leader_id < 0:
-                return None
-            return self.leader_id, self.leader_epoch, self.needs_truncation
-
-    def truncate(self, epoch: int, ask_leader: Callable[[int], EpochEndOffset]) -> bool:
-        """Cut the log where it diverges from the leader of ``epoch`` (OffsetsForLeaderEpoch
-        rounds); False when the epoch moved on or the leader refused."""
-        def ask(e: int) -> tuple[int, int]:
-            answer = ask_leader(e)
-            if answer.error is not None:
-                raise _Refused(answer.error)
-            return answer.leader_epoch, answer.end_offset
-        with self._lock:
-            if self.role != FOLLOWER or self.leader_epoch != epoch:
-                return False
-            try:
-                truncate_to_leader(self.log, ask)
-            except _Refused:
-                return False
-            self.needs_truncation = False
-            return True
-
-    def fetch_request(self, epoch: int, max_bytes: int, max_wait_ms: int) -> FetchRequest | None:
-        with self._lock:
-            if self.role != FOLLOWER or self.leader_epoch != epoch or self.needs_truncation:
-                return None
-            return FetchRequest(self.replica_id, epoch, self.log.log_end_offset, max_bytes, max_wait_ms)
-
-    def apply_fetch(self, req: FetchRequest, resp: FetchResponse, raw: bytes) -> int:
-        """Append what the leader sent (whole batches, as follower) and take its high
-        watermark, bounded by the log end. Returns the bytes appended; nothing when the
-        replica moved on meanwhile or the leader answered an error. An out-of-range fetch
-        below the leader's log start (its retention or ``delete_records`` removed what this
-        log lacks) empties the log to start at the leader's log start, as Kafka's followers
-        do; any other means: find the divergence again."""
-        with self._lock:
-            if self.role != FOLLOWER or self.leader_epoch != req.current_leader_epoch \
-                    or self.log.log_end_offset != req.fetch_offset:
-                return 0
-            if resp.error == OFFSET_OUT_OF_RANGE and req.fetch_offset < resp.log_start_offset:
-                self.log.truncate_fully_and_start_at(resp.log_start_offset)
-                return 0
-            if resp.error == OFFSET_OUT_OF_RANGE:
-                self.needs_truncation = True
-                return 0
-            if resp.error is not None:
-                return 0
-            log = self.log
-            raw = complete_batches(raw)
-            log_start = log.log_start_offset
-            if raw:
-                self._append_fetched(raw)
-            hw = max(min(resp.high_watermark, log.log_end_offset), log.log_start_offset)
-            if hw != log.high_watermark:
-                log.update_high_watermark(hw, checkpoint=False)
-            if log.log_start_offset < log_start:
-                log.delete_records(log_start)
-            return len(raw)
-
-    def _append_fetched(self, raw) -> None:
-        """Append as follower. An empty log that starts where the leader's log start fell
-        inside a batch gets that whole batch: it starts again at the batch's base offset
-        (the caller moves the log start back up once the high watermark allows)."""
-        base = int.from_bytes(raw[:8], "big", signed=True)  # every batch starts with its base offset
-        if base < self.log.log_end_offset == self.log.log_start_offset:
-            self.log.truncate_fully_and_start_at(base)
-        self.log.append_as_follower(raw)
-
     def checkpoint_high_watermark(self) -> None:
         """Write the high watermark to replication-offset-checkpoint now."""
         with self._lock:
@@ -425,14 +358,3 @@ class Replica:
                 except StorageError:
                     pass  # retried at the next checkpoint or close
 
-
-def complete_batches(raw):
-    """The complete batches at the start of ``raw`` (a view, not a copy): a fetch cut by
-    ``max_bytes`` may end inside a batch, which the next fetch brings whole (as Kafka's
-    followers do). Reads entry sizes only, O(batches)."""
-    n = complete_batch_bytes(raw)
-    return raw if n == len(raw) else memoryview(raw)[:n]
-
-
-class _Refused(Exception):
-    """The leader refused an OffsetsForLeaderEpoch request (the follower's epoch is stale)."""

@@ -22,7 +22,7 @@ Cut = tuple[int, bool]
 def next_cut(local_end_offset_for: Callable[[int], tuple[int, int]], leader_epoch: int, leader_end_offset: int,
              *, log_end_offset: int, high_watermark: int) -> Cut:
     """Kafka's rule for one OffsetsForLeaderEpoch answer ``(leader_epoch, leader_end_offset)``
-    given the follower's ``local_end_offset_for(epoch)`` (``Log.end_offset_for_epoch``)."""
+    given the follower's ``local_end_offset_for(epoch)`` (``Log.replica_view.end_offset_for_epoch``)."""
     if leader_end_offset == UNDEFINED_EPOCH:
         return min(high_watermark, log_end_offset), True
     follower_epoch, follower_end = local_end_offset_for(leader_epoch)
@@ -37,13 +37,14 @@ def truncate_to_leader(log, ask_leader: Callable[[int], tuple[int, int]], *, max
     """Cut ``log`` (a follower's ``Log``) where it diverges from the leader answering
     ``ask_leader(epoch) -> (epoch, end_offset)``; returns the new log end. Each round cuts,
     so a crash between rounds resumes from a consistent log. O(rounds) requests."""
+    view = log.replica_view
     for _ in range(max_rounds):
-        latest = log.end_offset_for_epoch(log.leader_epoch)[0] if log.log_end_offset > log.log_start_offset else -1
+        latest = view.end_offset_for_epoch(view.leader_epoch)[0] if log.log_end_offset > log.log_start_offset else -1
         if latest == UNDEFINED_EPOCH:
             cut, done = min(log.high_watermark, log.log_end_offset), True
         else:
             leader_epoch, leader_end = ask_leader(latest)
-            cut, done = next_cut(log.end_offset_for_epoch, leader_epoch, leader_end,
+            cut, done = next_cut(view.end_offset_for_epoch, leader_epoch, leader_end,
                                  log_end_offset=log.log_end_offset, high_watermark=log.high_watermark)
         if cut < log.log_end_offset:
             log.truncate_to(cut)

@@ -374,7 +374,7 @@ def test_stderr_summaries_follow_every_file_as_kafka_prints_them(tmp_path):
     paths = []
     for name, start in (("a-0", 5), ("b-0", 0)):
         with Log.open(tmp_path / name) as log:
-            log.truncate_fully_and_start_at(start)
+            log.replica_view.truncate_fully_and_start_at(start)
             log.append([b"x", b"y"])
         paths.append(tmp_path / name / f"{start:020d}.log")
     out = pylog("dump", "--deep-iteration", "--files", ",".join(map(str, paths)))

@@ -20,7 +20,7 @@ def write_epochs(root: str, epochs_values: list[tuple[int, list[bytes]]]) -> Non
     make_topic(root, TP.topic, 1)
     with Log.open(os.path.join(root, partition_dir_name(*TP))) as log:
         for epoch, values in epochs_values:
-            log.leader_epoch = epoch
+            log.replica_view.leader_epoch = epoch
             log.append(values)
 
 

@@ -24,7 +24,7 @@ def test_read_uncommitted_latest_is_the_high_watermark_not_the_log_end(tmp_path)
     """A replica's log: the leader committed 3 of its 5 records."""
     with Log.open(tmp_path / "t-0", auto_high_watermark=False) as log:
         log.append([b"v%d" % i for i in range(5)])
-        log.update_high_watermark(3)
+        log.replica_view.update_high_watermark(3)
         assert (latest_offset(log), latest_offset(log, "uncommitted"), log.log_end_offset) == (3, 3, 5)
 
 

@@ -37,7 +37,7 @@ def log(tmp_path):
 
 def test_leader_appends_stamp_the_epoch_and_record_each_new_one(log):
     log.append([b"a", b"b"])
-    log.leader_epoch = 3
+    log.replica_view.leader_epoch = 3
     log.append([b"c"])
     log.append([b"d"])
     assert batch_epochs(log) == [(0, 0), (2, 3), (3, 3)]
@@ -45,7 +45,7 @@ def test_leader_appends_stamp_the_epoch_and_record_each_new_one(log):
 
 
 def test_append_batches_stamps_the_epoch_too(log):
-    log.leader_epoch = 2
+    log.replica_view.leader_epoch = 2
     log.append_batches(encode_batch([b"x", b"y"], partition_leader_epoch=0))
     assert batch_epochs(log) == [(0, 2)] and checkpoint_of(log) == [(2, 0)]
 
@@ -54,17 +54,17 @@ def test_follower_appends_record_the_epochs_they_copy(log):
     log.append_as_follower(encode_batch([b"a"], base_offset=0, partition_leader_epoch=1)
                            + encode_batch([b"b", b"c"], base_offset=1, partition_leader_epoch=4))
     assert checkpoint_of(log) == [(1, 0), (4, 1)]
-    assert log.leader_epoch == 4  # a follower that leads next never stamps an older epoch
+    assert log.replica_view.leader_epoch == 4  # a follower that leads next never stamps an older epoch
 
 
 def test_the_leader_epoch_cannot_be_set_outside_int32(log):
     with pytest.raises(InvalidArgumentError):
-        log.leader_epoch = -1
+        log.replica_view.leader_epoch = -1
 
 
 def test_truncate_to_cuts_the_epochs_at_the_end(log):
     for epoch in (0, 1, 2):
-        log.leader_epoch = epoch
+        log.replica_view.leader_epoch = epoch
         log.append([b"v"] * 3)
     log.truncate_to(6)
     assert checkpoint_of(log) == [(0, 0), (1, 3)]
@@ -76,7 +76,7 @@ def test_truncate_to_cuts_the_epochs_at_the_end(log):
 
 def test_delete_records_cuts_the_epochs_at_the_start(log):
     for epoch in (0, 1, 2):
-        log.leader_epoch = epoch
+        log.replica_view.leader_epoch = epoch
         log.append([b"v"] * 3)
     log.delete_records(4)
     assert checkpoint_of(log) == [(1, 4), (2, 6)]
@@ -85,9 +85,9 @@ def test_delete_records_cuts_the_epochs_at_the_start(log):
 def test_truncate_fully_and_start_at_empties_the_log_for_good_at_a_later_offset(tmp_path):
     with Log.open(tmp_path / "t-0", auto_high_watermark=False, segment_bytes=200) as log:
         for epoch in (0, 1):
-            log.leader_epoch = epoch
+            log.replica_view.leader_epoch = epoch
             log.append([b"v" * 50], producer_id=7, producer_epoch=0, base_sequence=epoch)
-        log.truncate_fully_and_start_at(40)
+        log.replica_view.truncate_fully_and_start_at(40)
         assert (log.log_start_offset, log.high_watermark, log.log_end_offset) == (40, 40, 40)
         assert [s.base_offset for s in log.segments] == [40] and checkpoint_of(log) == []
         log.append_as_follower(encode_batch([b"w"], base_offset=40, partition_leader_epoch=5))
@@ -101,7 +101,7 @@ def test_truncate_fully_and_start_at_empties_the_log_for_good_at_a_later_offset(
 def test_retention_cuts_the_epochs_at_the_start(tmp_path):
     with Log.open(tmp_path / "t-0", segment_bytes=200, retention_bytes=250) as log:
         for epoch in range(6):
-            log.leader_epoch = epoch
+            log.replica_view.leader_epoch = epoch
             log.append([b"v" * 50])
         log.enforce_retention()
         assert log.log_start_offset > 0
@@ -111,22 +111,22 @@ def test_retention_cuts_the_epochs_at_the_start(tmp_path):
 
 def test_end_offset_for_epoch_answers_offsets_for_leader_epoch(log):
     for epoch, n in ((1, 2), (3, 3), (4, 1)):
-        log.leader_epoch = epoch
+        log.replica_view.leader_epoch = epoch
         log.append([b"v"] * n)
-    assert log.end_offset_for_epoch(1) == (1, 2)
-    assert log.end_offset_for_epoch(2) == (1, 2)
-    assert log.end_offset_for_epoch(3) == (3, 5)
-    assert log.end_offset_for_epoch(4) == (4, 6)
-    assert log.end_offset_for_epoch(0) == (0, 0)
-    assert log.end_offset_for_epoch(9) == (-1, -1)
+    assert log.replica_view.end_offset_for_epoch(1) == (1, 2)
+    assert log.replica_view.end_offset_for_epoch(2) == (1, 2)
+    assert log.replica_view.end_offset_for_epoch(3) == (3, 5)
+    assert log.replica_view.end_offset_for_epoch(4) == (4, 6)
+    assert log.replica_view.end_offset_for_epoch(0) == (0, 0)
+    assert log.replica_view.end_offset_for_epoch(9) == (-1, -1)
     with pytest.raises(InvalidArgumentError):
-        log.end_offset_for_epoch(-2)
+        log.replica_view.end_offset_for_epoch(-2)
 
 
 def _three_epochs(path) -> None:
     with Log.open(path) as log:
         for epoch in (0, 2, 5):
-            log.leader_epoch = epoch
+            log.replica_view.leader_epoch = epoch
             log.append([b"v"] * 2)
 
 
@@ -177,7 +177,7 @@ def test_appending_after_a_brokers_epoch_7_batches_never_goes_back(tmp_path):
         info = log.append([b"after the broker"])
         assert batch_epochs(log)[-1] == (info.first_offset, 7)
         assert checkpoint_of(log) == broker
-        assert log.end_offset_for_epoch(6) == (6, 14)
+        assert log.replica_view.end_offset_for_epoch(6) == (6, 14)
 
 
 @needs_samples
@@ -189,7 +189,7 @@ def test_appending_to_a_brokers_directory_keeps_its_checkpoint_and_file_names(tm
     shutil.copytree(src, dst)
     with Log.open(dst) as log:
         log.append([b"x"])
-        log.leader_epoch = broker[-1][0] + 1
+        log.replica_view.leader_epoch = broker[-1][0] + 1
         log.append([b"y"])
         latest = batch_epochs(log)
         assert latest[-2][1] >= broker[-1][0] and latest[-1][1] == broker[-1][0] + 1
@@ -216,11 +216,11 @@ def test_a_failed_checkpoint_write_takes_the_new_epochs_append_back(tmp_path):
     io = FaultyIO()
     with Log.open(tmp_path / "t-0", io=io) as log:
         log.append([b"a", b"b"])
-        log.leader_epoch = 3
+        log.replica_view.leader_epoch = 3
         io.fail_path_suffix = "leader-epoch-checkpoint.tmp"
         with pytest.raises(StorageError):
             log.append([b"c"])
-        assert log.log_end_offset == 2 and log.end_offset_for_epoch(0) == (0, 2)
+        assert log.log_end_offset == 2 and log.replica_view.end_offset_for_epoch(0) == (0, 2)
         assert checkpoint_of(log) == [(0, 0)]
         io.fail_path_suffix = None
         log.append([b"c"])

@@ -22,7 +22,7 @@ WRITER = textwrap.dedent("""
     for line in sys.stdin:
         command, *args = line.split()
         if command == "append":  # EPOCH COUNT: one batch of COUNT records in EPOCH
-            log.leader_epoch = int(args[0])
+            log.replica_view.leader_epoch = int(args[0])
             log.append([b"v"] * int(args[1]))
         elif command == "truncate":
             log.truncate_to(int(args[0]))
@@ -68,17 +68,17 @@ def writer(tmp_path):
 def test_a_read_only_log_follows_the_writers_new_epochs_and_truncations(tmp_path, writer):
     writer.do("append 0 2")
     with Log.open(tmp_path / "t-0", read_only=True) as reader:
-        assert reader.end_offset_for_epoch(0) == (0, 2)
+        assert reader.replica_view.end_offset_for_epoch(0) == (0, 2)
         assert writer.do("append 3 2") == 4
-        assert reader.end_offset_for_epoch(0) == (0, 2)  # epoch 3 began at 2
-        assert reader.end_offset_for_epoch(3) == (3, 4)
+        assert reader.replica_view.end_offset_for_epoch(0) == (0, 2)  # epoch 3 began at 2
+        assert reader.replica_view.end_offset_for_epoch(3) == (3, 4)
         assert writer.do("append 5 1") == 5
-        assert reader.end_offset_for_epoch(4) == (3, 4) and reader.end_offset_for_epoch(5) == (5, 5)
+        assert reader.replica_view.end_offset_for_epoch(4) == (3, 4) and reader.replica_view.end_offset_for_epoch(5) == (5, 5)
         assert writer.do("truncate 2") == 2
-        assert reader.end_offset_for_epoch(3) == (-1, -1)  # newer than every epoch left
-        assert reader.end_offset_for_epoch(0) == (0, 2)
+        assert reader.replica_view.end_offset_for_epoch(3) == (-1, -1)  # newer than every epoch left
+        assert reader.replica_view.end_offset_for_epoch(0) == (0, 2)
         assert writer.do("append 7 3") == 5
-        assert reader.end_offset_for_epoch(0) == (0, 2) and reader.end_offset_for_epoch(7) == (7, 5)
+        assert reader.replica_view.end_offset_for_epoch(0) == (0, 2) and reader.replica_view.end_offset_for_epoch(7) == (7, 5)
     writer.close()
 
 
@@ -90,7 +90,7 @@ def test_a_read_only_log_rebuilds_a_missing_epoch_checkpoint_in_memory_only(tmp_
     os.remove(path / "leader-epoch-checkpoint")
     before = sorted(os.listdir(path))
     with Log.open(path, read_only=True) as reader:
-        assert reader.end_offset_for_epoch(1) == (1, 2)
-        assert reader.end_offset_for_epoch(4) == (4, 3)
-        assert reader.leader_epoch == 4
+        assert reader.replica_view.end_offset_for_epoch(1) == (1, 2)
+        assert reader.replica_view.end_offset_for_epoch(4) == (4, 3)
+        assert reader.replica_view.leader_epoch == 4
     assert sorted(os.listdir(path)) == before

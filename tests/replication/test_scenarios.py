@@ -123,11 +123,11 @@ def test_walking_back_over_several_epochs_finds_the_divergence(tmp_path):
 
     def ask(epoch):
         asked.append(epoch)
-        return leader.end_offset_for_epoch(epoch)
+        return leader.replica_view.end_offset_for_epoch(epoch)
 
     assert truncate_to_leader(follower, ask) == 2
     assert asked == [4, 2, 0]
-    assert follower.end_offset_for_epoch(0) == (0, 2)
+    assert follower.replica_view.end_offset_for_epoch(0) == (0, 2)
     leader.close(), follower.close()
 
 
