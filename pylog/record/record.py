@@ -56,9 +56,12 @@ class Record:
 #: The pure-Python ``Record``: pylog's record without the C speedups, tested beside the C one.
 PyRecord = Record
 try:
-    from pylog._speedups import Record
+    from pylog._speedups import Record, freed_as_record
 except ImportError:  # no C compiler at install time
-    pass
+    def freed_as_record(cls: type) -> type:
+        """``cls``: with the C speedups, a subclass of Record adding no field whose
+        instances are freed by Record's own dealloc (a quarter of the cost of freeing one)."""
+        return cls
 else:
     Record.__doc__ = PyRecord.__doc__
     PyRecord.__name__ = PyRecord.__qualname__ = "PyRecord"  # what its pickles name

@@ -96,17 +96,19 @@ class FetchData:
             self._next_offset = nxt
         return self._next_offset
 
-    def records(self) -> list:
+    def records(self, record_type=None) -> list:
         """Data records from ``first_offset`` on (control records and, for
         ``isolation="committed"``, aborted records left out), each with its place: ``topic``
-        and ``partition`` of the fetch, ``timestamp_type`` of its batch. Checks every batch's
-        CRC. O(records + bytes)."""
+        and ``partition`` of the fetch, ``timestamp_type`` of its batch. ``record_type``: a
+        function of a batch giving the class of its records (a consumer's, of the batch's
+        leader epoch), built as they are decoded; by default :class:`~pylog.record.Record`.
+        Checks every batch's CRC. O(records + bytes)."""
         out = []
-        for records in self.record_lists():
+        for records in self.record_lists(record_type):
             out += records
         return out
 
-    def record_lists(self):
+    def record_lists(self, record_type=None):
         """The records of :meth:`records`, one list a batch, each decoded (one C call when
         the speedups are built) and its CRC checked as the iteration reaches it: a loop over
         the records of a large fetch keeps one batch of records alive at a time, in the
@@ -125,11 +127,12 @@ class FetchData:
             if b.is_control:
                 b.ensure_valid(self._path)
                 continue
+            cls = None if record_type is None else record_type(b)
             if b.base_offset < lo or (hi is not None and b.last_offset >= hi):  # the range cuts the batch
-                yield [r for r in b.records(path=self._path, place=place)
+                yield [r for r in b.records(path=self._path, place=place, record_type=cls)
                        if r.offset >= lo and (hi is None or r.offset < hi)]
             else:  # no reference kept here: the list goes as soon as the caller is done with it
-                yield b.records(path=self._path, place=place)
+                yield b.records(path=self._path, place=place, record_type=cls)
 
     def columns(self, *, include_headers: bool = False):
         """The records of :meth:`records` as :class:`~pylog.record.columnar.Columns`: the
