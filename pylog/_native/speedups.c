@@ -8,6 +8,9 @@
  *       themselves (ints >= -1, else TypeError / OverflowError naming the record).
  *   scan_records(buf, count) -> tuple of 8 bytes objects (native int64/int32 arrays)
  *       Positions and lengths of every record's fields, for a columnar decode.
+ *   scan_columns(parts) -> tuple of 8 bytes objects
+ *       The columnar decode of v2 batches in one walk: offsets, timestamps and keys and values
+ *       copied into Arrow's binary layout (data, int32 offsets, a valid byte each).
  *   decode_records(buf, count, base_offset, base_timestamp, append_time, record_type[, topic,
  *                  partition, timestamp_type]) -> list
  *       Record objects (with headers), for the object decode: of this module's Record type
@@ -660,6 +663,87 @@ fail:
     return NULL;
 }
 
+/* scan_columns(parts) -> (offsets, timestamps, key_data, key_offsets, key_valid, value_data,
+ *                         value_offsets, value_valid)
+ * The columnar decode of v2 batches in one walk: ``parts`` is a list of (records, count,
+ * base_offset, base_timestamp, append_time) per batch, ``records`` its uncompressed record
+ * bytes (any buffer: a slice of the fetched bytes is not copied), ``append_time`` None or the
+ * batch's max timestamp. Keys and values are copied straight into their column (Arrow's
+ * binary layout: data and int32 offsets [n+1]); offsets and timestamps are native int64
+ * arrays, key_valid/value_valid one byte (0 or 1) a record. Every record is checked as
+ * decode_records checks it (ValueError). */
+static PyObject *scan_columns(PyObject *self, PyObject *args) {
+    PyObject *parts;
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &parts)) return NULL;
+    Py_ssize_t nparts = PyList_GET_SIZE(parts);
+    typedef struct { Py_buffer view; Py_ssize_t count; long long base_offset, base_ts, fixed_ts; int fixed; } part_t;
+    part_t *ps = PyMem_Calloc(nparts ? nparts : 1, sizeof(part_t));
+    if (!ps) return PyErr_NoMemory();
+    Py_ssize_t n = 0, total = 0;
+    PyObject *out[8] = {0}, *result = NULL;
+    for (Py_ssize_t b = 0; b < nparts; b++) {
+        part_t *p = &ps[b];
+        PyObject *append_time;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(parts, b), "y*nLLO;parts holds (records, count, base_offset, "
+                              "base_timestamp, append_time) tuples", &p->view, &p->count, &p->base_offset,
+                              &p->base_ts, &append_time))
+            goto done;
+        if (p->count < 0 || p->count > p->view.len / 7) {
+            PyErr_Format(PyExc_ValueError, "record count %zd does not fit in %zd bytes of records", p->count,
+                         p->view.len);
+            goto done;
+        }
+        p->fixed = append_time != Py_None;
+        if (p->fixed && (p->fixed_ts = PyLong_AsLongLong(append_time)) == -1 && PyErr_Occurred()) goto done;
+        n += p->count;
+        total += p->view.len;
+    }
+    if (total > INT32_MAX) { PyErr_SetString(PyExc_OverflowError, "more than 2 GiB of records in one run"); goto done; }
+    out[0] = PyBytes_FromStringAndSize(NULL, n * 8);       /* offsets */
+    out[1] = PyBytes_FromStringAndSize(NULL, n * 8);       /* timestamps */
+    out[2] = PyBytes_FromStringAndSize(NULL, total);       /* key data: at most every byte, cut to size after */
+    out[3] = PyBytes_FromStringAndSize(NULL, (n + 1) * 4); /* key offsets */
+    out[4] = PyBytes_FromStringAndSize(NULL, n);           /* key valid */
+    out[5] = PyBytes_FromStringAndSize(NULL, total);       /* value data */
+    out[6] = PyBytes_FromStringAndSize(NULL, (n + 1) * 4); /* value offsets */
+    out[7] = PyBytes_FromStringAndSize(NULL, n);           /* value valid */
+    for (int k = 0; k < 8; k++) if (!out[k]) goto done;
+    int64_t *offsets = (int64_t *)PyBytes_AS_STRING(out[0]), *stamps = (int64_t *)PyBytes_AS_STRING(out[1]);
+    char *kd = PyBytes_AS_STRING(out[2]), *vd = PyBytes_AS_STRING(out[5]);
+    int32_t *ko = (int32_t *)PyBytes_AS_STRING(out[3]), *vo = (int32_t *)PyBytes_AS_STRING(out[6]);
+    char *kv = PyBytes_AS_STRING(out[4]), *vv = PyBytes_AS_STRING(out[7]);
+    int32_t kat = 0, vat = 0;
+    Py_ssize_t i = 0;
+    rec_t r;
+    for (Py_ssize_t b = 0; b < nparts; b++) {
+        const unsigned char *buf = ps[b].view.buf;
+        Py_ssize_t end = ps[b].view.len, pos = 0;
+        for (Py_ssize_t c = 0; c < ps[b].count; c++, i++) {
+            if (walk_record(buf, end, &pos, &r) < 0) goto done;
+            offsets[i] = ps[b].base_offset + r.off_delta;
+            stamps[i] = ps[b].fixed ? ps[b].fixed_ts : ps[b].base_ts + r.ts_delta;
+            ko[i] = kat; kv[i] = r.key_len >= 0;
+            if (r.key_len > 0) { memcpy(kd + kat, buf + r.key_pos, r.key_len); kat += (int32_t)r.key_len; }
+            vo[i] = vat; vv[i] = r.val_len >= 0;
+            if (r.val_len > 0) { memcpy(vd + vat, buf + r.val_pos, r.val_len); vat += (int32_t)r.val_len; }
+        }
+        if (pos != end) {
+            PyErr_SetString(PyExc_ValueError, "incorrect declared batch size, records still remaining in the batch");
+            goto done;
+        }
+    }
+    ko[n] = kat; vo[n] = vat;
+    if (_PyBytes_Resize(&out[2], kat) < 0 || _PyBytes_Resize(&out[5], vat) < 0) goto done;
+    result = PyTuple_New(8);
+    if (!result) goto done;
+    for (int k = 0; k < 8; k++) { PyTuple_SET_ITEM(result, k, out[k]); out[k] = NULL; }
+done:
+    for (Py_ssize_t b = 0; b < nparts; b++) if (ps[b].view.obj) PyBuffer_Release(&ps[b].view);  /* those taken */
+    PyMem_Free(ps);
+    for (int k = 0; k < 8; k++) Py_XDECREF(out[k]);
+    return result;
+}
+
 /* gather(buf, positions int32 bytes, lengths int32 bytes) -> (data bytes, offsets int32 bytes [n+1])
  * Copies the byte ranges (a negative length is a null: no bytes) into one contiguous buffer. */
 static PyObject *gather(PyObject *self, PyObject *args) {
@@ -767,6 +851,8 @@ static PyMethodDef methods[] = {
     {"encode_records", encode_records, METH_VARARGS,
      "Encode v2 records (no headers): values (or (key, value) tuples), keys, ts deltas[, reserve[, ts base]]."},
     {"scan_records", scan_records, METH_VARARGS, "Field positions of every v2 record, as native arrays."},
+    {"scan_columns", scan_columns, METH_VARARGS,
+     "Decode v2 batches' records into columns: offsets, timestamps, keys and values in Arrow's layout."},
     {"decode_records", decode_records, METH_VARARGS,
      "Decode v2 records into Record objects; optional topic, partition, timestamp_type stamped on each."},
     {"freed_as_record", freed_as_record, METH_O,
