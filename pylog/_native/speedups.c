@@ -51,6 +51,11 @@ static inline char *put_varint(char *p, uint64_t v) {
 /* Read a zigzag varint of at most max_bytes; returns 0 on success. */
 static inline int get_varint(const unsigned char *buf, Py_ssize_t end, Py_ssize_t *pos, int max_bytes,
                              int64_t *out) {
+    if (*pos < end && buf[*pos] < 0x80) {        /* one byte: most lengths and deltas */
+        unsigned b = buf[(*pos)++];
+        *out = (int64_t)(b >> 1) ^ -(int64_t)(b & 1);
+        return 0;
+    }
     uint64_t value = 0;
     int shift = 0;
     Py_ssize_t i = *pos;

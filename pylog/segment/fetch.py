@@ -25,7 +25,7 @@ class FetchData:
 
     __slots__ = ("first_offset", "size_bytes", "_handle", "_position", "_path", "_bound",
                  "aborted_transactions", "isolation", "_raw", "_next_offset", "high_watermark",
-                 "log_start_offset", "last_stable_offset", "_offset_range", "topic", "partition")
+                 "log_start_offset", "last_stable_offset", "_offset_range", "topic", "partition", "_batches")
 
     def __init__(self, first_offset: int, *, handle: _Handle | None = None, position: int = 0,
                  size_bytes: int = 0, path: str | None = None, bound: int | None = None,
@@ -44,6 +44,7 @@ class FetchData:
         self._next_offset = None if size_bytes else first_offset
         self.high_watermark = self.log_start_offset = self.last_stable_offset = None
         self.topic = self.partition = None  # the log's, stamped by Log.read on its records
+        self._batches = None  # decoded once, by the first call of batches()
 
     @classmethod
     def of_bytes(cls, first_offset: int, raw: bytes, *, position: int, path: str, bound: int | None,
@@ -76,13 +77,16 @@ class FetchData:
         """The whole batches of the slice (a batch cut by ``max_bytes`` is left out),
         control batches included. Headers only: O(batches). Raises
         :class:`CorruptRecordError` for a batch whose offsets do not follow the previous
-        one's or leave the segment's range."""
-        out = list(decode_batches(self.raw(), position_base=self._position, allow_incomplete=True,
-                                  path=self._path))
-        previous_last, end_offset = self._offset_range[0] - 1, self._offset_range[1]
-        for b in out:
-            previous_last = check_offsets_follow(b, previous_last, end_offset=end_offset, path=self._path)
-        return out
+        one's or leave the segment's range. Decoded on the first call, a copy of that list
+        after."""
+        if self._batches is None:
+            out = list(decode_batches(self.raw(), position_base=self._position, allow_incomplete=True,
+                                      path=self._path))
+            previous_last, end_offset = self._offset_range[0] - 1, self._offset_range[1]
+            for b in out:
+                previous_last = check_offsets_follow(b, previous_last, end_offset=end_offset, path=self._path)
+            self._batches = out
+        return list(self._batches)
 
     @property
     def next_offset(self) -> int:
