@@ -288,7 +288,8 @@ def _walk_native(batches: list, payloads: list) -> Columns:
     append_times = [b.max_timestamp if b.attributes & ATTR_TIMESTAMP_TYPE else None for b in batches]
     try:
         offsets, timestamps, kd, ko, kv, vd, vo, vv = _speedups.scan_columns(
-            [(p, b.record_count, b.base_offset, b.base_timestamp, t) for b, p, t in zip(batches, payloads, append_times)])
+            [(p, b.record_count, b.base_offset, b.base_timestamp, t)
+             for b, p, t in zip(batches, payloads, append_times)])
     except ValueError:
         raise Malformed from None
     types = np.repeat(np.array([t is not None for t in append_times], np.int8), [b.record_count for b in batches])
