@@ -6,7 +6,8 @@ RocksDB (``rocksdict``); for reads also ``Consumer.poll`` and the columnar reads
 Each store takes N records (a 16-byte key, a 100-byte value; N = 1,000,000, or 100,000
 with ``PYLOG_BENCH_SMALL=1``) in batches of 1,000 with one fsync at the end, then reads
 them back in order, each reader taking the key and the value of every record. Every
-figure is the best of two rounds, the stores of a round measured one after another.
+figure is the best of two rounds (``PYLOG_BENCH_ROUNDS`` to change), the stores of a round
+measured one after another.
 
 Run: ``PYTHONPATH=. python benches/bench_stores.py`` (prints the table and the ratios),
 or ``pytest benches/bench_stores.py --benchmark-only`` (ratios in the session's table).
@@ -31,7 +32,7 @@ from pylog import Consumer, Log, LogManager, TopicPartition, encode_batch  # noq
 RECORDS = 100_000 if os.environ.get("PYLOG_BENCH_SMALL") == "1" else 1_000_000
 BATCH = 1000
 VALUE_BYTES = 100
-ROUNDS = 2
+ROUNDS = int(os.environ.get("PYLOG_BENCH_ROUNDS", "2"))
 TOPIC = "stores"
 
 #: (name of the ratio, numerator row, denominator row, goal)
@@ -40,6 +41,7 @@ RATIOS = (
     ("Log.records() vs RocksDB iterator", "pylog records", "rocksdb", 1.0),
     ("Log.records() vs SQLite select", "pylog records", "sqlite", None),
     ("Consumer.poll vs Log.records()", "Consumer.poll", "pylog records", 0.9),
+    ("Consumer.poll (max_poll_records 500) vs Log.records()", "Consumer.poll, defaults", "pylog records", 0.9),
     ("Log.read_arrow vs Log.records()", "Log.read_arrow", "pylog records", 3.0),
     ("Consumer.poll_columns vs Log.records()", "Consumer.poll_columns", "pylog records", 3.0),
 )
@@ -151,8 +153,10 @@ def read_pylog(path: Path):
         return _counted(run)
 
 
-def read_poll(path: Path):
-    with Consumer(path, auto_offset_reset="earliest", max_poll_records=100_000) as c:
+def read_poll(path: Path, **settings):
+    """``poll`` in the loop a user writes: 100,000 records at most a poll (a 1 MiB fetch,
+    about 7,900 records, each time), or with ``settings``."""
+    with Consumer(path, auto_offset_reset="earliest", **{"max_poll_records": 100_000, **settings}) as c:
         c.assign([TopicPartition(TOPIC, 0)])
 
         def run():
@@ -246,6 +250,7 @@ STORES = {  # name: (write, read, file or directory, needs)
     "rocksdb": (write_rocksdb, read_rocksdb, "dir", "rocksdict"),
 }
 PYLOG_READS = {"pylog records": read_pylog, "Consumer.poll": read_poll,
+               "Consumer.poll, defaults": lambda path: read_poll(path, max_poll_records=500),
                "Log.read_arrow": read_arrow, "Consumer.poll_columns": read_poll_columns}
 
 
@@ -324,7 +329,9 @@ LABELS = {"plain file": "plain file write (the limit)", "pylog": "pylog `Log.app
           "sqlite": "SQLite, WAL, `executemany` per 1,000 / `select ... order by id`",
           "lmdb": "LMDB (py-lmdb) `putmulti(append=True)` / cursor",
           "rocksdb": "RocksDB (rocksdict) `WriteBatch` / `items()`",
-          "Consumer.poll": "pylog `Consumer.poll`", "Log.read_arrow": "pylog `Log.read_arrow`",
+          "Consumer.poll": "pylog `Consumer.poll` (max_poll_records 100,000)",
+          "Consumer.poll, defaults": "pylog `Consumer.poll` (default max_poll_records 500)",
+          "Log.read_arrow": "pylog `Log.read_arrow`",
           "Consumer.poll_columns": "pylog `Consumer.poll_columns`"}
 
 
@@ -333,11 +340,11 @@ def report(writes: dict, reads: dict) -> str:
     CPU times are the steadier: the other processes' share of the cores is not counted)."""
     lines = [f"{RECORDS:,} records of {VALUE_BYTES} B (16 B keys), batches of {BATCH}, best of {ROUNDS} rounds, "
              f"load average {os.getloadavg()[0]:.1f} at the end; M records/s by the wall clock (by CPU time)",
-             "", table(writes, reads), "", f"{'ratio':<52} {'wall':>7}  {'CPU':>7}"]
+             "", table(writes, reads), "", f"{'ratio':<56} {'wall':>7}  {'CPU':>7}"]
     for (name, wall, goal), (_, cpu, _) in zip(ratios(writes, reads, 0), ratios(writes, reads, 1)):
         verdict = "" if goal is None else f"goal >= {goal}: " + ("met" if wall >= goal else "MISSED") + \
             " by wall, " + ("met" if cpu >= goal else "MISSED") + " by CPU"
-        lines.append(f"{name:<52} {wall:6.2f}x  {cpu:6.2f}x  {verdict}")
+        lines.append(f"{name:<56} {wall:6.2f}x  {cpu:6.2f}x  {verdict}")
     return "\n".join(lines)
 
 

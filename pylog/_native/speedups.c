@@ -8,6 +8,9 @@
  *       themselves (ints >= -1, else TypeError / OverflowError naming the record).
  *   scan_records(buf, count) -> tuple of 8 bytes objects (native int64/int32 arrays)
  *       Positions and lengths of every record's fields, for a columnar decode.
+ *   scan_columns(parts) -> tuple of 8 bytes objects
+ *       The columnar decode of v2 batches in one walk: offsets, timestamps and keys and values
+ *       copied into Arrow's binary layout (data, int32 offsets, a valid byte each).
  *   decode_records(buf, count, base_offset, base_timestamp, append_time, record_type[, topic,
  *                  partition, timestamp_type]) -> list
  *       Record objects (with headers), for the object decode: of this module's Record type
@@ -16,6 +19,8 @@
  *   Record
  *       pylog.record.Record (a C type with the attributes and behaviour of the pure-Python
  *       class in pylog/record/record.py).
+ *   freed_as_record(cls) -> cls
+ *       Instances of cls (a subclass of Record adding no field, without __del__) freed as Record's.
  *   segment_names(names, suffixes) -> list of lists of int
  *       For each suffix, the base offsets of the names "<20 digits><suffix>", in listing order.
  *
@@ -46,6 +51,11 @@ static inline char *put_varint(char *p, uint64_t v) {
 /* Read a zigzag varint of at most max_bytes; returns 0 on success. */
 static inline int get_varint(const unsigned char *buf, Py_ssize_t end, Py_ssize_t *pos, int max_bytes,
                              int64_t *out) {
+    if (*pos < end && buf[*pos] < 0x80) {        /* one byte: most lengths and deltas */
+        unsigned b = buf[(*pos)++];
+        *out = (int64_t)(b >> 1) ^ -(int64_t)(b & 1);
+        return 0;
+    }
     uint64_t value = 0;
     int shift = 0;
     Py_ssize_t i = *pos;
@@ -537,6 +547,26 @@ static PyType_Spec record_spec = {
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, record_slots_spec,
 };
 
+/* freed_as_record(cls) -> cls: instances of ``cls``, a Python subclass of Record of the same
+ * memory (no field, __dict__ or __weakref__ of its own) and without a finalizer, are freed by
+ * Record's dealloc (into its free list) instead of the generic one of Python classes, which
+ * links each object into the cycle collector's lists again on its way out (a quarter of the
+ * cost of freeing a record). A subclass of ``cls`` with fields of its own still frees them
+ * first (the generic dealloc calls the nearest base's). */
+static PyObject *freed_as_record(PyObject *self, PyObject *cls) {
+    PyTypeObject *tp = (PyTypeObject *)cls;
+    if (!PyType_Check(cls) || !PyType_IsSubtype(tp, record_type) || !same_memory(tp)) {
+        PyErr_Format(PyExc_TypeError, "%R is not a subclass of Record adding no field", cls);
+        return NULL;
+    }
+    if (tp->tp_finalize || tp->tp_del) {
+        PyErr_Format(PyExc_TypeError, "%R has a finalizer", cls);
+        return NULL;
+    }
+    tp->tp_dealloc = (destructor)record_dealloc;
+    return Py_NewRef(cls);
+}
+
 /* 1 when decode_records may build instances of ``type`` itself: Record, or a subclass of the
  * same memory whose construction is Record's (no __new__ or __init__ of its own to run). */
 static int built_here(PyObject *type) {
@@ -636,6 +666,87 @@ fail:
     Py_DECREF(out);
     PyBuffer_Release(&view);
     return NULL;
+}
+
+/* scan_columns(parts) -> (offsets, timestamps, key_data, key_offsets, key_valid, value_data,
+ *                         value_offsets, value_valid)
+ * The columnar decode of v2 batches in one walk: ``parts`` is a list of (records, count,
+ * base_offset, base_timestamp, append_time) per batch, ``records`` its uncompressed record
+ * bytes (any buffer: a slice of the fetched bytes is not copied), ``append_time`` None or the
+ * batch's max timestamp. Keys and values are copied straight into their column (Arrow's
+ * binary layout: data and int32 offsets [n+1]); offsets and timestamps are native int64
+ * arrays, key_valid/value_valid one byte (0 or 1) a record. Every record is checked as
+ * decode_records checks it (ValueError). */
+static PyObject *scan_columns(PyObject *self, PyObject *args) {
+    PyObject *parts;
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &parts)) return NULL;
+    Py_ssize_t nparts = PyList_GET_SIZE(parts);
+    typedef struct { Py_buffer view; Py_ssize_t count; long long base_offset, base_ts, fixed_ts; int fixed; } part_t;
+    part_t *ps = PyMem_Calloc(nparts ? nparts : 1, sizeof(part_t));
+    if (!ps) return PyErr_NoMemory();
+    Py_ssize_t n = 0, total = 0;
+    PyObject *out[8] = {0}, *result = NULL;
+    for (Py_ssize_t b = 0; b < nparts; b++) {
+        part_t *p = &ps[b];
+        PyObject *append_time;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(parts, b), "y*nLLO;parts holds (records, count, base_offset, "
+                              "base_timestamp, append_time) tuples", &p->view, &p->count, &p->base_offset,
+                              &p->base_ts, &append_time))
+            goto done;
+        if (p->count < 0 || p->count > p->view.len / 7) {
+            PyErr_Format(PyExc_ValueError, "record count %zd does not fit in %zd bytes of records", p->count,
+                         p->view.len);
+            goto done;
+        }
+        p->fixed = append_time != Py_None;
+        if (p->fixed && (p->fixed_ts = PyLong_AsLongLong(append_time)) == -1 && PyErr_Occurred()) goto done;
+        n += p->count;
+        total += p->view.len;
+    }
+    if (total > INT32_MAX) { PyErr_SetString(PyExc_OverflowError, "more than 2 GiB of records in one run"); goto done; }
+    out[0] = PyBytes_FromStringAndSize(NULL, n * 8);       /* offsets */
+    out[1] = PyBytes_FromStringAndSize(NULL, n * 8);       /* timestamps */
+    out[2] = PyBytes_FromStringAndSize(NULL, total);       /* key data: at most every byte, cut to size after */
+    out[3] = PyBytes_FromStringAndSize(NULL, (n + 1) * 4); /* key offsets */
+    out[4] = PyBytes_FromStringAndSize(NULL, n);           /* key valid */
+    out[5] = PyBytes_FromStringAndSize(NULL, total);       /* value data */
+    out[6] = PyBytes_FromStringAndSize(NULL, (n + 1) * 4); /* value offsets */
+    out[7] = PyBytes_FromStringAndSize(NULL, n);           /* value valid */
+    for (int k = 0; k < 8; k++) if (!out[k]) goto done;
+    int64_t *offsets = (int64_t *)PyBytes_AS_STRING(out[0]), *stamps = (int64_t *)PyBytes_AS_STRING(out[1]);
+    char *kd = PyBytes_AS_STRING(out[2]), *vd = PyBytes_AS_STRING(out[5]);
+    int32_t *ko = (int32_t *)PyBytes_AS_STRING(out[3]), *vo = (int32_t *)PyBytes_AS_STRING(out[6]);
+    char *kv = PyBytes_AS_STRING(out[4]), *vv = PyBytes_AS_STRING(out[7]);
+    int32_t kat = 0, vat = 0;
+    Py_ssize_t i = 0;
+    rec_t r;
+    for (Py_ssize_t b = 0; b < nparts; b++) {
+        const unsigned char *buf = ps[b].view.buf;
+        Py_ssize_t end = ps[b].view.len, pos = 0;
+        for (Py_ssize_t c = 0; c < ps[b].count; c++, i++) {
+            if (walk_record(buf, end, &pos, &r) < 0) goto done;
+            offsets[i] = ps[b].base_offset + r.off_delta;
+            stamps[i] = ps[b].fixed ? ps[b].fixed_ts : ps[b].base_ts + r.ts_delta;
+            ko[i] = kat; kv[i] = r.key_len >= 0;
+            if (r.key_len > 0) { memcpy(kd + kat, buf + r.key_pos, r.key_len); kat += (int32_t)r.key_len; }
+            vo[i] = vat; vv[i] = r.val_len >= 0;
+            if (r.val_len > 0) { memcpy(vd + vat, buf + r.val_pos, r.val_len); vat += (int32_t)r.val_len; }
+        }
+        if (pos != end) {
+            PyErr_SetString(PyExc_ValueError, "incorrect declared batch size, records still remaining in the batch");
+            goto done;
+        }
+    }
+    ko[n] = kat; vo[n] = vat;
+    if (_PyBytes_Resize(&out[2], kat) < 0 || _PyBytes_Resize(&out[5], vat) < 0) goto done;
+    result = PyTuple_New(8);
+    if (!result) goto done;
+    for (int k = 0; k < 8; k++) { PyTuple_SET_ITEM(result, k, out[k]); out[k] = NULL; }
+done:
+    for (Py_ssize_t b = 0; b < nparts; b++) if (ps[b].view.obj) PyBuffer_Release(&ps[b].view);  /* those taken */
+    PyMem_Free(ps);
+    for (int k = 0; k < 8; k++) Py_XDECREF(out[k]);
+    return result;
 }
 
 /* gather(buf, positions int32 bytes, lengths int32 bytes) -> (data bytes, offsets int32 bytes [n+1])
@@ -745,8 +856,12 @@ static PyMethodDef methods[] = {
     {"encode_records", encode_records, METH_VARARGS,
      "Encode v2 records (no headers): values (or (key, value) tuples), keys, ts deltas[, reserve[, ts base]]."},
     {"scan_records", scan_records, METH_VARARGS, "Field positions of every v2 record, as native arrays."},
+    {"scan_columns", scan_columns, METH_VARARGS,
+     "Decode v2 batches' records into columns: offsets, timestamps, keys and values in Arrow's layout."},
     {"decode_records", decode_records, METH_VARARGS,
      "Decode v2 records into Record objects; optional topic, partition, timestamp_type stamped on each."},
+    {"freed_as_record", freed_as_record, METH_O,
+     "Make the instances of a subclass of Record adding no field freed as Record's; returns it."},
     {"segment_names", segment_names, METH_VARARGS, "Base offsets of <20 digits><suffix> names, per suffix."},
     {NULL, NULL, 0, NULL},
 };

@@ -5,7 +5,7 @@ timestamp type and serialized sizes. Memory only.
 
 from __future__ import annotations
 
-from pylog.record.record import Record, _short
+from pylog.record.record import Record, _short, freed_as_record
 
 
 class ConsumerRecord(Record):
@@ -15,8 +15,8 @@ class ConsumerRecord(Record):
     (Kafka's name: ``"CreateTime"`` or ``"LogAppendTime"``), ``key``, ``value``,
     ``headers``, ``serialized_key_size`` and ``serialized_value_size`` (bytes; -1 for
     None). The records of one leader epoch share a subclass that carries it
-    (:func:`_epoch_class`), so a record read from the log becomes one by a class change,
-    not a copy."""
+    (:func:`_epoch_class`), so the records of a batch are decoded as one straight away,
+    in C when the speedups are built."""
 
     __slots__ = ()
     leader_epoch = -1
@@ -66,25 +66,13 @@ def _epoch_class(leader_epoch: int) -> type:
     epoch seen by the process: a few)."""
     cls = _EPOCH_CLASSES.get(leader_epoch)
     if cls is None:
-        cls = _EPOCH_CLASSES[leader_epoch] = type("ConsumerRecord", (ConsumerRecord,),
-                                                  {"__slots__": (), "leader_epoch": leader_epoch,
-                                                   "__module__": __name__})
+        cls = _EPOCH_CLASSES[leader_epoch] = freed_as_record(
+            type("ConsumerRecord", (ConsumerRecord,), {"__slots__": (), "leader_epoch": leader_epoch,
+                                                       "__module__": __name__}))
     return cls
 
 
-def as_consumer_records(records: list, batches: list) -> list:
-    """``records`` (read in offset order from ``batches``) made :class:`ConsumerRecord`
-    of their batch's leader epoch, in place. O(records + batches), a class change each."""
-    epochs = {b.partition_leader_epoch for b in batches if not b.is_control}
-    if len(epochs) == 1:
-        cls = _epoch_class(epochs.pop())
-        for r in records:
-            r.__class__ = cls
-        return records
-    ends = [(b.last_offset, b.partition_leader_epoch) for b in batches if not b.is_control]
-    i = 0
-    for r in records:
-        while ends[i][0] < r.offset:
-            i += 1
-        r.__class__ = _epoch_class(ends[i][1])
-    return records
+def consumer_record_class(batch) -> type:
+    """The class a consumer decodes ``batch``'s records as: the :class:`ConsumerRecord` of
+    its leader epoch (``FetchData.records``' ``record_type``)."""
+    return _epoch_class(batch.partition_leader_epoch)

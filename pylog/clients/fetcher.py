@@ -7,7 +7,8 @@ partition waiting at an open transaction has expired transactions aborted, the b
 periodic job), the reset of a position out of range (``auto_offset_reset``), and the
 offset look-ups (beginning, end, by timestamp).
 
-Records read past ``max_records`` are kept for the next fetch, valid while the partition's
+Records read past ``max_records`` are kept for the next fetch, undecoded
+(:class:`~pylog.clients.completed_fetch.CompletedFetch`), valid while the partition's
 position is where they start (a seek, a rebalance or a pause drops them). Reads cost one
 ``Log.read`` of up to ``fetch_max_bytes`` per partition with data; nothing is written,
 except by the aborting of expired transactions.
@@ -23,7 +24,8 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from pylog.arguments import check_int, check_topic_partition
-from pylog.clients.consumer_record import DeserializedRecord, as_consumer_records
+from pylog.clients.completed_fetch import CompletedFetch
+from pylog.clients.consumer_record import DeserializedRecord, consumer_record_class
 from pylog.clients.subscription_state import SubscriptionState, TopicPartition
 from pylog.clients.writers import WriterPool
 from pylog.coordinator.txn_coordinator import TransactionCoordinator
@@ -73,7 +75,7 @@ class Fetcher:
         self._open_files = OpenFiles(max_open_files)  # shared by the segments of every partition read
         self._logs: dict[TopicPartition, Log] = {}  # the assigned partitions', watched
         self._queried: dict[TopicPartition, Log] = {}  # others', opened for an offset look-up
-        self._buffered: dict[TopicPartition, tuple[int, list]] = {}  # (position they start at, records)
+        self._buffered: dict[TopicPartition, CompletedFetch] = {}  # records read, not yet returned
         self._deserialization_error: RecordDeserializationError | None = None  # raised by the next fetch
         self._txn_coordinator = None
         self._next_txn_check = 0.0
@@ -247,28 +249,39 @@ class Fetcher:
         if error is not None:
             raise error
 
-    def _take_records(self, tp: TopicPartition, state) -> list | None:
-        """``tp``'s next records from its position: those kept from the last read, else a
-        read. None when there are none (the position moved past what it read: control
-        records, aborted ones)."""
-        kept = self._buffered.pop(tp, None)
-        if kept is not None and kept[0] == state.position:
-            return kept[1]
+    def _take_records(self, tp: TopicPartition, state, max_records: int) -> list | None:
+        """Up to ``max_records`` of ``tp``'s next records from its position: those kept
+        from the last read, else a read's. None when there are none (the position moved
+        past what it read: control records, aborted ones)."""
+        kept = self._buffered.get(tp)
+        if kept is not None and kept.position == state.position:
+            records = self._take(tp, kept, max_records)
+            if records:
+                return records
         try:
             fetch = self._read(tp, state.position)
         except UnknownTopicError:
             self.partition_deleted(tp)
             return None
         if not fetch.size_bytes:
+            self._buffered.pop(tp, None)
             return None
-        position = state.position
-        records = as_consumer_records(fetch.records(), fetch.batches())
-        if records and records[0].offset < position:  # the batch began before the position
-            records = [r for r in records if r.offset >= position]
+        kept = self._buffered[tp] = CompletedFetch(state.position, fetch.record_lists(consumer_record_class))
+        records = self._take(tp, kept, max_records)
         if not records:
-            state.position = max(position, fetch.next_offset)
+            del self._buffered[tp]
+            state.position = max(state.position, fetch.next_offset)
             return None
         return records
+
+    def _take(self, tp: TopicPartition, kept: CompletedFetch, max_records: int) -> list:
+        """``kept.take(max_records)``; a batch that fails to decode drops ``kept`` (the
+        next fetch reads it again, and fails again)."""
+        try:
+            return kept.take(max_records)
+        except BaseException:
+            self._buffered.pop(tp, None)
+            raise
 
     def fetched_records(self, max_records: int) -> dict:
         """``{tp: [ConsumerRecord, ...]}``, up to ``max_records`` in all, from the positions
@@ -283,12 +296,9 @@ class Fetcher:
             state = self._subscriptions.state(tp)
             if state.position is None:
                 continue
-            records = self._take_records(tp, state)
+            records = self._take_records(tp, state, left)
             if records is None:
                 continue
-            if len(records) > left:
-                self._buffered[tp] = (records[left].offset, records[left:])
-                records = records[:left]
             if self.key_deserializer is not None or self.value_deserializer is not None:
                 records = self._deserialized(tp, records)
             if records:

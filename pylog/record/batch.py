@@ -156,9 +156,12 @@ class RecordBatch:
         except InvalidRecordError as e:
             raise InvalidRecordError(e.reason, position=self.position, path=path) from None
 
-    def records(self, *, verify: bool = True, path: str | None = None, place: tuple | None = None) -> list[Record]:
+    def records(self, *, verify: bool = True, path: str | None = None, place: tuple | None = None,
+                record_type: type | None = None) -> list[Record]:
         """Every record of the batch (control records as :class:`ControlRecord`); with
         ``place`` (``(topic, partition)``) each carries it and the batch's timestamp type.
+        ``record_type``: the class of a data batch's records (a subclass of :class:`Record`
+        adding no field is built in C as Record is), else Record.
 
         With ``verify`` (the default) the CRC is checked first. O(records + size).
         """
@@ -176,7 +179,7 @@ class RecordBatch:
         try:
             return decode_v2_records(payload, self.record_count, self.base_offset,
                                      self.base_timestamp, append_time,
-                                     ControlRecord if self.attributes & ATTR_CONTROL else Record,
+                                     ControlRecord if self.attributes & ATTR_CONTROL else record_type or Record,
                                      place=None if place is None else (*place, self.timestamp_type))
         except InvalidRecordError as e:
             raise InvalidRecordError(e.reason, position=self.position, path=path) from None

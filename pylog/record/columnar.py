@@ -258,6 +258,9 @@ def _run_columns(batches: list, include_headers: bool, path) -> Columns:
             payloads.append(b.payload(path))  # decompression errors name the batch themselves
         else:
             payloads.append(b.raw()[BATCH_HEADER_BYTES:])
+    scan_columns = backend.c_function("scan_columns")
+    if scan_columns is not None and not include_headers:
+        return _walk_native(scan_columns, batches, payloads)
     counts = np.array([b.record_count for b in batches], _I64)
     sizes = np.array([len(p) for p in payloads], _I64)
     total = int(counts.sum())
@@ -274,6 +277,22 @@ def _run_columns(batches: list, include_headers: bool, path) -> Columns:
     else:
         f = scan_numpy(joined, counts, sizes)
     return _assemble(batches, counts, joined, f, include_headers)
+
+
+def _walk_native(scan_columns, batches: list, payloads: list) -> Columns:
+    """The columns of v2 batches (``payloads``: their record bytes, slices of the fetched
+    bytes or decompressed) in one C walk, keys and values copied once, straight into their
+    columns (``scan_columns``). O(bytes), one Python step a batch."""
+    append_times = [b.max_timestamp if b.attributes & ATTR_TIMESTAMP_TYPE else None for b in batches]
+    try:
+        offsets, timestamps, kd, ko, kv, vd, vo, vv = scan_columns(
+            [(p, b.record_count, b.base_offset, b.base_timestamp, t)
+             for b, p, t in zip(batches, payloads, append_times)])
+    except ValueError:
+        raise Malformed from None
+    types = np.repeat(np.array([t is not None for t in append_times], np.int8), [b.record_count for b in batches])
+    return Columns(np.frombuffer(offsets, _I64), np.frombuffer(timestamps, _I64), types, kd, np.frombuffer(ko, _I32),
+                   np.frombuffer(kv, np.bool_), vd, np.frombuffer(vo, _I32), np.frombuffer(vv, np.bool_))
 
 
 def _scan_native(scan_records, joined: bytes, counts, sizes) -> Fields:

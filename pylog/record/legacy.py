@@ -187,10 +187,12 @@ class LegacyBatch:
                 f"message is corrupt (stored crc = {self.crc}, computed crc = {self.compute_crc()})",
                 position=self.position, path=path)
 
-    def records(self, *, verify: bool = True, path: str | None = None, place: tuple | None = None) -> list[Record]:
+    def records(self, *, verify: bool = True, path: str | None = None, place: tuple | None = None,
+                record_type: type | None = None) -> list[Record]:
         """The entry's record, or the inner records of a compressed wrapper, with absolute
         offsets; with ``place`` (``(topic, partition)``) each carries it and the entry's
-        timestamp type (as ``RecordBatch.records``)."""
+        timestamp type (as ``RecordBatch.records``). ``record_type``: a :class:`Record`
+        class to copy them into (they are :class:`LegacyRecord`, with their CRC, without)."""
         if verify:
             self.ensure_valid(path)
         if self._inner is None:
@@ -198,11 +200,13 @@ class LegacyBatch:
                 self._inner = self._decode()
             except InvalidRecordError as e:
                 raise InvalidRecordError(e.reason, position=self.position, path=path) from None
+        records = self._inner if record_type is None else \
+            [record_type(r.value, r.key, r.timestamp, r.headers, r.offset) for r in self._inner]
         if place is not None:
             topic, partition, timestamp_type = *place, self.timestamp_type
-            for r in self._inner:
+            for r in records:
                 r.topic, r.partition, r.timestamp_type = topic, partition, timestamp_type
-        return self._inner
+        return records
 
     def _decode(self) -> list[Record]:
         m = self._message()

@@ -25,7 +25,7 @@ class FetchData:
 
     __slots__ = ("first_offset", "size_bytes", "_handle", "_position", "_path", "_bound",
                  "aborted_transactions", "isolation", "_raw", "_next_offset", "high_watermark",
-                 "log_start_offset", "last_stable_offset", "_offset_range", "topic", "partition")
+                 "log_start_offset", "last_stable_offset", "_offset_range", "topic", "partition", "_batches")
 
     def __init__(self, first_offset: int, *, handle: _Handle | None = None, position: int = 0,
                  size_bytes: int = 0, path: str | None = None, bound: int | None = None,
@@ -44,6 +44,7 @@ class FetchData:
         self._next_offset = None if size_bytes else first_offset
         self.high_watermark = self.log_start_offset = self.last_stable_offset = None
         self.topic = self.partition = None  # the log's, stamped by Log.read on its records
+        self._batches = None  # decoded once, by the first call of batches()
 
     @classmethod
     def of_bytes(cls, first_offset: int, raw: bytes, *, position: int, path: str, bound: int | None,
@@ -76,13 +77,16 @@ class FetchData:
         """The whole batches of the slice (a batch cut by ``max_bytes`` is left out),
         control batches included. Headers only: O(batches). Raises
         :class:`CorruptRecordError` for a batch whose offsets do not follow the previous
-        one's or leave the segment's range."""
-        out = list(decode_batches(self.raw(), position_base=self._position, allow_incomplete=True,
-                                  path=self._path))
-        previous_last, end_offset = self._offset_range[0] - 1, self._offset_range[1]
-        for b in out:
-            previous_last = check_offsets_follow(b, previous_last, end_offset=end_offset, path=self._path)
-        return out
+        one's or leave the segment's range. Decoded on the first call, a copy of that list
+        after."""
+        if self._batches is None:
+            out = list(decode_batches(self.raw(), position_base=self._position, allow_incomplete=True,
+                                      path=self._path))
+            previous_last, end_offset = self._offset_range[0] - 1, self._offset_range[1]
+            for b in out:
+                previous_last = check_offsets_follow(b, previous_last, end_offset=end_offset, path=self._path)
+            self._batches = out
+        return list(self._batches)
 
     @property
     def next_offset(self) -> int:
@@ -96,17 +100,19 @@ class FetchData:
             self._next_offset = nxt
         return self._next_offset
 
-    def records(self) -> list:
+    def records(self, record_type=None) -> list:
         """Data records from ``first_offset`` on (control records and, for
         ``isolation="committed"``, aborted records left out), each with its place: ``topic``
-        and ``partition`` of the fetch, ``timestamp_type`` of its batch. Checks every batch's
-        CRC. O(records + bytes)."""
+        and ``partition`` of the fetch, ``timestamp_type`` of its batch. ``record_type``: a
+        function of a batch giving the class of its records (a consumer's, of the batch's
+        leader epoch), built as they are decoded; by default :class:`~pylog.record.Record`.
+        Checks every batch's CRC. O(records + bytes)."""
         out = []
-        for records in self.record_lists():
+        for records in self.record_lists(record_type):
             out += records
         return out
 
-    def record_lists(self):
+    def record_lists(self, record_type=None):
         """The records of :meth:`records`, one list a batch, each decoded (one C call when
         the speedups are built) and its CRC checked as the iteration reaches it: a loop over
         the records of a large fetch keeps one batch of records alive at a time, in the
@@ -125,11 +131,12 @@ class FetchData:
             if b.is_control:
                 b.ensure_valid(self._path)
                 continue
+            cls = None if record_type is None else record_type(b)
             if b.base_offset < lo or (hi is not None and b.last_offset >= hi):  # the range cuts the batch
-                yield [r for r in b.records(path=self._path, place=place)
+                yield [r for r in b.records(path=self._path, place=place, record_type=cls)
                        if r.offset >= lo and (hi is None or r.offset < hi)]
             else:  # no reference kept here: the list goes as soon as the caller is done with it
-                yield b.records(path=self._path, place=place)
+                yield b.records(path=self._path, place=place, record_type=cls)
 
     def columns(self, *, include_headers: bool = False):
         """The records of :meth:`records` as :class:`~pylog.record.columnar.Columns`: the

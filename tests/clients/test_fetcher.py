@@ -13,7 +13,7 @@ from pylog.clients.fetcher import Fetcher
 from pylog.clients.subscription_state import SubscriptionState, TopicPartition
 from pylog.clients.wakeup import DirWatch
 from pylog.closing import close_all
-from pylog.errors import OffsetOutOfRangeError, RecordDeserializationError
+from pylog.errors import CorruptRecordError, OffsetOutOfRangeError, RecordDeserializationError
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 
@@ -118,3 +118,45 @@ def test_a_value_that_fails_to_deserialize_stops_its_partition_there(root, fetch
     assert subscriptions.position(T0) == 1
     with pytest.raises(RecordDeserializationError, match="offset 1 failed"):
         fetcher.fetched_records(10)
+
+
+def test_a_fetch_decodes_only_the_batches_its_max_records_reaches(root, fetching):
+    with LogManager(root) as m:
+        log = m.create_topic("t", 1).log(0)
+        for b in range(5):
+            log.append([b"%d-%d" % (b, i) for i in range(4)])
+        third = log.read(8, 1).position
+        path = log.segments[0].log_path
+    with open(path, "r+b") as f:  # a byte of the third batch's records: its CRC fails once checked
+        f.seek(third + 70)
+        byte = f.read(1)
+        f.seek(third + 70)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    fetcher, subscriptions = fetching()
+    subscriptions.assign_from_user([T0])
+    fetcher.reset_positions()
+    assert values(fetcher.fetched_records(6)[T0]) == [b"0-0", b"0-1", b"0-2", b"0-3", b"1-0", b"1-1"]
+    assert values(fetcher.fetched_records(2)[T0]) == [b"1-2", b"1-3"]  # kept from the read
+    assert subscriptions.position(T0) == 8
+    with pytest.raises(CorruptRecordError):
+        fetcher.fetched_records(10)
+    assert subscriptions.position(T0) == 8
+    with pytest.raises(CorruptRecordError):  # read again, and failing again
+        fetcher.fetched_records(10)
+
+
+def test_records_are_decoded_as_consumer_records_of_their_batch_leader_epoch(root, fetching):
+    from pylog.clients.consumer_record import ConsumerRecord
+    with LogManager(root) as m:
+        log = m.create_topic("t", 1).log(0)
+        for epoch, batch in ((2, [b"a", b"b"]), (5, [b"c"])):
+            log.replica_view.leader_epoch = epoch
+            log.append(batch)
+    fetcher, subscriptions = fetching()
+    subscriptions.assign_from_user([T0])
+    fetcher.reset_positions()
+    records = fetcher.fetched_records(10)[T0]
+    assert all(isinstance(r, ConsumerRecord) for r in records)
+    assert [(r.value, r.leader_epoch, r.serialized_value_size, r.topic, r.partition) for r in records] == \
+        [(b"a", 2, 1, "t", 0), (b"b", 2, 1, "t", 0), (b"c", 5, 1, "t", 0)]
+    assert subscriptions.all_consumed() == {T0: (3, 5)}

@@ -110,3 +110,15 @@ def test_legacy_truncated_entry_is_incomplete():
     with pytest.raises(IncompleteBatchError) as e:
         list(decode_batches(data))
     assert e.value.valid_bytes == len(legacy(1, "none", [(0, 1, None, b"a")]))
+
+
+def test_legacy_records_of_a_given_record_type_are_copies_with_their_place():
+    from pylog.clients.consumer_record import ConsumerRecord, consumer_record_class
+    data = legacy(1, "gzip", [(i, 2000 + i, b"k", b"m%d" % i) for i in range(2)], wrapper_offset=1)
+    (b,) = list(decode_batches(data))
+    recs = b.records(place=("t", 3), record_type=consumer_record_class(b))
+    assert all(isinstance(r, ConsumerRecord) for r in recs)
+    assert [(r.offset, r.timestamp, r.key, r.value, r.topic, r.partition, r.timestamp_type, r.leader_epoch)
+            for r in recs] == [(0, 2000, b"k", b"m0", "t", 3, "CreateTime", -1),
+                               (1, 2001, b"k", b"m1", "t", 3, "CreateTime", -1)]
+    assert [r.crc for r in b.records()] == [r.crc for r in b]  # its own records stay LegacyRecords

@@ -160,3 +160,28 @@ def test_decoded_headers_read_compare_pickle_and_replace_as_given():
     assert pickle.loads(pickle.dumps(decode_v2_records(raw, 1, 0, 0, None)[0])).headers == headers
     second.headers = (("a", b"b"),)
     assert second.headers == (("a", b"b"),) and second != first
+
+
+def test_freed_as_record_refuses_a_subclass_with_fields_of_its_own_or_a_finalizer():
+    speedups = pytest.importorskip("pylog._speedups", reason="the C speedups are not built here")
+
+    class Plain(speedups.Record):
+        __slots__ = ()
+
+    class WithField(speedups.Record):
+        __slots__ = ("extra",)
+
+    class WithDel(speedups.Record):
+        __slots__ = ()
+
+        def __del__(self):
+            pass
+
+    assert speedups.freed_as_record(Plain) is Plain
+    records = speedups.decode_records(encode_batch([b"a", b"b"])[61:], 2, 0, 0, None, Plain)
+    assert [type(r) for r in records] == [Plain, Plain] and [r.value for r in records] == [b"a", b"b"]
+    del records  # freed by Record's dealloc, into its free list, and made again from it
+    assert [r.value for r in speedups.decode_records(encode_batch([b"c"])[61:], 1, 0, 0, None, Plain)] == [b"c"]
+    for cls in (WithField, WithDel, int):
+        with pytest.raises(TypeError):
+            speedups.freed_as_record(cls)
