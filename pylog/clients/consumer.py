@@ -33,9 +33,9 @@ from pylog.clients.consumer_coordinator import (  # noqa: F401 - public here
     ConsumerCoordinator, GroupMetadata, OffsetAndMetadata, checked_commit_offsets,
 )
 from pylog.clients.consumer_record import ConsumerRecord
-from pylog.clients.fetcher import (  # noqa: F401 - public here
-    Fetcher, OffsetAndTimestamp, as_topic_partition, partition_list,
-)
+from pylog.clients.fetcher import Fetcher
+from pylog.clients.offset_fetcher import OffsetAndTimestamp  # noqa: F401 - public here
+from pylog.clients.partition_logs import as_topic_partition, partition_list
 from pylog.clients.settings import ISOLATION_LEVELS, check_consumer_settings, refuse_unknown_settings
 from pylog.clients.subscription_state import (
     ConsumerRebalanceListener, SubscriptionState, SubscriptionType, TopicPartition,
@@ -101,6 +101,7 @@ class Consumer:
                                 fetch_max_bytes=fetch_max_bytes, auto_offset_reset=auto_offset_reset,
                                 key_deserializer=key_deserializer, value_deserializer=value_deserializer,
                                 max_open_files=max_open_files)
+        self._offsets = self._fetcher.offsets
         self._coordinator = None if group_id is None else ConsumerCoordinator(
             self.root, group_id, self._subscriptions, assignors=self.assignors,
             session_timeout_ms=session_timeout_ms, heartbeat_interval_ms=heartbeat_interval_ms,
@@ -116,7 +117,7 @@ class Consumer:
         self._subscriptions.check_type(SubscriptionType.USER_ASSIGNED)
         partitions = set(partition_list(partitions))
         for tp in sorted(partitions):
-            self._fetcher.log(tp)
+            self._fetcher.logs.log(tp)
         self._subscriptions.assign_from_user(partitions)
         self._fetcher.sync_assignment()
         self._iter_pending = collections.deque(i for i in self._iter_pending if i[0] in partitions)
@@ -190,33 +191,40 @@ class Consumer:
         self._forget_fetched(tp, seeked=True)
 
     def seek_to_beginning(self, *partitions) -> None:
-        for tp in partitions or sorted(self._subscriptions.assignment()):
-            log = self._fetcher.refreshed(self._fetcher.log(self._check_assigned(tp)))
-            self.seek(tp, log.log_start_offset)
+        self._seek_to("earliest", partitions)
 
     def seek_to_end(self, *partitions) -> None:
+        """Move to the latest offset: the high watermark (``read_uncommitted``, as Kafka's
+        consumer) or the last stable offset (``read_committed``); see :mod:`pylog.clients.offset_fetcher`."""
+        self._seek_to("latest", partitions)
+
+    def _seek_to(self, spec: str, partitions) -> None:
         for tp in partitions or sorted(self._subscriptions.assignment()):
-            self.seek(tp, self._fetcher.end_offset(self._fetcher.log(self._check_assigned(tp))))
+            tp = self._check_assigned(tp)
+            self._offsets.seek_to(tp, spec)
+            self._forget_fetched(tp, seeked=True)
 
     def highwater(self, tp) -> int:
         """The high watermark of the assigned partition ``tp`` (kafka-python's
-        ``highwater``): the end of what a ``read_uncommitted`` fetch may return, read from
-        the partition now rather than from the last fetch. O(1) besides a refresh."""
-        return self._fetcher.refreshed(self._fetcher.log(self._check_assigned(tp))).high_watermark
+        ``highwater``), read from the partition now rather than from the last fetch. O(1)
+        besides a refresh."""
+        logs = self._fetcher.logs
+        return logs.refreshed(logs.log(self._check_assigned(tp))).high_watermark
 
     def beginning_offsets(self, partitions) -> dict:
         self._check_open()
-        return self._fetcher.beginning_offsets(partitions)
+        return self._offsets.beginning_offsets(partitions)
 
     def end_offsets(self, partitions) -> dict:
+        """``{tp: the latest offset}``, as :meth:`seek_to_end` takes it. O(1) each."""
         self._check_open()
-        return self._fetcher.end_offsets(partitions)
+        return self._offsets.end_offsets(partitions)
 
     def offsets_for_times(self, timestamps: dict) -> dict:
-        """``{tp: OffsetAndTimestamp | None}``: the earliest offset whose timestamp is >=
-        the given one (Kafka's offsetsForTimes). O(segments + index interval) each."""
+        """``{tp: OffsetAndTimestamp | None}`` (Kafka's offsetsForTimes; see
+        :meth:`OffsetFetcher.offsets_for_times <pylog.clients.offset_fetcher.OffsetFetcher.offsets_for_times>`)."""
         self._check_open()
-        return self._fetcher.offsets_for_times(timestamps)
+        return self._offsets.offsets_for_times(timestamps)
 
     def pause(self, *partitions) -> None:
         """Fetch nothing more from ``partitions`` until ``resume``; iteration stops yielding
@@ -241,7 +249,7 @@ class Consumer:
         else where ``auto_offset_reset`` says, so the next commit covers all of them."""
         if self._coordinator is not None:
             self._coordinator.refresh_committed_offsets(partitions)
-        self._fetcher.reset_positions(partitions, deleted_ok=deleted_ok)
+        self._offsets.reset_positions(partitions, deleted_ok=deleted_ok)
 
     # -- polling ----------------------------------------------------------------------------
     def poll(self, timeout_ms: int = 0, max_records: int | None = None, update_offsets: bool = True) -> dict:
@@ -275,7 +283,7 @@ class Consumer:
         while True:
             self._watch.drain()
             if self._subscriptions.user_assigned:
-                self._fetcher.recreated()
+                self._fetcher.logs.recreated()
             if coordinator is not None:
                 coordinator.poll()
                 self._fetcher.sync_assignment()
