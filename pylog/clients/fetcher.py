@@ -16,6 +16,7 @@ except by the aborting of expired transactions.
 
 from __future__ import annotations
 
+import collections
 import time
 
 from pylog.clients.consumer_record import DeserializedRecord, as_consumer_records
@@ -46,6 +47,7 @@ class Fetcher:
         self.offsets = OffsetFetcher(self.logs, subscriptions, isolation=isolation,
                                      auto_offset_reset=auto_offset_reset)
         self._buffered: dict[TopicPartition, tuple[int, list]] = {}  # (position they start at, records)
+        self._iterated: collections.deque = collections.deque()  # (tp, record) fetched for an iteration, not yielded
         self._deserialization_error: RecordDeserializationError | None = None  # raised by the next fetch
         self._txn_coordinator = None
         self._next_txn_check = 0.0
@@ -55,6 +57,8 @@ class Fetcher:
         self.logs.sync_assignment()
         for tp in [tp for tp in self._buffered if not self._subscriptions.is_assigned(tp)]:
             del self._buffered[tp]
+        if self._iterated:
+            self._iterated = collections.deque(i for i in self._iterated if self._subscriptions.is_assigned(i[0]))
 
     def partition_deleted(self, tp: TopicPartition) -> None:
         """``tp``'s topic was deleted: its records fetched are dropped, it is not fetched
@@ -65,13 +69,41 @@ class Fetcher:
 
     # -- fetching ---------------------------------------------------------------------------
     def forget(self, tp: TopicPartition, *, seeked: bool = False) -> None:
-        """Drop ``tp``'s records fetched and not returned; after a seek (``seeked``), also
-        the error of a record of ``tp`` that failed to deserialize (it is read again, or
-        passed)."""
+        """Drop ``tp``'s records fetched and not returned or not yet iterated (its position
+        moved, or it was paused); after a seek (``seeked``), also the error of a record of
+        ``tp`` that failed to deserialize (it is read again, or passed)."""
         self._buffered.pop(tp, None)
+        if self._iterated:
+            self._iterated = collections.deque(item for item in self._iterated if item[0] != tp)
         error = self._deserialization_error
         if seeked and error is not None and (error.topic, error.partition) == tuple(tp):
             self._deserialization_error = None
+
+    # -- iteration, as kafka-python's iterator -------------------------------------------------
+    def iterate(self, fetched: dict) -> None:
+        """Hand ``fetched`` (``{tp: records}``, from ``fetched_records``) out one record at a
+        time (:meth:`next_iterated`): each partition's position is taken back to its first
+        record, and moves past each as it is yielded, so a commit covers what was yielded."""
+        for tp, records in fetched.items():
+            self._subscriptions.seek(tp, records[0].offset)
+            self._iterated.extend((tp, r) for r in records)
+
+    def next_iterated(self):
+        """The next record :meth:`iterate` holds, its position moved past it; None when none is left."""
+        if not self._iterated:
+            return None
+        tp, record = self._iterated.popleft()
+        self._subscriptions.consumed(tp, record)
+        return record
+
+    def stop_iteration(self) -> None:
+        """A direct poll ends an iteration: records fetched for it and not yielded are read
+        again from the positions."""
+        if self._iterated:
+            partitions = {tp for tp, _ in self._iterated}
+            self._iterated.clear()
+            for tp in partitions:
+                self._buffered.pop(tp, None)
 
     def _read(self, tp: TopicPartition, position: int):
         """The FetchData at ``position`` of ``tp``, resetting a position out of range."""
@@ -215,7 +247,10 @@ class Fetcher:
         """When a partition waits at an open transaction (``read_committed``), abort the
         transactions past their timeout (the broker's periodic task; a dead producer's
         transaction must not hold readers back forever), at most every
-        ``TXN_CHECK_INTERVAL_MS``. Returns the seconds until the next look."""
+        ``TXN_CHECK_INTERVAL_MS``. Returns the seconds until the next look (inf for
+        ``read_uncommitted``, which never looks)."""
+        if self.isolation != "committed":
+            return float("inf")
         now = time.monotonic()
         if now < self._next_txn_check:
             return self._next_txn_check - now

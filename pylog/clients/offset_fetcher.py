@@ -69,6 +69,10 @@ class OffsetFetcher:
                 OffsetAndTimestamp(offset, rec.timestamp if rec else ts)
         return out
 
+    def high_watermark(self, tp: TopicPartition) -> int:
+        """The assigned ``tp``'s high watermark now (whatever the isolation level)."""
+        return self._logs.refreshed(self._logs.log(tp)).high_watermark
+
     def seek_to(self, tp: TopicPartition, spec: str) -> None:
         """Move the assigned ``tp``'s position to ``spec`` (``"earliest"`` or ``"latest"``)."""
         self._subscriptions.seek(tp, self.list_offset(self._logs.refreshed(self._logs.log(tp)), spec))
