@@ -1,7 +1,7 @@
 """``RemoteLog``: a read-only partition whose segments are in object storage.
 
 It answers the reads a :class:`~pylog.log.log.Log` answers (``read``, ``records``,
-``read_to``, ``read_arrow``, ``offset_for_timestamp``, the offsets), from
+``read_to``, ``read_arrow``, ``offset_for_timestamp``, ``list_offset``, the offsets), from
 :class:`~pylog.remote.segment.RemoteSegment`\\ s. What it costs, in requests to the store:
 opening costs none; the first read of a segment fetches its offset index (one GET) and
 then one ranged GET of its ``.log``; later reads of that segment cost one ranged GET each

@@ -157,8 +157,9 @@ class OffsetReader:
     ListOffsets answer at the query's isolation level (:meth:`Log.list_offset
     <pylog.log.reading.RecordReads.list_offset>`): "latest" is the high watermark, or the last
     stable offset with ``read_committed``. ``manager`` is the log dir opened read only
-    (:func:`open_log_dir`); cost: O(1) a partition for earliest and latest, a time-index
-    look-up for a timestamp."""
+    (:func:`open_log_dir`; None will do for :meth:`ranges_from_resolved`, which reads
+    nothing); cost: O(1) a partition for earliest and latest, a time-index look-up for a
+    timestamp."""
 
     def __init__(self, manager, opts: ReadOptions):
         self.manager, self.opts = manager, opts
