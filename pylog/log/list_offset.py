@@ -60,12 +60,13 @@ def last_fetchable_offset(log, isolation: str | None) -> int:
 
 def list_offset(log, spec, isolation: str | None = None) -> int | None:
     """Kafka's ListOffsets answer of ``log`` for ``spec`` at ``isolation`` (see the module's
-    doc); None when no record matches. A read-only log first catches up with its writer.
+    doc); None when no record matches. A read-only log first catches up with its writer
+    (the caller checked that ``log`` is open: :meth:`RecordReads.list_offset
+    <pylog.log.reading.RecordReads.list_offset>`).
     Cost: O(1) for earliest and latest; by time, O(segments + index interval)."""
     timestamp = spec_timestamp(spec)
     if isolation is not None:
         check_choice(isolation, "isolation", ISOLATIONS[1:])
-    log._check_open()
     log.refresh()
     if timestamp == LATEST_TIMESTAMP:
         return last_fetchable_offset(log, isolation)

@@ -37,6 +37,7 @@ class RecordReads:
         ...     [log.list_offset(s, isolation="committed") for s in ("earliest", "latest", 1000, 5000)]
         [0, 2, 0, None]
         """
+        self._check_open()
         return list_offset.list_offset(self, spec, isolation)
 
     def records(self, start_offset: int | None = None, end_offset: int | None = None, *,
