@@ -9,6 +9,7 @@ from contextlib import ExitStack, contextmanager
 
 from pylog.errors import InputFormatError, InvalidArgumentError, LogDirNotFoundError, LogLockedError, UnknownTopicError
 from pylog.layout import INTERNAL_TOPICS, LOG_SUFFIX
+from pylog.log.list_offset import EARLIEST, LATEST
 from pylog.manager import LogManager
 from pylog.partition_dir import nested_log_dirs
 from pylog.remote.store import is_url, redact
@@ -48,6 +49,23 @@ def open_manager(root: str, *, read_only: bool, storage_options: dict | None = N
     if not os.path.isdir(root):
         raise LogDirNotFoundError(f"no log dir at {root}")
     return LogManager(root, read_only=read_only)
+
+
+def parse_offset_spec(text: str, option: str, names=(EARLIEST, LATEST)) -> str | int:
+    """An offset spec given on the command line, for :meth:`Log.list_offset
+    <pylog.log.reading.RecordReads.list_offset>`: one of ``names`` as it is, else the int it
+    spells (what it means, an offset or a time, is the option's); :class:`InvalidArgumentError`
+    naming ``option`` for anything else.
+
+    >>> parse_offset_spec("latest", "--offset"), parse_offset_spec("-2", "--time")
+    ('latest', -2)
+    """
+    if text in names:
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise InvalidArgumentError(f"{option} {text!r} is not {', '.join(names)} or a number") from None
 
 
 def add_storage_arguments(p) -> None:

@@ -37,12 +37,11 @@ import time
 
 from pylog.cli import client_settings
 from pylog.cli.client_settings import Setting, choice
-from pylog.cli.common import add_storage_arguments, open_url_manager, parse_properties, properties_help, \
-    topic_pattern, wanted_topics
+from pylog.cli.common import add_storage_arguments, open_url_manager, parse_offset_spec, parse_properties, \
+    properties_help, topic_pattern, wanted_topics
 from pylog.clients.consumer import Consumer as GroupConsumer
 from pylog.cli.formatter import FORMATTERS, PROPERTIES, deserializer, formatter_name
 from pylog.errors import InvalidArgumentError, OffsetOutOfRangeError, PylogError, UnknownTopicError
-from pylog.log.offsets import latest_offset
 from pylog.manager import LogManager
 from pylog.remote.store import is_url
 
@@ -185,29 +184,20 @@ def _included_logs(manager, args) -> list:
 
 
 def _start(log, args, new: bool = False) -> int:
+    """Where ``log`` is read from: ``--offset``, ``--timestamp`` (the latest offset when no
+    record is that late), the log start or the latest offset (:meth:`Log.list_offset
+    <pylog.log.reading.RecordReads.list_offset>` at the isolation level)."""
     isolation = ISOLATION_LEVELS[args.isolation]
     if args.offset is not None:
-        return _parse_offset(log, args.offset, isolation)
+        spec = parse_offset_spec(args.offset, "--offset")
+        if isinstance(spec, int) and spec < 0:
+            raise InvalidArgumentError(f"--offset {spec} is negative")
+        return spec if isinstance(spec, int) else log.list_offset(spec, isolation=isolation)
     if args.timestamp is not None:
-        found = log.offset_for_timestamp(args.timestamp)
-        return latest_offset(log, isolation) if found is None else found
-    if new or args.from_beginning or (args.from_beginning is None and not args.follow):
-        return log.log_start_offset
-    return latest_offset(log, isolation)
-
-
-def _parse_offset(log, text: str, isolation: str) -> int:
-    if text == "earliest":
-        return log.log_start_offset
-    if text == "latest":
-        return latest_offset(log, isolation)
-    try:
-        offset = int(text)
-    except ValueError:
-        raise InvalidArgumentError(f"--offset {text!r} is not an offset, 'earliest' or 'latest'") from None
-    if offset < 0:
-        raise InvalidArgumentError(f"--offset {offset} is negative")
-    return offset
+        found = log.list_offset(args.timestamp, isolation=isolation)
+        return log.list_offset("latest", isolation=isolation) if found is None else found
+    earliest = new or args.from_beginning or (args.from_beginning is None and not args.follow)
+    return log.list_offset("earliest" if earliest else "latest", isolation=isolation)
 
 
 class Consumer:
@@ -317,7 +307,7 @@ def in_object_storage(manager) -> bool:
 
 def _reset(log, offset: int, isolation: str) -> int:
     """Where to go on from an offset the writer removed: the log start, or the latest offset."""
-    to = log.log_start_offset if offset < log.log_start_offset else latest_offset(log, isolation)
+    to = log.list_offset("earliest" if offset < log.log_start_offset else "latest", isolation=isolation)
     print(f"{log.topic}-{log.partition}: offset {offset} is no longer in the log; going on from {to}",
           file=sys.stderr)
     return to

@@ -14,10 +14,18 @@ import os
 import re
 import sys
 
+from pylog.coordinator.group_coordinator import GroupCoordinator
+from pylog.coordinator.group_membership import GroupMembership, read_group_file
+from pylog.coordinator.offsets_reader import OFFSETS_TOPIC, read_group_state
+from pylog.coordinator.partitioning import partition_for_group
 from pylog.errors import GroupNotEmptyError, InvalidArgumentError, UnknownTopicError
-from pylog.log.offsets import latest_offset
+from pylog.log import Log
+from pylog.manager import LogManager
 from pylog.partition_dir import partition_dir_name
 from pylog.record.encode import now_ms
+
+#: Kafka's tool lists offsets read_uncommitted: latest is the high watermark (Log.list_offset)
+ISOLATION = "uncommitted"
 
 
 def add_parser(sub) -> None:
@@ -83,7 +91,6 @@ def _check_options(args) -> None:
 
 
 def run(args) -> int:
-    from pylog.coordinator.offsets_reader import read_group_state
     _check_options(args)
     if args.reset_offsets and not (args.dry_run or args.execute):
         print(NO_EXECUTE_WARNING, file=sys.stderr)
@@ -119,7 +126,6 @@ def run(args) -> int:
 
 def delete_groups(root: str, targets: list[str], state) -> int:
     """Kafka's ``--delete``: tombstones for each inactive group; 1 if one does not exist."""
-    from pylog.coordinator.group_coordinator import GroupCoordinator
     missing = [g for g in targets if not _known(root, g, state)]
     coordinator = GroupCoordinator.for_root(root)
     try:
@@ -137,7 +143,6 @@ def delete_groups(root: str, targets: list[str], state) -> int:
 
 def _group_file(root: str, group: str) -> tuple[dict | None, list[str]]:
     """The group's file state (None for a group no pylog consumer joined) and its live members."""
-    from pylog.coordinator.group_membership import GroupMembership, read_group_file
     file_state = read_group_file(root, group)
     if file_state is None:
         return None, []
@@ -156,12 +161,11 @@ def _live_members(root: str, group: str) -> dict:
 
 
 def _log_end_offset(root: str, topic: str, partition: int) -> int | None:
-    from pylog.log import Log
     path = os.path.join(root, partition_dir_name(topic, partition))
     if not os.path.isdir(path):
         return None
     with Log.open(path, read_only=True) as log:
-        return latest_offset(log)
+        return log.list_offset("latest", isolation=ISOLATION)
 
 
 def describe(root: str, group: str, state) -> None:
@@ -250,8 +254,6 @@ _STATE = "{:<25} {:<25} {:<20} {:<15} {}"
 def describe_state(root: str, group: str, state) -> None:
     """Kafka's ``--describe --state``. The coordinator is the ``__consumer_offsets``
     partition holding the group (on a broker, its leader is the group's coordinator)."""
-    from pylog.coordinator.offsets_reader import OFFSETS_TOPIC
-    from pylog.coordinator.partitioning import partition_for_group
     if not _exists(root, group, state):
         return
     file_state, live = _group_file(root, group)
@@ -265,8 +267,6 @@ def describe_state(root: str, group: str, state) -> None:
 def delete_offsets(args, groups: list[str], state) -> int:
     """Kafka's ``--delete-offsets``: one status line per partition; 1 if any failed (every
     one when the group does not exist, and then nothing is written)."""
-    from pylog.coordinator.group_coordinator import GroupCoordinator
-    from pylog.manager import LogManager
     if len(groups) != 1:
         raise InvalidArgumentError("--delete-offsets takes one --group")
     if not args.topic:
@@ -311,7 +311,6 @@ def _topic_partitions(specs: list[str], manager) -> list[tuple[str, int]]:
 
 
 def _partitions(args, root: str, current: dict) -> list:
-    from pylog.manager import LogManager
     if args.all_topics:
         return sorted(tp for tp in current)
     if not args.topic:
@@ -322,7 +321,7 @@ def _partitions(args, root: str, current: dict) -> list:
 def _target(args, log, current: int | None, file_offset: int | None) -> int:
     """The new offset of the partition whose (read-only) ``log`` is given: the committed
     offset is ``current``, the one ``--from-file`` gives ``file_offset``."""
-    start, end = log.log_start_offset, latest_offset(log)
+    start, end = (log.list_offset(spec, isolation=ISOLATION) for spec in ("earliest", "latest"))
     if file_offset is not None:
         target = file_offset
     elif args.to_earliest:
@@ -336,7 +335,7 @@ def _target(args, log, current: int | None, file_offset: int | None) -> int:
     elif args.to_datetime is not None or args.by_duration is not None:
         ms = (_parse_datetime(args.to_datetime) if args.to_datetime is not None
               else now_ms() - _parse_duration_ms(args.by_duration))
-        found = log.offset_for_timestamp(ms)
+        found = log.list_offset(ms, isolation=ISOLATION)
         target = end if found is None else found
     elif args.to_current:
         target = current if current is not None else end
@@ -376,8 +375,6 @@ def reset_offsets(args, group: str, state, from_file: dict | None = None) -> dic
     """Plan (and with ``--execute`` commit) the group's new offsets; prints them as a
     table unless ``--export``. ``from_file``: the group's offsets read by ``--from-file``.
     Returns the plan."""
-    from pylog.coordinator.group_coordinator import GroupCoordinator
-    from pylog.log import Log
     if _live_members(args.root, group):
         raise GroupNotEmptyError(f"Assignments can only be reset if the group '{group}' is inactive, "
                                  f"but the current state is Stable.")

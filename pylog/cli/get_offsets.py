@@ -5,11 +5,13 @@ partition, the offset ``--time`` names, printed ``topic:partition:offset`` in Ka
 ``--time`` is ``-1``/``latest`` (the high watermark, the default: the log end of a log without
 replicas), ``-2``/``earliest`` (the log start offset), ``-3``/``max-timestamp`` (the first
 record with the largest timestamp, looked up in the segments only, as Kafka does: it may lie
-below a log start that ``delete-records`` moved),
-``-4``/``earliest-local`` (the log start: every segment is local), ``-5``/``latest-tiered`` and
-``-6``/``earliest-pending-upload`` (none: nothing is tiered, so Kafka names no offset), or a
-time in ms since the epoch: the first offset whose timestamp is at or after it (Kafka's
-ListOffsets). A partition with no such offset is left out, as Kafka leaves it out.
+below a log start that ``delete-records`` moved), ``-4``/``earliest-local`` (the local log
+start), ``-5``/``latest-tiered`` (the last offset in remote storage: none when nothing is
+tiered), ``-6``/``earliest-pending-upload`` (none: pylog names no offset), or a time in ms
+since the epoch: the first offset whose timestamp is at or after it. Each is the partition's
+ListOffsets answer, read_uncommitted as Kafka's tool asks (:meth:`Log.list_offset
+<pylog.log.reading.RecordReads.list_offset>`). A partition with no such offset is left out,
+as Kafka leaves it out.
 
 Partitions: ``--topic REGEX`` and ``--partitions 0,1``, or Kafka's ``--topic-partitions``
 patterns (``orders:0-3,audit,:5-``). A broker's log dir also holds KRaft's metadata log
@@ -19,16 +21,14 @@ patterns (``orders:0-3,audit,:5-``). A broker's log dir also holds KRaft's metad
 from __future__ import annotations
 import re
 
-from pylog.cli.common import add_exclude_internal_argument, add_storage_arguments, open_url_manager, topic_pattern, \
-    wanted_topics
+from pylog.cli.common import add_exclude_internal_argument, add_storage_arguments, open_url_manager, \
+    parse_offset_spec, topic_pattern, wanted_topics
 from pylog.errors import InvalidArgumentError, UnknownTopicError
-from pylog.log.offsets import latest_offset
+from pylog.log.list_offset import SPEC_TIMESTAMPS
 
-TIMES = {"latest": -1, "earliest": -2, "max-timestamp": -3, "earliest-local": -4, "latest-tiered": -5,
-         "earliest-pending-upload": -6}
-#: Kafka's times for tiered storage, on a log dir where every segment is local: earliest-local
-#: is the log start; the tiered ones name no offset (None)
-LOCAL_TIMES = {-4: -2, -5: None, -6: None}
+#: Kafka's EARLIEST_PENDING_UPLOAD_TIMESTAMP: pylog tiers nothing it has not uploaded, so it names no offset
+PENDING_UPLOAD = ("earliest-pending-upload", -6)
+TIMES = (*SPEC_TIMESTAMPS, PENDING_UPLOAD[0])
 #: one ``--topic-partitions`` pattern: an optional topic regex, then ``:N``, ``:N-M`` (M
 #: exclusive), ``:N-`` or ``:-M``
 _PATTERN = re.compile(r"([^:,]*)(?::(?:(\d+)|(\d*)-(\d*)))?")
@@ -48,16 +48,16 @@ def add_parser(sub) -> None:
                         "(orders:0-3,audit,:5-)")
     p.add_argument("--time", default="latest",
                    help="-1 or latest (default), -2 or earliest, -3 or max-timestamp, -4 or earliest-local (the "
-                        "log start), -5 or latest-tiered and -6 or earliest-pending-upload (no offset: nothing is "
-                        "tiered), or a time in ms: the first offset at or after it")
+                        "local log start), -5 or latest-tiered (the last tiered offset: none when nothing is "
+                        "tiered), -6 or earliest-pending-upload (none), or a time in ms: the first offset at or "
+                        "after it")
     add_exclude_internal_argument(p)
     add_storage_arguments(p)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
-    asked = parse_time(args.time)
-    timestamp = LOCAL_TIMES.get(asked, asked)
+    spec = parse_time(args.time)
     wanted = _partition_filter(args)
     with open_url_manager(args, args.root) as manager:
         topics = [t for t in wanted_topics(manager.topics(), None, exclude_internal=args.exclude_internal_topics)
@@ -66,18 +66,11 @@ def run(args) -> int:
         if not found:
             raise UnknownTopicError(f"no topic-partition in {args.root} matches the given filters")
         for topic, partition in sorted(found, key=lambda tp: f"{tp[0]}-{tp[1]}"):
-            offset = _offset(manager.log(topic, partition), timestamp)
+            offset = None if spec in PENDING_UPLOAD else manager.log(topic, partition).list_offset(
+                spec, isolation="uncommitted")  # as Kafka's tool asks: latest is the high watermark
             if offset is not None:
                 print(f"{topic}:{partition}:{offset}")
     return 0
-
-
-def _offset(log, timestamp: int | None) -> int | None:
-    """Kafka's ListOffsets answer, read_uncommitted as Kafka's tool asks: latest is the high
-    watermark (:func:`latest_offset`)."""
-    if timestamp is None:
-        return None
-    return latest_offset(log) if timestamp == TIMES["latest"] else log.offset_for_timestamp(timestamp)
 
 
 def _partition_filter(args):
@@ -104,16 +97,10 @@ def _rule(spec: str) -> tuple[re.Pattern, int, int]:
     return pattern, int(low or 0), int(high) if high else 2**31
 
 
-def parse_time(text: str) -> int:
-    """``--time`` as Kafka's ListOffsets timestamp (-1, -2, -3 or ms)."""
-    if text in TIMES:
-        return TIMES[text]
-    try:
-        value = int(text)
-    except ValueError:
-        raise InvalidArgumentError(f"--time {text!r}: use -1 or latest, -2 or earliest, -3 or max-timestamp, "
-                                   "or a time in ms") from None
-    if value < -6:
+def parse_time(text: str) -> str | int:
+    """``--time``: a name of :data:`TIMES`, or Kafka's ListOffsets timestamp (-1 to -6, or ms)."""
+    value = parse_offset_spec(text, "--time", TIMES)
+    if isinstance(value, int) and value < PENDING_UPLOAD[1]:
         raise InvalidArgumentError(f"--time {value}: only -1 to -6 are negative times")
     return value
 

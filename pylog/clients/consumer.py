@@ -24,7 +24,6 @@ positions of their new owner. What is durable when: docs/consumers.md.
 
 from __future__ import annotations
 
-import collections
 import os
 import time
 
@@ -33,18 +32,16 @@ from pylog.clients.consumer_coordinator import (  # noqa: F401 - public here
     ConsumerCoordinator, GroupMetadata, OffsetAndMetadata, checked_commit_offsets,
 )
 from pylog.clients.consumer_record import ConsumerRecord
-from pylog.clients.fetcher import (  # noqa: F401 - public here
-    Fetcher, OffsetAndTimestamp, as_topic_partition, partition_list,
-)
+from pylog.clients.fetcher import Fetcher
+from pylog.clients.offset_fetcher import OffsetAndTimestamp  # noqa: F401 - public here
+from pylog.clients.partition_logs import as_topic_partition, partition_list
 from pylog.clients.settings import ISOLATION_LEVELS, check_consumer_settings, refuse_unknown_settings
 from pylog.clients.subscription_state import (
     ConsumerRebalanceListener, SubscriptionState, SubscriptionType, TopicPartition,
 )
 from pylog.clients.wakeup import DirWatch
 from pylog.closing import close_all
-from pylog.errors import (
-    ClientStateError, GroupCoordinatorError, InvalidArgumentError, LogDirNotFoundError, UnknownTopicError,
-)
+from pylog.errors import ClientStateError, InvalidArgumentError, LogDirNotFoundError, UnknownTopicError
 from pylog.layout import INT32_MAX
 from pylog.manager import LogManager
 
@@ -93,7 +90,6 @@ class Consumer:
         self.exclude_internal_topics = exclude_internal_topics
         self.key_deserializer, self.value_deserializer = key_deserializer, value_deserializer
         self._closed = False
-        self._iter_pending: collections.deque = collections.deque()  # (tp, record) polled, not yet iterated
         self._watch = DirWatch()
         self._watch.add(self.root)
         self._subscriptions = SubscriptionState(exclude_internal_topics=exclude_internal_topics)
@@ -101,6 +97,7 @@ class Consumer:
                                 fetch_max_bytes=fetch_max_bytes, auto_offset_reset=auto_offset_reset,
                                 key_deserializer=key_deserializer, value_deserializer=value_deserializer,
                                 max_open_files=max_open_files)
+        self._offsets = self._fetcher.offsets
         self._coordinator = None if group_id is None else ConsumerCoordinator(
             self.root, group_id, self._subscriptions, assignors=self.assignors,
             session_timeout_ms=session_timeout_ms, heartbeat_interval_ms=heartbeat_interval_ms,
@@ -116,10 +113,9 @@ class Consumer:
         self._subscriptions.check_type(SubscriptionType.USER_ASSIGNED)
         partitions = set(partition_list(partitions))
         for tp in sorted(partitions):
-            self._fetcher.log(tp)
+            self._fetcher.logs.log(tp)
         self._subscriptions.assign_from_user(partitions)
         self._fetcher.sync_assignment()
-        self._iter_pending = collections.deque(i for i in self._iter_pending if i[0] in partitions)
 
     def subscribe(self, topics=(), pattern: str | None = None, listener: ConsumerRebalanceListener | None = None):
         """Subscribe to ``topics`` or the topics matching ``pattern`` (a regex), as a
@@ -139,7 +135,6 @@ class Consumer:
             self._coordinator.leave_group()
         self._subscriptions.unsubscribe()
         self._fetcher.sync_assignment()
-        self._iter_pending.clear()
 
     def subscription(self) -> set[str]:
         self._check_open()
@@ -171,9 +166,7 @@ class Consumer:
     # -- positions --------------------------------------------------------------------------
     def _check_assigned(self, tp) -> TopicPartition:
         self._check_open()
-        tp = as_topic_partition(tp)
-        self._subscriptions.state(tp)  # InvalidArgumentError when not assigned
-        return tp
+        return self._subscriptions.assigned_partition(as_topic_partition(tp))
 
     def position(self, tp) -> int:
         """The offset of the next record ``poll`` returns for ``tp``."""
@@ -187,36 +180,42 @@ class Consumer:
         if not isinstance(offset, int) or offset < 0:
             raise InvalidArgumentError(f"offset must be an int >= 0, not {offset!r}")
         self._subscriptions.seek(tp, offset)
-        self._forget_fetched(tp, seeked=True)
+        self._fetcher.forget(tp, seeked=True)
 
     def seek_to_beginning(self, *partitions) -> None:
-        for tp in partitions or sorted(self._subscriptions.assignment()):
-            log = self._fetcher.refreshed(self._fetcher.log(self._check_assigned(tp)))
-            self.seek(tp, log.log_start_offset)
+        self._seek_to("earliest", partitions)
 
     def seek_to_end(self, *partitions) -> None:
+        """Move to the latest offset: the high watermark (``read_uncommitted``, as Kafka's
+        consumer) or the last stable offset (``read_committed``); see :mod:`pylog.clients.offset_fetcher`."""
+        self._seek_to("latest", partitions)
+
+    def _seek_to(self, spec: str, partitions) -> None:
         for tp in partitions or sorted(self._subscriptions.assignment()):
-            self.seek(tp, self._fetcher.end_offset(self._fetcher.log(self._check_assigned(tp))))
+            tp = self._check_assigned(tp)
+            self._offsets.seek_to(tp, spec)
+            self._fetcher.forget(tp, seeked=True)
 
     def highwater(self, tp) -> int:
         """The high watermark of the assigned partition ``tp`` (kafka-python's
-        ``highwater``): the end of what a ``read_uncommitted`` fetch may return, read from
-        the partition now rather than from the last fetch. O(1) besides a refresh."""
-        return self._fetcher.refreshed(self._fetcher.log(self._check_assigned(tp))).high_watermark
+        ``highwater``), read from the partition now rather than from the last fetch. O(1)
+        besides a refresh."""
+        return self._offsets.high_watermark(self._check_assigned(tp))
 
     def beginning_offsets(self, partitions) -> dict:
         self._check_open()
-        return self._fetcher.beginning_offsets(partitions)
+        return self._offsets.beginning_offsets(partitions)
 
     def end_offsets(self, partitions) -> dict:
+        """``{tp: the latest offset}``, as :meth:`seek_to_end` takes it. O(1) each."""
         self._check_open()
-        return self._fetcher.end_offsets(partitions)
+        return self._offsets.end_offsets(partitions)
 
     def offsets_for_times(self, timestamps: dict) -> dict:
-        """``{tp: OffsetAndTimestamp | None}``: the earliest offset whose timestamp is >=
-        the given one (Kafka's offsetsForTimes). O(segments + index interval) each."""
+        """``{tp: OffsetAndTimestamp | None}`` (Kafka's offsetsForTimes; see
+        :meth:`OffsetFetcher.offsets_for_times <pylog.clients.offset_fetcher.OffsetFetcher.offsets_for_times>`)."""
         self._check_open()
-        return self._fetcher.offsets_for_times(timestamps)
+        return self._offsets.offsets_for_times(timestamps)
 
     def pause(self, *partitions) -> None:
         """Fetch nothing more from ``partitions`` until ``resume``; iteration stops yielding
@@ -224,7 +223,7 @@ class Consumer:
         for tp in partitions:
             tp = self._check_assigned(tp)
             self._subscriptions.pause(tp)
-            self._forget_fetched(tp)
+            self._fetcher.forget(tp)
 
     def resume(self, *partitions) -> None:
         self._check_open()
@@ -241,7 +240,7 @@ class Consumer:
         else where ``auto_offset_reset`` says, so the next commit covers all of them."""
         if self._coordinator is not None:
             self._coordinator.refresh_committed_offsets(partitions)
-        self._fetcher.reset_positions(partitions, deleted_ok=deleted_ok)
+        self._offsets.reset_positions(partitions, deleted_ok=deleted_ok)
 
     # -- polling ----------------------------------------------------------------------------
     def poll(self, timeout_ms: int = 0, max_records: int | None = None, update_offsets: bool = True) -> dict:
@@ -249,7 +248,7 @@ class Consumer:
         (``max_poll_records`` by default), returned as soon as there are any, or an empty
         dict after ``timeout_ms``. Takes part in rebalances and auto-commits. Cost: one
         read per partition with data; while waiting, none (inotify)."""
-        self._stop_iteration()
+        self._fetcher.stop_iteration()
         return self._poll(timeout_ms, self.max_poll_records if max_records is None else max_records, columnar=False)
 
     def poll_columns(self, timeout_ms: int = 0, max_records: int | None = None) -> dict:
@@ -258,7 +257,7 @@ class Consumer:
         record. ``read_uncommitted`` only."""
         if self.isolation != "uncommitted":
             raise InvalidArgumentError("poll_columns reads with isolation_level='read_uncommitted' only")
-        self._stop_iteration()
+        self._fetcher.stop_iteration()
         return self._poll(timeout_ms, self.max_poll_records if max_records is None else max_records, columnar=True)
 
     def _poll(self, timeout_ms: int, max_records: int, *, columnar: bool) -> dict:
@@ -275,7 +274,7 @@ class Consumer:
         while True:
             self._watch.drain()
             if self._subscriptions.user_assigned:
-                self._fetcher.recreated()
+                self._fetcher.logs.recreated()
             if coordinator is not None:
                 coordinator.poll()
                 self._fetcher.sync_assignment()
@@ -288,8 +287,7 @@ class Consumer:
             wait = deadline - time.monotonic()
             if wait <= 0:
                 return {}
-            if self.isolation == "committed":
-                wait = min(wait, self._fetcher.abort_expired_transactions())
+            wait = min(wait, self._fetcher.abort_expired_transactions())
             if coordinator is not None:
                 wait = min(wait, coordinator.next_check_s())
             self._watch.wait(max(wait, 0.0005))
@@ -302,34 +300,14 @@ class Consumer:
         position moves past each record as it is yielded (a commit or ``close`` while
         iterating covers what the loop was given, no more), as kafka-python's iterator does."""
         while True:
-            if self._iter_pending:
-                tp, record = self._iter_pending.popleft()
-                self._subscriptions.consumed(tp, record)
+            record = self._fetcher.next_iterated()
+            if record is not None:
                 return record
             timeout = self.consumer_timeout_ms
             got = self._poll(int(min(timeout, INT32_MAX)), self.max_poll_records, columnar=False)
-            if not got:
-                if timeout != float("inf"):
-                    raise StopIteration
-                continue
-            for tp, records in got.items():
-                self._subscriptions.seek(tp, records[0].offset)  # taken back: set again as each is yielded
-                self._iter_pending.extend((tp, r) for r in records)
-
-    def _stop_iteration(self) -> None:
-        """A direct poll ends the iteration: records fetched for it and not yielded are
-        read again from the positions."""
-        if self._iter_pending:
-            for tp in {tp for tp, _ in self._iter_pending}:
-                self._fetcher.forget(tp)
-            self._iter_pending.clear()
-
-    def _forget_fetched(self, tp: TopicPartition, *, seeked: bool = False) -> None:
-        """Drop what was fetched for ``tp`` and not returned (its position moved, or it
-        was paused)."""
-        self._fetcher.forget(tp, seeked=seeked)
-        if self._iter_pending:
-            self._iter_pending = collections.deque(item for item in self._iter_pending if item[0] != tp)
+            if not got and timeout != float("inf"):
+                raise StopIteration
+            self._fetcher.iterate(got)
 
     # -- commits ----------------------------------------------------------------------------
     def _group(self, what: str) -> ConsumerCoordinator:
@@ -378,20 +356,12 @@ class Consumer:
         if self._closed:
             return
         self._closed = True
-        self._iter_pending.clear()
         coordinator = self._coordinator
-        steps = [self._final_commit] if autocommit and coordinator is not None else []
-        steps += [] if coordinator is None else [coordinator.leave_group]
+        steps = [] if coordinator is None else coordinator.close_steps(commit=autocommit)
         steps += [self._subscriptions.unsubscribe, self._fetcher.sync_assignment]
         steps += [lambda: close_all(self._fetcher.close_steps())]
         steps += [] if coordinator is None else [coordinator.close]
         close_all(steps + [self._watch.close])
-
-    def _final_commit(self) -> None:
-        try:
-            self._coordinator.maybe_auto_commit(force=True)
-        except GroupCoordinatorError:
-            pass  # the group moved on: the next owner starts from the last accepted commit
 
     def __enter__(self) -> "Consumer":
         return self

@@ -182,6 +182,11 @@ class SubscriptionState:
             raise InvalidArgumentError(f"partition {tp[0]}-{tp[1]} is not assigned to this consumer")
         return state
 
+    def assigned_partition(self, tp: TopicPartition) -> TopicPartition:
+        """``tp``; :class:`InvalidArgumentError` when it is not assigned."""
+        self.state(tp)
+        return tp
+
     # -- positions --------------------------------------------------------------------------
     def position(self, tp) -> int | None:
         return self.state(tp).position

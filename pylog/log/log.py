@@ -112,6 +112,9 @@ class Log(RecordReads, contextlib.AbstractContextManager):
                     self._committed.forget()
                 self._epochs = self._local.follow_epochs(self._epochs, self.local_log_start_offset)
 
+    def _check_open(self) -> None:
+        self._local.check_open()
+
     @property
     def segments(self) -> list[Segment]:
         """The segments, oldest first."""

@@ -138,22 +138,3 @@ class LogOffsets:
         assert self._log_start <= self._high_watermark <= log_end_offset, (self, log_end_offset)
         assert self._recovery_point <= log_end_offset, (self, log_end_offset)
 
-
-def latest_offset(log, isolation: str = "uncommitted") -> int:
-    """Where ``log`` ends for a reader: Kafka's ListOffsets answer for LATEST (-1), the one
-    rule of every "latest" in pylog (the consumer's ``auto_offset_reset``, ``seek_to_end`` and
-    ``end_offsets``, both Spark readers, the CLI tools). ``isolation="committed"``
-    (read_committed): the last stable offset, before the first open transaction; else
-    (read_uncommitted) the high watermark. A single-node log keeps its high watermark at the
-    log end; a replica's is what its leader committed. Cost: O(1); committed, O(producers),
-    and a read-only log first replays the producer batches it has not seen.
-
-    >>> from pylog import Log
-    >>> import tempfile, os
-    >>> with tempfile.TemporaryDirectory() as d, Log.open(os.path.join(d, "t-0")) as log:
-    ...     _ = log.append([b"a", b"b"])
-    ...     _ = log.append([b"open"], producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True)
-    ...     latest_offset(log), latest_offset(log, "committed"), log.log_end_offset
-    (3, 2, 3)
-    """
-    return log.last_stable_offset if isolation == "committed" else log.high_watermark

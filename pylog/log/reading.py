@@ -1,7 +1,9 @@
 """``RecordReads``: the record-level reads built on ``read(offset, max_bytes, ...)``, one
 owner for a local :class:`~pylog.log.log.Log` and a :class:`~pylog.remote.log.RemoteLog`.
 
-A class using it provides ``read``, ``log_start_offset`` and ``log_end_offset``.
+A class using it provides ``read``, ``log_start_offset`` and ``log_end_offset``; for
+``list_offset`` also ``high_watermark``, ``last_stable_offset``, ``offset_for_timestamp``,
+``refresh`` and ``_check_open``.
 """
 
 from __future__ import annotations
@@ -10,13 +12,33 @@ import itertools
 
 from pylog.arguments import check_int
 from pylog.layout import OFFSET_RANGE
+from pylog.log import list_offset
 from pylog.record import arrow
 
 
 class RecordReads:
-    """``records``, ``read_to``, ``read_arrow`` and ``to_pandas`` over ``read``."""
+    """``records``, ``read_to``, ``read_arrow`` and ``to_pandas`` over ``read``; ``list_offset``."""
 
     read_arrow, to_pandas = arrow.read_arrow, arrow.to_pandas
+
+    def list_offset(self, spec, *, isolation: str | None = None) -> int | None:
+        """Kafka's ListOffsets (:func:`pylog.log.list_offset.list_offset`): the offset
+        ``spec`` names (``"earliest"``, ``"latest"``, ``"max-timestamp"``, a timestamp in
+        ms, or -1 to -5), "latest" being the log end (``isolation=None``), the high
+        watermark (``"uncommitted"``) or the last stable offset (``"committed"``); None when
+        no readable record matches. O(1) for earliest and latest, else
+        O(segments + index interval).
+
+        >>> import tempfile, os
+        >>> from pylog import Log
+        >>> with tempfile.TemporaryDirectory() as d, Log.open(os.path.join(d, "t-0")) as log:
+        ...     _ = log.append([b"a", b"b"], timestamp=1000)
+        ...     _ = log.append([b"open"], producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True)
+        ...     [log.list_offset(s, isolation="committed") for s in ("earliest", "latest", 1000, 5000)]
+        [0, 2, 0, None]
+        """
+        self._check_open()
+        return list_offset.list_offset(self, spec, isolation)
 
     def records(self, start_offset: int | None = None, end_offset: int | None = None, *,
                 isolation: str = "uncommitted", max_bytes: int = 4 << 20):

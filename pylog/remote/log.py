@@ -1,7 +1,7 @@
 """``RemoteLog``: a read-only partition whose segments are in object storage.
 
 It answers the reads a :class:`~pylog.log.log.Log` answers (``read``, ``records``,
-``read_to``, ``read_arrow``, ``offset_for_timestamp``, the offsets), from
+``read_to``, ``read_arrow``, ``offset_for_timestamp``, ``list_offset``, the offsets), from
 :class:`~pylog.remote.segment.RemoteSegment`\\ s. What it costs, in requests to the store:
 opening costs none; the first read of a segment fetches its offset index (one GET) and
 then one ranged GET of its ``.log``; later reads of that segment cost one ranged GET each
@@ -26,10 +26,10 @@ from pylog.arguments import check_choice, check_int
 from pylog.errors import LogClosedError, OffsetOutOfRangeError, ReadOnlyError
 from pylog.layout import INT64_MAX, OFFSET_RANGE
 from pylog.log.appends import check_offset
-from pylog.log.offsets import latest_offset
 from pylog.log.local import (
     EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP,
 )
+from pylog.log.list_offset import last_fetchable_offset
 from pylog.log.reading import RecordReads
 from pylog.record.batch import decode_batches
 from pylog.remote.segment import RemoteSegment, segment_at
@@ -107,7 +107,7 @@ class RemoteLog(RecordReads, contextlib.AbstractContextManager):
         start, end = self.log_start_offset, self.log_end_offset
         if offset < start or offset > end:
             raise OffsetOutOfRangeError(f"offset {offset} is outside the log [{start}, {end}] of {self.url}")
-        bound = latest_offset(self, isolation)
+        bound = last_fetchable_offset(self, isolation)
         if max_offset is not None:
             check_offset(max_offset, "max_offset")
             bound = min(bound, max_offset)

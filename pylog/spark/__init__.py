@@ -8,6 +8,9 @@ session's classpath (``session()`` puts it there), else to the Python source.
 import os
 import sys
 
+from pylog.errors import InvalidArgumentError, InvalidConfigError
+from pylog.spark import jvm
+
 #: SQL confs the JVM reader reads to start its Python planner
 PYTHON_CONF, PYTHON_PATH_CONF = "spark.pylog.python", "spark.pylog.pythonPath"
 
@@ -16,8 +19,7 @@ def jar_path(*, build: bool = True):
     """Path of pylog's Spark jar for ``spark.jars``: the one the install compiled, else one
     built on first use; None without pyspark, or with neither that jar nor a JDK
     (see :func:`pylog.spark.jvm.jar_path`)."""
-    from pylog.spark.jvm import jar_path as _jar_path
-    return _jar_path(build=build)
+    return jvm.jar_path(build=build)
 
 
 def register(spark) -> None:
@@ -34,7 +36,6 @@ def register(spark) -> None:
     except Exception as e:
         if "DATA_SOURCE_ALREADY_EXISTS" not in str(e):
             raise
-        from pylog.errors import InvalidConfigError
         python = os.environ.get("PYSPARK_DRIVER_PYTHON") or os.environ.get("PYSPARK_PYTHON") or "python3 (on PATH)"
         raise InvalidConfigError(
             f"Spark cannot register the Python half of format('pylog'): its JVM started with {python} as its "
@@ -59,7 +60,6 @@ def session(builder=None):
     elif builder is None:
         builder = SparkSession.builder
     elif not isinstance(builder, SparkSession.Builder):
-        from pylog.errors import InvalidArgumentError
         raise InvalidArgumentError(f"session() takes a SparkSession.Builder or a master URL such as 'local[2]', "
                                    f"not {type(builder).__name__}")
     jar = jar_path()

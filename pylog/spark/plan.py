@@ -24,7 +24,8 @@ from pylog.errors import (
     InvalidConfigError, LogDirNotFoundError, OffsetOutOfRangeError, PylogError, UnknownTopicError,
 )
 from pylog.layout import INTERNAL_TOPICS
-from pylog.log.offsets import latest_offset
+from pylog.log import Log
+from pylog.manager import LogManager
 from pylog.partition_dir import nested_log_dirs, parse_partition_dir, partition_dir_name
 from pylog.spark.options import EARLIEST, LATEST, ReadOptions
 
@@ -52,6 +53,12 @@ class OffsetRange:
     def size(self) -> int:
         return self.end - self.start
 
+    @property
+    def directory(self) -> str:
+        """The partition's directory in the log dir as given (a path or a URL): what the JVM
+        reader lists and reads."""
+        return f"{self.root.rstrip('/')}/{partition_dir_name(self.topic, self.partition)}"
+
 
 def open_log_dir(root: str, storage_options: dict | None = None, remote_storage: str | None = None):
     """The log dir ``root``, read only: a local ``LogManager`` (whose logs read below their
@@ -59,7 +66,6 @@ def open_log_dir(root: str, storage_options: dict | None = None, remote_storage:
     ``RemoteLogDir`` for an object-store URL (one listing of the store when it opens). Raises
     :class:`LogDirNotFoundError` for a missing local dir, :class:`StorageError` (naming the
     URL, never credentials) when the store cannot be listed."""
-    from pylog.manager import LogManager
     if remote_target(root) is not None:
         return LogManager(root, read_only=True, storage_options=storage_options)
     if remote_storage is not None:
@@ -75,7 +81,6 @@ def open_log(r: "OffsetRange"):
     """``with open_log(r) as log``: the partition of range ``r``, read only (cost:
     :meth:`Log.open`: a listing of the partition's objects for a planned range in object
     storage; of the whole store for a stream's range or with ``remote_storage``)."""
-    from pylog.log import Log
     if r.partition_url is not None:
         with Log.open(r.partition_url, read_only=True, storage_options=r.storage_options) as log:
             yield log
@@ -83,7 +88,7 @@ def open_log(r: "OffsetRange"):
         with open_log_dir(r.root, r.storage_options, r.remote_storage) as manager:
             yield manager.log(r.topic, r.partition)
     else:
-        with Log.open(os.path.join(local_path(r.root), partition_dir_name(r.topic, r.partition)), read_only=True) as log:
+        with Log.open(local_path(r.directory), read_only=True) as log:
             yield log
 
 
@@ -144,56 +149,100 @@ def topic_partitions(manager, opts: ReadOptions) -> list[tuple[str, int]]:
     return sorted((t, p) for t in chosen for p in manager.partitions(t))
 
 
-def _resolve(log, topic, partition, value, by_timestamp, timestamp, *, starting: bool, opts) -> int:
-    ts = None
-    if timestamp is not None:
-        ts = timestamp
-    elif by_timestamp is not None:
-        ts = by_timestamp.get(topic, {}).get(partition)
-        if ts is None and topic in by_timestamp:
-            raise InvalidConfigError(f"offsets by timestamp for topic {topic} miss partition {partition}")
-    if ts is not None:
-        found = log.offset_for_timestamp(ts)
-        if found is None:
-            if starting and opts.timestamp_strategy == "error":
-                raise InvalidConfigError(f"no offset of {topic}-{partition} has a timestamp >= {ts}")
-            return latest_offset(log, opts.isolation)
-        return found
-    if isinstance(value, dict):
-        if topic not in value or partition not in value[topic]:
-            name = "startingOffsets" if starting else "endingOffsets"
-            raise InvalidConfigError(f"option {name} must list every partition; {topic}-{partition} is missing "
-                                     f"(use -2 for earliest, -1 for latest)")
-        value = value[topic][partition]
-    if value in ("earliest", EARLIEST):
-        return log.log_start_offset
-    if value in ("latest", LATEST):
-        return latest_offset(log, opts.isolation)
-    return int(value)
+class OffsetReader:
+    """Resolves the offsets of a query, as Spark's ``KafkaOffsetReader``: the one place
+    where its options' "earliest", "latest", offsets and timestamps become offsets, for the
+    batch (:meth:`ranges_from_unresolved`) and the stream (:meth:`partition_offsets`,
+    :meth:`latest`, :meth:`ranges_from_resolved`) readers. Each offset is the partition's
+    ListOffsets answer at the query's isolation level (:meth:`Log.list_offset
+    <pylog.log.reading.RecordReads.list_offset>`): "latest" is the high watermark, or the last
+    stable offset with ``read_committed``. ``manager`` is the log dir opened read only
+    (:func:`open_log_dir`; None will do for :meth:`ranges_from_resolved`, which reads
+    nothing); cost: O(1) a partition for earliest and latest, a time-index look-up for a
+    timestamp."""
 
+    def __init__(self, manager, opts: ReadOptions):
+        self.manager, self.opts = manager, opts
 
-def plan_ranges(opts: ReadOptions) -> list[OffsetRange]:
-    """Offset ranges for a batch read, split per minPartitions / maxRecordsPerPartition. A
-    subscribed topic the log dir lacks is an :class:`UnknownTopicError` (a typo would read
-    nothing), as Spark's Kafka source fails on a topic the cluster lacks."""
-    ranges = []
-    with open_log_dir(opts.root, opts.storage_options, opts.remote_storage) as manager:
+    @classmethod
+    @contextlib.contextmanager
+    def open(cls, opts: ReadOptions):
+        """``with OffsetReader.open(opts) as reader``: over the query's log dir, opened for it."""
+        with open_log_dir(opts.root, opts.storage_options, opts.remote_storage) as manager:
+            yield cls(manager, opts)
+
+    def partition_offsets(self, *, starting: bool) -> dict[tuple[str, int], int]:
+        """``{(topic, partition): offset}`` of every partition the query reads, where its
+        starting (``starting``) or ending options put it (Spark's ``fetchPartitionOffsets``)."""
+        return {(t, p): self._resolve(self.manager.log(t, p), t, p, starting=starting)
+                for t, p in topic_partitions(self.manager, self.opts)}
+
+    def latest(self) -> dict[tuple[str, int], int]:
+        """``{(topic, partition): latest offset}`` of every partition the query reads."""
+        return {(t, p): self.manager.log(t, p).list_offset("latest", isolation=self.opts.isolation)
+                for t, p in topic_partitions(self.manager, self.opts)}
+
+    def _resolve(self, log, topic: str, partition: int, *, starting: bool) -> int:
+        """The offset of ``log`` the starting or ending options name: by timestamp (a global
+        one, or the partition's) when given, else earliest, latest or the offset given."""
+        opts = self.opts
+        value, by_timestamp, timestamp = ((opts.starting, opts.starting_by_timestamp, opts.starting_timestamp)
+                                          if starting else (opts.ending, opts.ending_by_timestamp,
+                                                            opts.ending_timestamp))
+        if timestamp is None and by_timestamp is not None:
+            timestamp = by_timestamp.get(topic, {}).get(partition)
+            if timestamp is None and topic in by_timestamp:
+                raise InvalidConfigError(f"offsets by timestamp for topic {topic} miss partition {partition}")
+        if timestamp is not None:
+            found = log.list_offset(timestamp, isolation=opts.isolation)
+            if found is None and starting and opts.timestamp_strategy == "error":
+                raise InvalidConfigError(f"no offset of {topic}-{partition} has a timestamp >= {timestamp}")
+            return log.list_offset("latest", isolation=opts.isolation) if found is None else found
+        if isinstance(value, dict):
+            if topic not in value or partition not in value[topic]:
+                name = "startingOffsets" if starting else "endingOffsets"
+                raise InvalidConfigError(f"option {name} must list every partition; {topic}-{partition} is "
+                                         f"missing (use -2 for earliest, -1 for latest)")
+            value = value[topic][partition]
+        if value in ("earliest", "latest", EARLIEST, LATEST):  # as ListOffsets names them: -2, -1
+            return log.list_offset(value, isolation=opts.isolation)
+        return int(value)
+
+    def ranges_from_unresolved(self) -> list[OffsetRange]:
+        """A batch query's offset ranges (Spark's ``getOffsetRangesFromUnresolvedOffsets``),
+        split per minPartitions / maxRecordsPerPartition. A subscribed topic the log dir
+        lacks is an :class:`UnknownTopicError` (a typo would read nothing), as Spark's Kafka
+        source fails on a topic the cluster lacks."""
+        opts, manager = self.opts, self.manager
         unknown = [t for t in opts.subscribe or () if t not in manager.topics()]
         if unknown:  # a stream waits for a topic to appear; a batch query would read nothing
             raise UnknownTopicError(f"option subscribe names topics {unknown} that {opts.root} does not have")
+        ranges = []
         for topic, p in topic_partitions(manager, opts):
             log = manager.log(topic, p)
-            start = _resolve(log, topic, p, opts.starting, opts.starting_by_timestamp, opts.starting_timestamp,
-                             starting=True, opts=opts)
-            end = _resolve(log, topic, p, opts.ending, opts.ending_by_timestamp, opts.ending_timestamp,
-                           starting=False, opts=opts)
-            start = _check_data_loss(log, topic, p, start, opts)
+            start = _check_data_loss(log, topic, p, self._resolve(log, topic, p, starting=True), opts)
+            end = self._resolve(log, topic, p, starting=False)
             if start > end:
                 raise InvalidConfigError(f"{topic}-{p}: starting offset {start} is after the ending offset {end}")
             if end > start:
                 ranges.append(OffsetRange(opts.root, topic, p, start, end, opts.storage_options, opts.remote_storage,
                                           getattr(log, "url", None) if remote_target(opts.root) else None))
         return split_ranges(manager, ranges, opts.min_partitions, opts.max_records_per_partition)
+
+    def ranges_from_resolved(self, start: dict, end: dict) -> list[OffsetRange]:
+        """A micro-batch's offset ranges from the stream's offsets ``{"topic": {"partition":
+        offset}}`` (Spark's ``getOffsetRangesFromResolvedOffsets``): a partition new since
+        ``start`` is read from 0. No I/O."""
+        opts = self.opts
+        return [OffsetRange(opts.root, t, int(p), start.get(t, {}).get(p, 0), until, opts.storage_options,
+                            opts.remote_storage)
+                for t, parts in end.items() for p, until in parts.items() if until > start.get(t, {}).get(p, 0)]
+
+
+def plan_ranges(opts: ReadOptions) -> list[OffsetRange]:
+    """Offset ranges for a batch read (:meth:`OffsetReader.ranges_from_unresolved`)."""
+    with OffsetReader.open(opts) as reader:
+        return reader.ranges_from_unresolved()
 
 
 def _check_data_loss(log, topic, p, start, opts) -> int:

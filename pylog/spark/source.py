@@ -28,9 +28,11 @@ from pyspark.sql.types import (
 )
 
 from pylog.errors import InvalidConfigError
-from pylog.log.offsets import latest_offset
+from pylog.remote.log_dir import remote_target
+from pylog.remote.store import redact
 from pylog.spark import plan
 from pylog.spark.options import parse_read_options
+from pylog.spark.write import commit_staged, stage_rows
 
 try:  # 4.2+: admission control and Trigger.AvailableNow
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
@@ -186,32 +188,15 @@ class PylogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.available_now_end = None
 
     def _latest(self) -> dict:
-        with plan.open_log_dir(self.opts.root, self.opts.storage_options, self.opts.remote_storage) as manager:
-            out = {}
-            for t, p in plan.topic_partitions(manager, self.opts):
-                out.setdefault(t, {})[str(p)] = latest_offset(manager.log(t, p), self.opts.isolation)
-            return out
+        with plan.OffsetReader.open(self.opts) as reader:
+            return _stream_offsets(reader.latest())
 
     def initialOffset(self) -> dict:
         """Where a new stream starts: ``startingTimestamp`` or ``startingOffsetsByTimestamp``
         when given (they take precedence, as in Spark's Kafka source), else
         ``startingOffsets`` (latest by default)."""
-        opts = self.opts
-        latest = self._latest()
-        by_time = opts.starting_timestamp is not None or opts.starting_by_timestamp is not None
-        if opts.starting == "latest" and not by_time:
-            return latest
-        with plan.open_log_dir(opts.root, opts.storage_options, opts.remote_storage) as manager:
-            out = {}
-            for t, parts in latest.items():
-                for p in parts:
-                    log = manager.log(t, int(p))
-                    start = log.log_start_offset
-                    if by_time or isinstance(opts.starting, dict):
-                        start = plan._resolve(log, t, int(p), opts.starting, opts.starting_by_timestamp,
-                                              opts.starting_timestamp, starting=True, opts=opts)
-                    out.setdefault(t, {})[p] = start
-            return out
+        with plan.OffsetReader.open(self.opts) as reader:
+            return _stream_offsets(reader.partition_offsets(starting=True))
 
     def getDefaultReadLimit(self):
         if self.opts.max_offsets_per_trigger and ReadMaxRows is not None:
@@ -238,22 +223,22 @@ class PylogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._latest()
 
     def partitions(self, start: dict, end: dict):
-        out = []
-        for t, parts in end.items():
-            for p, until in parts.items():
-                since = start.get(t, {}).get(p, 0)
-                if until > since:
-                    r = plan.OffsetRange(self.opts.root, t, int(p), since, until, self.opts.storage_options,
-                                         self.opts.remote_storage)
-                    out.append(RangePartition(r, self.opts.include_headers, self.opts.isolation,
-                                              self.opts.fail_on_data_loss))
-        return out
+        return [RangePartition(r, self.opts.include_headers, self.opts.isolation, self.opts.fail_on_data_loss)
+                for r in plan.OffsetReader(None, self.opts).ranges_from_resolved(start, end)]
 
     def read(self, partition):
         return _read(partition)
 
     def commit(self, end: dict) -> None:
         pass  # nothing to release: offsets live in Spark's checkpoint
+
+
+def _stream_offsets(offsets: dict) -> dict:
+    """``{(topic, partition): offset}`` as a stream's offset: ``{"topic": {"partition": offset}}``."""
+    out: dict = {}
+    for (t, p), offset in offsets.items():
+        out.setdefault(t, {})[str(p)] = offset
+    return out
 
 
 def _cap(start: dict, target: dict, max_rows: int) -> dict:
@@ -292,9 +277,7 @@ class PylogWriter(DataSourceArrowWriter):
         self.root = opts.get("path")
         if not self.root:
             raise InvalidConfigError("no log dir: use .save(root) or .option('path', root)")
-        from pylog.remote.log_dir import remote_target
         if remote_target(self.root) is not None:
-            from pylog.remote.store import redact
             raise InvalidConfigError(f"format pylog writes to local log dirs only, not to {redact(self.root)}: "
                                      f"object storage is read in place (write locally; tiering copies to a bucket)")
         names = {f.name for f in schema.fields}
@@ -307,7 +290,6 @@ class PylogWriter(DataSourceArrowWriter):
         self.job = uuid.uuid4().hex
 
     def write(self, iterator):
-        from pylog.spark.write import stage_rows
         staging = os.path.join(self.root, STAGING_DIR, self.job)
         os.makedirs(staging, exist_ok=True)
         path = os.path.join(staging, uuid.uuid4().hex + ".batches")
@@ -315,7 +297,6 @@ class PylogWriter(DataSourceArrowWriter):
         return StagedBatches(path, parts)
 
     def commit(self, messages) -> None:
-        from pylog.spark.write import commit_staged
         try:
             commit_staged(self.root, [m for m in messages if m is not None], self.partitions)
         finally:

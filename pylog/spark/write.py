@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 from pylog.errors import InvalidRecordError, UnknownTopicError
+from pylog.manager import LogManager
 from pylog.partitioner import partition_for_key
 from pylog.record.encode import encode_batch
 from pylog.record.record import Record
@@ -81,7 +82,6 @@ def commit_staged(root: str, messages, default_partitions: int) -> None:
     with enough partitions for every row of theirs (``default_partitions`` at least). A
     partition an existing topic lacks is refused (:class:`UnknownTopicError`) before
     anything is appended."""
-    from pylog.manager import LogManager
     with LogManager(root) as manager:
         existing = set(manager.topics())
         highest: dict[str, int] = {}  # the highest partition each topic's rows name

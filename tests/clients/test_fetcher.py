@@ -44,7 +44,7 @@ def test_records_past_max_records_are_kept_for_the_next_fetch_and_positions_move
         m.create_topic("t", 2).append([b"a", b"b", b"c"], partition=0)
     fetcher, subscriptions = fetching()
     subscriptions.assign_from_user([T0, T1])
-    fetcher.reset_positions()
+    fetcher.offsets.reset_positions()
     assert subscriptions.all_consumed() == {T0: (0, -1), T1: (0, -1)}
     assert {tp: values(rs) for tp, rs in fetcher.fetched_records(2).items()} == {T0: [b"a", b"b"]}
     assert subscriptions.position(T0) == 2
@@ -60,7 +60,7 @@ def test_kept_records_are_dropped_once_the_position_moved_elsewhere(root, fetchi
         m.create_topic("t", 1).append([b"a", b"b", b"c"])
     fetcher, subscriptions = fetching()
     subscriptions.assign_from_user([T0])
-    fetcher.reset_positions()
+    fetcher.offsets.reset_positions()
     fetcher.fetched_records(1)  # keeps b, c
     subscriptions.seek(T0, 0)  # a rebalance or a seek that did not tell the fetcher
     assert values(fetcher.fetched_records(10)[T0]) == [b"a", b"b", b"c"]
@@ -75,11 +75,11 @@ def test_read_committed_stops_at_an_open_transaction_and_read_uncommitted_does_n
     uncommitted, uncommitted_subscriptions = fetching(isolation="uncommitted")
     for fetcher, subscriptions in ((committed, committed_subscriptions), (uncommitted, uncommitted_subscriptions)):
         subscriptions.assign_from_user([T0])
-        fetcher.reset_positions()
+        fetcher.offsets.reset_positions()
     assert values(committed.fetched_records(10)[T0]) == [b"before"]
     assert committed.fetched_records(10) == {}
     assert values(uncommitted.fetched_records(10)[T0]) == [b"before", b"open"]
-    assert committed.end_offsets([T0]) == {T0: 1} and uncommitted.end_offsets([T0]) == {T0: 2}
+    assert committed.offsets.end_offsets([T0]) == {T0: 1} and uncommitted.offsets.end_offsets([T0]) == {T0: 2}
 
 
 def test_a_position_out_of_range_is_reset_as_auto_offset_reset_says(root, fetching):
@@ -93,7 +93,7 @@ def test_a_position_out_of_range_is_reset_as_auto_offset_reset_says(root, fetchi
     strict, strict_subscriptions = fetching(auto_offset_reset="none")
     strict_subscriptions.assign_from_user([T0])
     with pytest.raises(OffsetOutOfRangeError, match="t-0 has no committed offset"):
-        strict.reset_positions()
+        strict.offsets.reset_positions()
 
 
 def test_a_deleted_partition_is_marked_and_no_longer_fetched(root, fetching):
@@ -101,7 +101,7 @@ def test_a_deleted_partition_is_marked_and_no_longer_fetched(root, fetching):
         m.create_topic("t", 2).append([b"a"], partition=1)
     fetcher, subscriptions = fetching()
     subscriptions.assign_from_user([T0, T1])
-    fetcher.reset_positions()
+    fetcher.offsets.reset_positions()
     shutil.rmtree(f"{root}/t-0")
     assert values(fetcher.fetched_records(10)[T1]) == [b"a"]
     assert subscriptions.deleted() == [T0]
@@ -113,7 +113,7 @@ def test_a_value_that_fails_to_deserialize_stops_its_partition_there(root, fetch
         m.create_topic("t", 1).append([b"1", b"x", b"3"])
     fetcher, subscriptions = fetching(value_deserializer=int)
     subscriptions.assign_from_user([T0])
-    fetcher.reset_positions()
+    fetcher.offsets.reset_positions()
     assert values(fetcher.fetched_records(10)[T0]) == [1]
     assert subscriptions.position(T0) == 1
     with pytest.raises(RecordDeserializationError, match="offset 1 failed"):
@@ -134,7 +134,7 @@ def test_a_fetch_decodes_only_the_batches_its_max_records_reaches(root, fetching
         f.write(bytes([byte[0] ^ 0xFF]))
     fetcher, subscriptions = fetching()
     subscriptions.assign_from_user([T0])
-    fetcher.reset_positions()
+    fetcher.offsets.reset_positions()
     assert values(fetcher.fetched_records(6)[T0]) == [b"0-0", b"0-1", b"0-2", b"0-3", b"1-0", b"1-1"]
     assert values(fetcher.fetched_records(2)[T0]) == [b"1-2", b"1-3"]  # kept from the read
     assert subscriptions.position(T0) == 8
@@ -154,7 +154,7 @@ def test_records_are_decoded_as_consumer_records_of_their_batch_leader_epoch(roo
             log.append(batch)
     fetcher, subscriptions = fetching()
     subscriptions.assign_from_user([T0])
-    fetcher.reset_positions()
+    fetcher.offsets.reset_positions()
     records = fetcher.fetched_records(10)[T0]
     assert all(isinstance(r, ConsumerRecord) for r in records)
     assert [(r.value, r.leader_epoch, r.serialized_value_size, r.topic, r.partition) for r in records] == \

@@ -1,6 +1,6 @@
-"""``latest_offset``: Kafka's ListOffsets rule for LATEST (the high watermark for
-read_uncommitted, the last stable offset for read_committed), and every reader that says
-"latest" (the consumer, the Spark planner, the CLI tools) giving its answer."""
+"""Every reader that says "latest" (the consumer, the Spark planner, the CLI tools) gives the
+answer of ``Log.list_offset`` (tests/log/test_list_offset.py): the high watermark for
+read_uncommitted, the last stable offset for read_committed."""
 
 from __future__ import annotations
 
@@ -9,33 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from pylog import Log, LogManager
+from pylog import LogManager
 from pylog.cli.console_consumer import assign
 from pylog.cli.main import build_parser, main
 from pylog.clients import Consumer
-from pylog.log.offsets import latest_offset
 from pylog.spark.options import parse_read_options
 from pylog.spark.plan import plan_ranges
 
 TXN = dict(producer_epoch=0, is_transactional=True)
-
-
-def test_read_uncommitted_latest_is_the_high_watermark_not_the_log_end(tmp_path):
-    """A replica's log: the leader committed 3 of its 5 records."""
-    with Log.open(tmp_path / "t-0", auto_high_watermark=False) as log:
-        log.append([b"v%d" % i for i in range(5)])
-        log.replica_view.update_high_watermark(3)
-        assert (latest_offset(log), latest_offset(log, "uncommitted"), log.log_end_offset) == (3, 3, 5)
-
-
-def test_read_committed_latest_stops_before_the_first_open_transaction(tmp_path):
-    with Log.open(tmp_path / "t-0") as log:
-        log.append([b"a", b"b"])
-        log.append([b"open"], producer_id=7, base_sequence=0, **TXN)
-        log.append([b"after"])
-        assert (latest_offset(log, "committed"), latest_offset(log), log.log_end_offset) == (2, 4, 4)
-        log.append_txn_marker(7, 0, commit=True)
-        assert latest_offset(log, "committed") == latest_offset(log) == log.log_end_offset == 5
 
 
 @pytest.fixture
@@ -87,11 +68,11 @@ def test_the_cli_tools_answer_latest_as_read_uncommitted(open_transaction, capsy
 
 
 def test_no_other_module_chooses_latest_by_isolation():
-    """``latest_offset`` is the one owner of the rule: a copy (``last_stable_offset if ...
+    """``last_fetchable_offset`` (pylog/log/list_offset.py) is the one owner of the rule: a copy (``last_stable_offset if ...
     committed ... else``) anywhere else in pylog/ fails here, naming file and line."""
     pylog_dir = Path(__file__).resolve().parents[2] / "pylog"
     copies = [f"{path.relative_to(pylog_dir)}:{number}: {line.strip()}"
-              for path in sorted(pylog_dir.rglob("*.py")) if path.relative_to(pylog_dir).as_posix() != "log/offsets.py"
+              for path in sorted(pylog_dir.rglob("*.py")) if path.relative_to(pylog_dir).as_posix() != "log/list_offset.py"
               for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
               if re.search(r"last_stable_offset if .*committed.* else", line)]
     assert copies == []

@@ -3,7 +3,9 @@
 A long-lived process (one per Spark driver, so a query pays no Python start): each line on
 stdin is a request ``{"options": {...}, "pruned": {...}}`` (the query's options, the bounds
 of pushed filters); each reply is one line, ``{"root", "committed", "failOnDataLoss",
-"ranges": [[topic, partition, start, end, aborted], ...]}`` (``aborted``, for a
+"ranges": [[topic, partition, start, end, aborted, directory], ...]}`` (``directory``: the
+partition's directory or URL, :attr:`OffsetRange.directory <pylog.spark.plan.OffsetRange.directory>`;
+``aborted``, for a
 ``read_committed`` query: ``[[producer id, first offset], ...]`` of the aborted transactions
 overlapping the range, as the log's checked ``.txnindex`` files, or a replay of the log where
 they are missing or wrong, give them; else ``[]``), or ``{"error": message}`` for bad
@@ -45,7 +47,8 @@ def plan_request(request: dict) -> dict:
     committed = opts.isolation == "committed"
     aborted = _aborted_transactions(ranges) if committed else {}
     return {"root": opts.root, "committed": committed, "failOnDataLoss": opts.fail_on_data_loss,
-            "ranges": [[r.topic, r.partition, r.start, r.end, aborted.get(r, [])] for r in ranges]}
+            "ranges": [[r.topic, r.partition, r.start, r.end, aborted.get(r, []), r.directory]
+                       for r in ranges]}
 
 
 def _aborted_transactions(ranges) -> dict:

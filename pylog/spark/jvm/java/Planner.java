@@ -42,7 +42,6 @@ final class Planner {
         Plan plan = new Plan();
         boolean committed = reply.get("committed").asBoolean();
         boolean failOnDataLoss = reply.get("failOnDataLoss").asBoolean();
-        String root = reply.get("root").asText();
         for (JsonNode r : reply.get("ranges")) {
             String topic = r.get(0).asText();
             int partition = r.get(1).asInt();
@@ -50,8 +49,7 @@ final class Planner {
             for (int i = 0; i < aborted.length; i++) {
                 aborted[i] = new long[] {r.get(4).get(i).get(0).asLong(), r.get(4).get(i).get(1).asLong()};
             }
-            String dir = (root.endsWith("/") ? root : root + "/") + topic + "-" + partition;
-            plan.ranges.add(new RangePartition(dir, topic, partition,
+            plan.ranges.add(new RangePartition(r.get(5).asText(), topic, partition,
                 r.get(2).asLong(), r.get(3).asLong(), committed, failOnDataLoss, aborted));
         }
         return plan;
