@@ -361,7 +361,8 @@ class PylogStreamWriter(DataSourceStreamArrowWriter):
         self.root, self.topic, self.partitions = _write_target(options, schema)
         guarantee = {k.lower(): v for k, v in options.items()}.get("deliveryguarantee", "exactly-once").lower()
         if guarantee not in DELIVERY_GUARANTEES:
-            raise InvalidConfigError(f"option deliveryGuarantee={guarantee!r}: use one of {', '.join(DELIVERY_GUARANTEES)}")
+            raise InvalidConfigError(f"option deliveryGuarantee={guarantee!r}: use one of "
+                                     f"{', '.join(DELIVERY_GUARANTEES)}")
         self.exactly_once = guarantee == "exactly-once"
 
     def write(self, iterator):
