@@ -56,7 +56,18 @@ def frame(reader):
     if reader == "floor":
         return spark.read.format("pylog-floor").option("rows", rows).load()
     return spark.read.format("pylog").option("reader", reader).load(root)
+def write_stream(df, out=root.rstrip("/") + "-writes"):  # the same rows as write_batch, as a stream
+    import tempfile, uuid
+    q = (spark.readStream.schema(df.schema).parquet(parquet).selectExpr("key", "value")
+         .writeStream.format("pylog").option("topic", "s" + uuid.uuid4().hex[:12])
+         .option("checkpointLocation", tempfile.mkdtemp()).trigger(availableNow=True).start(out))
+    q.awaitTermination()
+def write_batch(df, out=root.rstrip("/") + "-writes"):
+    import uuid
+    (df.selectExpr("key", "value").write.format("pylog").mode("append")
+       .option("topic", "b" + uuid.uuid4().hex[:12]).save(out))
 QUERIES = {"count": lambda df: df.count(),
+           "write_batch": write_batch, "write_stream": write_stream,
            "sum_length": lambda df: df.selectExpr("sum(length(value))").collect(),
            "full_scan": lambda df: df.write.format("noop").mode("overwrite").save(),
            "parquet": lambda df: df.write.mode("overwrite").parquet(parquet)}
@@ -222,3 +233,40 @@ def test_spark_scan_on_object_storage(benchmark, tmp_path):
         vs_floor = _spread(times[q]["python"], times[q]["floor"])
         detail = "min %.2f / median %.2f / max %.2f over %d rounds" % (*vs_floor, S3_ROUNDS)
         record_ratio(f"spark {q} {size} on S3: Python source vs no-decode Python floor", vs_floor[1], 0.8, detail)
+
+
+#: rows of the write benchmark (``PYLOG_BENCH_WRITE_RECORDS``), and its rounds
+WRITE_RECORDS = int(os.environ.get("PYLOG_BENCH_WRITE_RECORDS", "400000"))
+WRITE_ROUNDS = 3
+
+
+def test_spark_stream_write_vs_batch_write(benchmark, tmp_path):
+    """``writeStream.format("pylog")`` (exactly once: a transaction per task) of the rows of
+    a parquet file, read as a file stream with ``Trigger.AvailableNow``, against
+    ``df.write.format("pylog")`` of the same rows (staged by the tasks, appended by the
+    driver's commit), in turns on one ``local[2]`` driver (round 0 warms up)."""
+    pytest.importorskip("pyspark")
+    root, parquet = tmp_path / "root", tmp_path / "bench.parquet"
+    _write(root, WRITE_RECORDS)
+    driver = _Driver("local[2]", root, parquet, WRITE_RECORDS)
+
+    def measure():
+        driver.time("parquet", "python")
+        out = {"write_batch": [], "write_stream": []}
+        for n in range(WRITE_ROUNDS + 1):
+            for query in out:
+                t = driver.time(query, "parquet")
+                if n:
+                    out[query].append(t)
+        return out
+
+    try:
+        out = benchmark.pedantic(measure, rounds=1)
+    finally:
+        driver.close()
+    size = f"{WRITE_RECORDS // 1000}k"
+    record_figure(f"spark write {size} x 100 B (median s, local[2])",
+                  **{q: round(statistics.median(ts), 3) for q, ts in out.items()})
+    spread = _spread(out["write_stream"], out["write_batch"])
+    record_ratio(f"spark write {size}: writeStream (exactly once) vs df.write", spread[1], 0.8,
+                 "min %.2f / median %.2f / max %.2f over %d rounds" % (*spread, WRITE_ROUNDS))

@@ -19,8 +19,10 @@ import uuid
 import warnings
 from dataclasses import dataclass
 
+from pyspark import TaskContext
 from pyspark.sql.datasource import (
-    DataSource, DataSourceArrowWriter, DataSourceReader, DataSourceStreamReader, InputPartition,
+    DataSource, DataSourceArrowWriter, DataSourceReader, DataSourceStreamArrowWriter, DataSourceStreamReader,
+    InputPartition,
     WriterCommitMessage,
 )
 from pyspark.sql.types import (
@@ -32,6 +34,7 @@ from pylog.remote.log_dir import remote_target
 from pylog.remote.store import redact
 from pylog.spark import plan
 from pylog.spark.options import parse_read_options
+from pylog.spark.stream_write import write_task
 from pylog.spark.write import commit_staged, stage_rows
 
 try:  # 4.2+: admission control and Trigger.AvailableNow
@@ -103,6 +106,11 @@ class PylogDataSource(DataSource):
 
     def streamReader(self, schema):
         return PylogStreamReader(parse_read_options(self.options, streaming=True))
+
+    def streamWriter(self, schema, overwrite: bool):
+        if overwrite:
+            raise InvalidConfigError("format pylog appends only (a log is never overwritten): use outputMode('append')")
+        return PylogStreamWriter(dict(self.options), schema)
 
     def writer(self, schema, overwrite: bool):
         if overwrite:
@@ -260,6 +268,25 @@ def _cap(start: dict, target: dict, max_rows: int) -> dict:
     return out
 
 
+def _write_target(options: dict, schema) -> tuple[str, str | None, int]:
+    """``(root, topic option, partitions of a new topic)`` of a write, checked against the
+    rows' ``schema`` (:class:`InvalidConfigError` says what is missing)."""
+    opts = {k.lower(): v for k, v in options.items()}
+    root = opts.get("path")
+    if not root:
+        raise InvalidConfigError("no log dir: use .save(root) or .option('path', root)")
+    if remote_target(root) is not None:
+        raise InvalidConfigError(f"format pylog writes to local log dirs only, not to {redact(root)}: "
+                                 f"object storage is read in place (write locally; tiering copies to a bucket)")
+    names = {f.name for f in schema.fields}
+    if "value" not in names:
+        raise InvalidConfigError("writing to pylog needs a 'value' column")
+    topic = opts.get("topic")
+    if topic is None and "topic" not in names:
+        raise InvalidConfigError("writing to pylog needs a 'topic' column or the topic option")
+    return root, topic, int(opts.get("partitions", "1"))
+
+
 @dataclass
 class StagedBatches(WriterCommitMessage):
     """A task's staged file of encoded batches per (topic, partition)."""
@@ -273,20 +300,7 @@ class PylogWriter(DataSourceArrowWriter):
     appends every staged file to its partition, so a failed job leaves nothing in the logs."""
 
     def __init__(self, options: dict, schema):
-        opts = {k.lower(): v for k, v in options.items()}
-        self.root = opts.get("path")
-        if not self.root:
-            raise InvalidConfigError("no log dir: use .save(root) or .option('path', root)")
-        if remote_target(self.root) is not None:
-            raise InvalidConfigError(f"format pylog writes to local log dirs only, not to {redact(self.root)}: "
-                                     f"object storage is read in place (write locally; tiering copies to a bucket)")
-        names = {f.name for f in schema.fields}
-        if "value" not in names:
-            raise InvalidConfigError("writing to pylog needs a 'value' column")
-        self.topic = opts.get("topic")
-        if self.topic is None and "topic" not in names:
-            raise InvalidConfigError("writing to pylog needs a 'topic' column or the topic option")
-        self.partitions = int(opts.get("partitions", "1"))
+        self.root, self.topic, self.partitions = _write_target(options, schema)
         self.job = uuid.uuid4().hex
 
     def write(self, iterator):
@@ -306,3 +320,47 @@ class PylogWriter(DataSourceArrowWriter):
         shutil.rmtree(os.path.join(self.root, STAGING_DIR, self.job), ignore_errors=True)
 
 
+
+
+#: ``deliveryGuarantee`` of ``writeStream.format("pylog")``
+DELIVERY_GUARANTEES = ("exactly-once", "at-least-once")
+
+
+@dataclass
+class TaskWritten(WriterCommitMessage):
+    """What a streaming write task appended: ``records``, 0 for a replay an earlier attempt wrote."""
+
+    records: int
+
+
+class PylogStreamWriter(DataSourceStreamArrowWriter):
+    """``writeStream.format("pylog")``: each task appends its rows of a micro-batch in one
+    transaction with a marker of the micro-batch, so a replay adds nothing
+    (pylog/spark/stream_write.py). Option ``deliveryGuarantee``: ``exactly-once`` (the
+    default) or ``at-least-once`` (Spark's Kafka sink's: no transaction, a replay may
+    append a micro-batch again)."""
+
+    def __init__(self, options: dict, schema):
+        self.root, self.topic, self.partitions = _write_target(options, schema)
+        guarantee = {k.lower(): v for k, v in options.items()}.get("deliveryguarantee", "exactly-once").lower()
+        if guarantee not in DELIVERY_GUARANTEES:
+            raise InvalidConfigError(f"option deliveryGuarantee={guarantee!r}: use one of "
+                                     f"{', '.join(DELIVERY_GUARANTEES)}")
+        self.exactly_once = guarantee == "exactly-once"
+
+    def write(self, iterator):
+        task = TaskContext.get()
+        query_id = task.getLocalProperty("sql.streaming.queryId")
+        batch_id = task.getLocalProperty("streaming.sql.batchId")
+        if query_id is None or batch_id is None:
+            raise InvalidConfigError("format pylog's stream writer runs in a streaming query only "
+                                     "(Spark gave its task no query id or batch id)")
+        return TaskWritten(write_task(iterator, root=self.root, topic=self.topic, partitions=self.partitions,
+                                      query_id=query_id, batch_id=int(batch_id), partition_id=task.partitionId(),
+                                      exactly_once=self.exactly_once))
+
+    def commit(self, messages, batchId) -> None:
+        pass  # each task committed its own transaction
+
+    def abort(self, messages, batchId) -> None:
+        pass  # committed tasks stay (a replay skips them); a failed task's transaction was aborted

@@ -27,9 +27,15 @@ def _topic_exists(root: str, topic: str) -> bool:
     return os.path.isdir(os.path.join(root, f"{topic}-0"))
 
 
-def stage_rows(batches, path: str, root: str, default_topic: str | None, default_partitions: int) -> list:
-    """Encode the rows of Arrow ``batches`` into one staging file; returns
-    [(topic, partition, position, size)] of the batches written."""
+def records_by_partition(batches, root: str, default_topic: str | None,
+                         default_partitions: int) -> dict[tuple[str, int], list[Record]]:
+    """The rows of Arrow ``batches`` (the sink schema: ``value``, optional ``key``,
+    ``topic``, ``partition``, ``timestamp``, ``headers``) as records, by the (topic,
+    partition) each goes to: the ``partition`` column, else Kafka's partitioner for a key,
+    else round robin over the topic's partitions (``default_partitions`` for a topic not
+    yet made). Raises :class:`InvalidRecordError` for a row without a topic, a key or value
+    that is neither string nor binary, or a partition the existing topic lacks. Cost:
+    O(rows) in Python; the batch writer and the streaming sink share it."""
     groups: dict[tuple[str, int], list[Record]] = {}
     counts: dict[str, int] = {}
     rr = 0
@@ -57,6 +63,13 @@ def stage_rows(batches, path: str, root: str, default_topic: str | None, default
             ts_ms = None if ts is None else int(ts.timestamp() * 1000)
             headers = tuple((h["key"], h["value"]) for h in (cols.get("headers", [None] * n)[i] or ()))
             groups.setdefault((topic, int(part)), []).append(Record(value, key, ts_ms, headers))
+    return groups
+
+
+def stage_rows(batches, path: str, root: str, default_topic: str | None, default_partitions: int) -> list:
+    """Encode the rows of Arrow ``batches`` into one staging file; returns
+    [(topic, partition, position, size)] of the batches written."""
+    groups = records_by_partition(batches, root, default_topic, default_partitions)
     out = []
     with open(path, "wb") as f:
         for (topic, part), records in sorted(groups.items()):

@@ -39,7 +39,9 @@ def snippets() -> list:
 def test_the_cookbook_has_a_snippet_per_recipe():
     assert [p.id for p in snippets()] == ["an-event-log-with-a-live-tail", "inspecting-a-broker-s-data-dir",
                                          "retention-and-compaction", "transactions", "arrow-and-pandas",
-                                         "spark-batch-and-streaming", "tiered-storage-in-a-bucket"]
+                                         "spark-batch-and-streaming",
+                                         "spark-a-stream-from-pylog-to-pylog-exactly-once",
+                                         "tiered-storage-in-a-bucket"]
 
 
 @pytest.mark.parametrize("code, on_spark", snippets())
