@@ -92,56 +92,59 @@ class EntryFile:
         search for an untrimmed zero tail touches."""
         if self._loaded:
             return
-        size = self._map_file()
+        size, buf = self._map_file()
         self._file_bytes = size
         self._ragged = size % self.entry_bytes != 0
-        self._n = self._valid_count(self._mapped)
-        self._last = self._raw(self._n - 1) if self._n else None
+        n = self._valid_count(buf, size // self.entry_bytes)
+        self._last = self.entry.unpack_from(buf, (n - 1) * self.entry_bytes) if n else None
+        self._n = n
         self._loaded = True
 
-    def _map_file(self) -> int:
+    def _map_file(self):
         """Map the whole entries the file holds now (nothing if it is missing or empty);
-        returns its size. The map never reaches past the file's size at this moment."""
+        returns its size and the map. The map never reaches past the file's size at this
+        moment."""
         self._unmap()
         if self.path is None:
-            return 0
+            return 0, None
         try:
             fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         except FileNotFoundError:
-            return 0
+            return 0, None
         except OSError as e:
             raise StorageError(e.errno, f"cannot open {self.path}: {e.strerror}") from None
+        buf = None
         try:
             st = os.fstat(fd)
             count = st.st_size // self.entry_bytes
             if count:
-                self._buf = mmap.mmap(fd, count * self.entry_bytes, mmap.MAP_SHARED, mmap.PROT_READ)
+                buf = mmap.mmap(fd, count * self.entry_bytes, mmap.MAP_SHARED, mmap.PROT_READ)
         except OSError as e:
             raise StorageError(e.errno, f"cannot map {self.path}: {e.strerror}") from None
         finally:
             os.close(fd)
-        self._mapped, self._inode = count, st.st_ino
+        self._buf, self._mapped, self._inode = buf, count, st.st_ino
         if count and self.on_map is not None:
             self.on_map()
-        return st.st_size
+        return st.st_size, buf
 
-    def _valid_count(self, count: int) -> int:
+    def _valid_count(self, buf, count: int) -> int:
         """Entries before an untrimmed zero tail (left by a crash, a preallocating writer or
         a cut on a full disk): a binary search for the first all-zero entry past the first.
         O(log n)."""
-        if count <= 1 or not self._is_zero(count - 1):
+        if count <= 1 or not self._is_zero(buf, count - 1):
             return count
         lo, hi = 1, count - 1
         while lo < hi:
             mid = (lo + hi) // 2
-            if self._is_zero(mid):
+            if self._is_zero(buf, mid):
                 hi = mid
             else:
                 lo = mid + 1
         return lo
 
-    def _is_zero(self, i: int) -> bool:
-        return self._buf[i * self.entry_bytes:(i + 1) * self.entry_bytes] == self._zero_entry
+    def _is_zero(self, buf, i: int) -> bool:
+        return buf[i * self.entry_bytes:(i + 1) * self.entry_bytes] == self._zero_entry
 
     def _valid_prefix(self, keys: np.ndarray, vals: np.ndarray) -> int:
         """Entries of native columns up to the first one that does not increase (for tools
@@ -153,14 +156,18 @@ class EntryFile:
 
     def _buffer(self):
         """The entries, mapped again when entries were written (or the map released) since
-        the map was made. O(1), one ``mmap`` when it maps."""
-        if self._mapped < self._n:
+        the map was made. O(1), one ``mmap`` when it maps. The caller holds the map it gets:
+        a release in another thread drops this object's reference, and the pages stay
+        mapped until the last holder lets go."""
+        buf = self._buf
+        if buf is None or self._mapped < self._n:
             inode = self._inode
-            self._map_file()
+            buf = self._map_file()[1]
             if not self.writable and (self._inode != inode or self._mapped < self._n):
                 self._loaded = False  # another file took the name since: read it afresh
                 self._load()
-        return self._buf
+                buf = self._buf
+        return buf
 
     def _raw(self, i: int) -> tuple[int, int]:
         """Entry ``i`` as stored: (key, value), relative offsets as they are."""
@@ -197,10 +204,9 @@ class EntryFile:
             self.io.close(fd)
 
     def _unmap(self) -> None:
-        buf, self._buf, self._mapped = self._buf, None, 0
-        if isinstance(buf, mmap.mmap):
-            with contextlib.suppress(BufferError):  # a search in another thread still reads it
-                buf.close()
+        """Drop the map: unmapped at once unless a lookup in another thread still holds it
+        (then when it lets go), never closed under it."""
+        self._buf, self._mapped = None, 0
 
     def _cut_file(self, size: int) -> None:
         """Cut the file to ``size`` bytes if it is longer. Never below a page a map (here or in

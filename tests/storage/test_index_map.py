@@ -206,3 +206,26 @@ def test_eight_reader_processes_share_the_index_pages(tmp_path):
         for p in readers:
             p.wait(timeout=60)
     assert [p.returncode for p in readers] == [0] * 8, [p.stderr.read() for p in readers]
+
+
+
+def test_a_release_leaves_the_map_a_lookup_holds_readable(tmp_path):
+    """The bound on open files releases a segment's maps from whichever thread passes it,
+    maybe while a lookup in another thread reads them: a release drops the index's
+    reference, never unmaps pages a lookup still holds."""
+    path = tmp_path / "00000000000000000000.index"
+    writer = OffsetIndex(path, base_offset=0)
+    for i in range(1, 5000):
+        writer.append(i, 10 * i)
+    writer.trim()
+    idx = OffsetIndex(path, base_offset=0, writable=False)
+    held = idx._buffer()  # what a lookup in flight holds
+    idx.release()
+    assert not idx.is_mapped
+    assert base._search_py(OffsetIndex.entry, held, 4999, base.KEY, 2500, True) == 2500
+    if base._c_search is not None:
+        assert base._c_search(held, 4999, 8, base.KEY, 2500, True) == 2500
+    del held
+    assert str(path) not in mapped_paths()
+    assert idx.lookup(2500) == (2500, 25000)
+    writer.close()
