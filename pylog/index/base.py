@@ -34,6 +34,7 @@ import numpy as np
 
 from pylog.errors import CorruptIndexError, InvalidOffsetError, ReadOnlyError, StorageError
 from pylog.io import DEFAULT_IO, FileIO
+from pylog.layout import INT64_MAX, INT64_MIN
 
 try:
     from pylog._speedups import index_search as _c_search
@@ -43,7 +44,6 @@ except ImportError:  # pragma: no cover - no compiler at install time
 PAGE_BYTES = mmap.PAGESIZE
 #: The column a search compares: keys (offsets, timestamps) or values (positions, offsets).
 KEY, VALUE = 0, 1
-_INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
 _TMP_SUFFIX = ".tmp"
 
 
@@ -182,7 +182,7 @@ class EntryFile:
         n = self._n
         if n == 0:
             return 0
-        target = min(max(target, _INT64_MIN), _INT64_MAX)
+        target = min(max(target, INT64_MIN), INT64_MAX)
         buf = self._buffer()
         if _c_search is not None:
             found = _c_search(buf, n, self.entry_bytes, column, target, right)
@@ -414,8 +414,8 @@ def _search_py(entry: struct.Struct, buf, n: int, column: int, target: int, righ
     """The pure-Python twin of the C ``index_search``: same answer, same order checks."""
     size = entry.size
     lo, hi = 0, n
-    low_k = low_v = _INT64_MIN
-    high_k = high_v = _INT64_MAX
+    low_k = low_v = INT64_MIN
+    high_k = high_v = INT64_MAX
     while lo < hi:
         mid = (lo + hi) // 2
         k, v = entry.unpack_from(buf, mid * size)

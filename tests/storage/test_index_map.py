@@ -17,6 +17,7 @@ import pytest
 from pylog import Log
 from pylog.index import OffsetIndex, TimeIndex
 from pylog.index import base
+from pylog.layout import INT64_MAX, INT64_MIN
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,7 +75,7 @@ def test_c_and_python_searches_agree(cls, key_bytes):
         values = sorted(rng.randrange(-10, 10 * n + 10) for _ in range(n))
         buf = b"".join(cls.entry.pack(k, v) for k, v in zip(keys, values))
         for column in (base.KEY, base.VALUE):
-            for target in rng.sample(range(-60, 10 * n + 60), min(40, 10 * n + 120)) + [-2**63, 2**63 - 1]:
+            for target in rng.sample(range(-60, 10 * n + 60), min(40, 10 * n + 120)) + [INT64_MIN, INT64_MAX]:
                 for right in (False, True):
                     want = base._search_py(cls.entry, buf, n, column, target, right)
                     assert base._c_search(buf, n, cls.entry.size, column, target, right) == want
