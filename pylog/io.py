@@ -4,8 +4,9 @@ snapshots.
 ``FileIO`` is the real thing (``os`` calls). A test swaps in a subclass that injects
 faults (ENOSPC, EIO) or forgets everything written since the last ``fsync`` to
 simulate power loss, then checks nothing acknowledged was lost. Reads use ``os.pread``
-directly: they change nothing, so they need no seam. Nothing is written through a
-memory map: a full disk is an error from a write call, never a fault on a mapped page.
+directly (indexes through a read-only map): they change nothing, so they need no seam.
+Nothing is written through a memory map: a full disk is an error from a write call, never
+a fault on a mapped page.
 """
 
 from __future__ import annotations

@@ -851,6 +851,46 @@ static PyObject *segment_names(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* index_search(buf, count, entry_bytes, column, target, right) -> int
+ * Binary search of an index file's big-endian entries in place (a mapped file: nothing
+ * converted): entries are a key (int32 or int64, entry_bytes - 4 bytes) then a value (int32).
+ * Returns how many entries have column (0 key, 1 value) < target (<= when right), or -1 when
+ * an entry read does not lie, in both columns, between the entries read before it on either
+ * side (the file is corrupt). O(log count). */
+static inline int64_t index_field(const unsigned char *p, int bytes) {
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++) v = (v << 8) | p[i];
+    return bytes == 8 ? (int64_t)v : (int64_t)(int32_t)(uint32_t)v;
+}
+
+static PyObject *index_search(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    Py_ssize_t count, entry_bytes;
+    int column, right;
+    long long target;
+    if (!PyArg_ParseTuple(args, "y*nniLp", &buf, &count, &entry_bytes, &column, &target, &right)) return NULL;
+    if ((entry_bytes != 8 && entry_bytes != 12) || count < 0 || count > buf.len / entry_bytes) {
+        PyBuffer_Release(&buf);
+        PyErr_SetString(PyExc_ValueError, "index_search: entries outside the buffer");
+        return NULL;
+    }
+    const unsigned char *b = buf.buf;
+    int key_bytes = (int)entry_bytes - 4;
+    Py_ssize_t lo = 0, hi = count;
+    int64_t low_k = INT64_MIN, low_v = INT64_MIN, high_k = INT64_MAX, high_v = INT64_MAX;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        const unsigned char *e = b + mid * entry_bytes;
+        int64_t k = index_field(e, key_bytes), v = index_field(e + key_bytes, 4);
+        if (k < low_k || k > high_k || v < low_v || v > high_v) { lo = -1; break; }
+        int64_t x = column ? v : k;
+        if (x < target || (right && x == target)) { lo = mid + 1; low_k = k; low_v = v; }
+        else { hi = mid; high_k = k; high_v = v; }
+    }
+    PyBuffer_Release(&buf);
+    return PyLong_FromSsize_t(lo);
+}
+
 static PyMethodDef methods[] = {
     {"gather", gather, METH_VARARGS, "Copy byte ranges into one buffer with int32 offsets."},
     {"encode_records", encode_records, METH_VARARGS,
@@ -863,6 +903,7 @@ static PyMethodDef methods[] = {
     {"freed_as_record", freed_as_record, METH_O,
      "Make the instances of a subclass of Record adding no field freed as Record's; returns it."},
     {"segment_names", segment_names, METH_VARARGS, "Base offsets of <20 digits><suffix> names, per suffix."},
+    {"index_search", index_search, METH_VARARGS, "Binary search of big-endian index entries in place."},
     {NULL, NULL, 0, NULL},
 };
 

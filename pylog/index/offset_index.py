@@ -11,13 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from pylog.errors import CorruptIndexError, InvalidOffsetError
-from pylog.index.base import EntryFile
+from pylog.index.base import KEY, VALUE, EntryFile
 from pylog.layout import INT32_MAX
 from pylog.layout import OFFSET_INDEX_ENTRY
 
 
 class OffsetIndex(EntryFile):
-    """Offset -> position. ``lookup`` is O(log n) on a native copy of the offsets.
+    """Offset -> position. ``lookup`` is O(log n), a binary search of the mapped file.
 
     >>> import tempfile, os
     >>> idx = OffsetIndex(os.path.join(tempfile.mkdtemp(), "0.index"), base_offset=100)
@@ -30,7 +30,10 @@ class OffsetIndex(EntryFile):
     entry = OFFSET_INDEX_ENTRY
 
     def _entry(self, i: int) -> tuple[int, int]:
-        return self.base_offset + int(self._keys[i]), int(self._vals[i])
+        return self._absolute(self._raw(i))
+
+    def _absolute(self, raw: tuple[int, int]) -> tuple[int, int]:
+        return self.base_offset + raw[0], raw[1]
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """The largest entry with offset <= ``offset``; ``(base_offset, 0)`` below the first."""
@@ -40,8 +43,7 @@ class OffsetIndex(EntryFile):
     def floor_position(self, position: int) -> tuple[int, int]:
         """The last entry at or before byte ``position`` (positions grow with offsets);
         ``(base_offset, 0)`` before the first. O(log n)."""
-        self._load()
-        i = int(np.searchsorted(self._vals[: self._n], position, side="right")) - 1
+        i = self._search(VALUE, position, right=True) - 1
         return (self.base_offset, 0) if i < 0 else self._entry(i)
 
     def append(self, offset: int, position: int) -> None:
@@ -60,17 +62,21 @@ class OffsetIndex(EntryFile):
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry with offset >= ``offset``."""
-        self._load()
-        n = int(np.searchsorted(self._keys[: self._n], offset - self.base_offset, side="left"))
-        self._truncate_entries(n)
+        self._truncate_entries(self._search(KEY, offset - self.base_offset, right=False))
 
     def sanity_check(self) -> None:
-        """Raise :class:`CorruptIndexError` if the file cannot be this segment's index."""
+        """Raise :class:`CorruptIndexError` if the file cannot be this segment's index: its
+        size, offsets below the base or negative positions at its first and last entries,
+        entries going backwards among its first and last two. O(1): entries between are
+        checked by every search that reads them."""
         self._check_file_shape()
-        self._load()
-        if self._n and (self._keys[self._n - 1] < 0 or self._vals[: self._n].min() < 0):
+        if not self._n:
+            return
+        (first_key, first_pos), (last_key, _) = self._raw(0), self._last
+        if first_key < 0 or last_key < 0:
             raise CorruptIndexError(
-                f"corrupt index: last offset {self.base_offset + int(self._keys[self._n - 1])} is below "
+                f"corrupt index: offset {self.base_offset + min(first_key, last_key)} is below "
                 f"the base offset {self.base_offset}", path=self.path)
-        if self._n > 1 and np.any(np.diff(self._vals[: self._n]) < 0):
-            raise CorruptIndexError("corrupt index: positions go backwards", path=self.path)
+        if first_pos < 0:
+            raise CorruptIndexError(f"corrupt index: position {first_pos} is negative", path=self.path)
+        self._check_ends()

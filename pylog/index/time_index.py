@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from pylog.errors import CorruptIndexError, InvalidOffsetError
-from pylog.index.base import EntryFile
+from pylog.index.base import VALUE, EntryFile
 from pylog.layout import INT32_MAX
 from pylog.layout import TIME_INDEX_ENTRY
 
@@ -30,16 +30,11 @@ class TimeIndex(EntryFile):
     dtype = np.dtype([("k", ">i8"), ("v", ">i4")])
     entry = TIME_INDEX_ENTRY
 
-    def _valid_prefix(self, keys, vals) -> int:
-        n = super()._valid_prefix(keys, vals)
-        if n > 1:
-            bad = np.flatnonzero(vals[1:n] < vals[: n - 1])
-            if len(bad):
-                n = int(bad[0]) + 1
-        return n
-
     def _entry(self, i: int) -> tuple[int, int]:
-        return int(self._keys[i]), self.base_offset + int(self._vals[i])
+        return self._absolute(self._raw(i))
+
+    def _absolute(self, raw: tuple[int, int]) -> tuple[int, int]:
+        return raw[0], self.base_offset + raw[1]
 
     def is_full(self) -> bool:
         """One slot stays free for the final entry written on roll or close."""
@@ -77,15 +72,16 @@ class TimeIndex(EntryFile):
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry with offset >= ``offset``."""
-        self._load()
-        n = int(np.searchsorted(self._vals[: self._n], offset - self.base_offset, side="left"))
-        self._truncate_entries(n)
+        self._truncate_entries(self._search(VALUE, offset - self.base_offset, right=False))
 
     def sanity_check(self) -> None:
-        """Raise :class:`CorruptIndexError` if the file cannot be this segment's time index."""
+        """Raise :class:`CorruptIndexError` if the file cannot be this segment's time index:
+        its size, offsets below the base at its first and last entries, entries going
+        backwards among its first and last two. O(1): entries between are checked by every
+        search that reads them."""
         self._check_file_shape()
-        self._load()
-        if self._n and self._vals[self._n - 1] < 0:
-            raise CorruptIndexError("corrupt time index: last offset below the base offset", path=self.path)
-        if self._n > 1 and self._keys[self._n - 1] < self._keys[0]:
-            raise CorruptIndexError("corrupt time index: last timestamp below the first", path=self.path)
+        if not self._n:
+            return
+        if self._raw(0)[1] < 0 or self._last[1] < 0:
+            raise CorruptIndexError("corrupt time index: an offset below the base offset", path=self.path)
+        self._check_ends()

@@ -1,11 +1,11 @@
 """``OpenFiles``: a bound on the file descriptors the segments of one or more logs hold,
 released least recently used first (as Kafka bounds its memory-mapped indexes).
 
-A segment holds up to three descriptors while in use: its ``.log`` file and, when
-written, the maps of its ``.index`` and ``.timeindex`` (a read-only segment holds only
-the ``.log``). Each segment that opens a file reports itself here; when the total passes
-``max_open_files``, the least recently used segments give theirs back. Their indexes
-stay in memory and the files reopen on next use, so a release costs one ``open`` later,
+A segment counts for three while in use: its ``.log`` descriptor and its ``.index`` and
+``.timeindex`` (a read-only map each, and an fd too while written). Each segment that
+opens or maps a file reports itself here; when the total passes ``max_open_files``, the
+least recently used segments give theirs back. What they know stays in memory and the
+files reopen (or map again, O(1)) on next use, so a release costs one ``open`` later,
 never data. A segment of a log busy in another thread is skipped, never released under
 it. A ``LogManager`` shares one ``OpenFiles`` among all its logs; a ``Log`` opened on its
 own has its own.
@@ -21,7 +21,7 @@ from pylog.errors import InvalidConfigError
 
 #: The largest default bound; the default is also at most half the process's limit.
 MAX_DEFAULT_OPEN_FILES = 1000
-#: Descriptors a writable segment may hold (``.log`` plus two index maps).
+#: Descriptors and maps a segment may hold (``.log`` plus two index maps).
 WRITABLE_SEGMENT_FILES = 3
 
 
@@ -117,4 +117,4 @@ class OwnedFiles:
 
 
 def _files_of(segment) -> int:
-    return WRITABLE_SEGMENT_FILES if segment.writable else 1
+    return WRITABLE_SEGMENT_FILES

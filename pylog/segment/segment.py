@@ -4,7 +4,8 @@
 A segment knows how to append (keeping Kafka's sparse index rule), translate an offset
 to a byte position (index floor + forward walk over batch headers), read a slice,
 recover (re-validate and re-index), truncate, and become inactive (final time-index
-entry, trimmed indexes). Indexes are opened lazily; nothing is mapped until used.
+entry, trimmed indexes). Indexes are opened lazily; nothing is mapped until used, and a
+lookup that finds an index's entries out of order rebuilds it from the log.
 """
 
 from __future__ import annotations
@@ -135,13 +136,15 @@ class Segment:
     def _raw_offset_index(self) -> OffsetIndex:
         if self._offset_index is None:
             self._offset_index = OffsetIndex(self._prefix + INDEX_SUFFIX + self.suffix, self.base_offset,
-                                             max_bytes=self.index_bytes, writable=self.writable, io=self.io)
+                                             max_bytes=self.index_bytes, writable=self.writable, io=self.io,
+                                             on_map=self._opened)
         return self._offset_index
 
     def _raw_time_index(self) -> TimeIndex:
         if self._time_index is None:
             self._time_index = TimeIndex(self._prefix + TIME_INDEX_SUFFIX + self.suffix, self.base_offset,
-                                         max_bytes=self.index_bytes, writable=self.writable, io=self.io)
+                                         max_bytes=self.index_bytes, writable=self.writable, io=self.io,
+                                         on_map=self._opened)
         return self._time_index
 
     @property
@@ -263,14 +266,24 @@ class Segment:
             last.position, last.base_offset, self.log.read(last.position, BATCH_IDENTITY_BYTES))
 
     def _safe_lookup(self, offset: int) -> tuple[int, int]:
-        self.ensure_indexes()
-        off, pos = self.offset_index.lookup(offset)
+        off, pos = self._checked(lambda: self.offset_index.lookup(offset))
         return (off, pos) if 0 <= pos <= self.log.size_bytes else (self.base_offset, 0)
+
+    def _checked(self, lookup):
+        """``lookup()`` on the indexes, rebuilt first if they were never checked and again if
+        the lookup found entries out of order (an index is never trusted blindly)."""
+        self.ensure_indexes()
+        try:
+            return lookup()
+        except CorruptIndexError:
+            self.rebuild_indexes()
+            return lookup()
 
     def ensure_indexes(self) -> None:
         """On first use, check both indexes (sanity check, positions inside the file,
         offsets inside the segment) and rebuild them from the log if they are missing or damaged: an index is never
-        trusted blindly. O(index entries) once; O(segment batches) if it rebuilds."""
+        trusted blindly (entries between the first and last are checked by each lookup that
+        reads them). O(log index entries) once; O(segment batches) if it rebuilds."""
         if self._indexes_checked:
             return
         self._indexes_checked = True
@@ -596,8 +609,7 @@ class Segment:
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, int] | None:
         """Earliest (offset, timestamp) at or after ``starting_offset`` with timestamp >= ``timestamp``."""
-        self.ensure_indexes()
-        _, ts_offset = self.time_index.lookup(timestamp)
+        _, ts_offset = self._checked(lambda: self.time_index.lookup(timestamp))
         _, position = self._safe_lookup(max(ts_offset, starting_offset))
         for h in self.log.headers(position):
             if h.max_timestamp >= timestamp and h.last_offset >= starting_offset:

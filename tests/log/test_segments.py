@@ -120,7 +120,7 @@ def test_touch_releases_the_least_recently_used_segment_beyond_the_budget():
         def release_files(self):
             released.append(self.base_offset)
 
-    budget = OpenFiles(max_open_files=3)
+    budget = OpenFiles(max_open_files=9)  # three segments: a .log and two index maps each
     segs = LogSegments(budget.for_owner(threading.RLock()))
     parts = [Tracked(b) for b in (0, 10, 20, 30)]
     segs.add_all(parts)
@@ -128,7 +128,7 @@ def test_touch_releases_the_least_recently_used_segment_beyond_the_budget():
         segs.touch(seg)
     segs.touch(parts[0])  # 0 is now the most recently used; 10 the least
     segs.touch(parts[3])
-    assert released == [10] and budget.open_files == 3
+    assert released == [10] and budget.open_files == 9
 
 
 def test_factory_creates_segments_with_the_configured_index_size(tmp_path):

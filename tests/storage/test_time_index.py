@@ -67,9 +67,24 @@ def test_reopen_ignores_an_untrimmed_zero_tail(path):
     idx.sanity_check()
 
 
-def test_reopen_stops_where_offsets_go_backwards(path):
+def test_offsets_going_backwards_at_the_end_fail_the_sanity_check(path):
     path.write_bytes(entry_bytes((T0, 10), (T0 + 5, 20), (T0 + 9, 15)))
-    assert TimeIndex(path, base_offset=100, writable=False).entries() == [(T0, 110), (T0 + 5, 120)]
+    with pytest.raises(CorruptIndexError) as e:
+        TimeIndex(path, base_offset=100, writable=False).sanity_check()
+    assert e.value.path == str(path)
+
+
+def test_a_lookup_that_reads_entries_out_of_order_raises(path):
+    """Opening reads no more than the ends (O(1)); an entry between that goes backwards is
+    found by the search that reads it, never returned."""
+    good = [(T0 + 10 * i, 10 * i) for i in range(64)]
+    bad = good[:31] + [(T0 + 305, 5)] + good[32:]
+    path.write_bytes(entry_bytes(*bad))
+    idx = TimeIndex(path, base_offset=100, writable=False)
+    idx.sanity_check()
+    with pytest.raises(CorruptIndexError) as e:
+        idx.lookup(T0 + 315)
+    assert e.value.path == str(path)
 
 
 # -- lookup ------------------------------------------------------------------------------------
