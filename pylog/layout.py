@@ -140,6 +140,9 @@ SNAPSHOT_SUFFIX = ".snapshot"
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
+#: An index rewritten by a cut that may drop a mapped page: written whole, then renamed over
+#: the index (docs/format/index.md); a load removes one a crash left before its rename.
+INDEX_REWRITE_SUFFIX = ".tmp"
 
 # --- Checkpoints (docs/format/checkpoints.md) ------------------------------
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"

@@ -34,17 +34,15 @@ import numpy as np
 
 from pylog.errors import CorruptIndexError, InvalidOffsetError, ReadOnlyError, StorageError
 from pylog.io import DEFAULT_IO, FileIO
-from pylog.layout import INT64_MAX, INT64_MIN
+from pylog.layout import INDEX_REWRITE_SUFFIX, INT64_MAX, INT64_MIN
+from pylog.record import backend
 
-try:
-    from pylog._speedups import index_search as _c_search
-except ImportError:  # pragma: no cover - no compiler at install time
-    _c_search = None
+#: The C search of a mapped index, or None (no C extension, or switched off): bound once, a lookup is hot.
+_c_search = backend.speedups.index_search if backend.speedups is not None else None
 
 PAGE_BYTES = mmap.PAGESIZE
 #: The column a search compares: keys (offsets, timestamps) or values (positions, offsets).
 KEY, VALUE = 0, 1
-_TMP_SUFFIX = ".tmp"
 
 
 def _page_end(size: int) -> int:
@@ -232,7 +230,7 @@ class EntryFile:
     def _replace_file(self, size: int) -> None:
         """Write the first ``size`` bytes to ``path.tmp`` and rename it over ``path``."""
         data = bytes(self._buffer()[:size]) if size else b""
-        tmp = self.path + _TMP_SUFFIX
+        tmp = self.path + INDEX_REWRITE_SUFFIX
         fd = self.io.open(tmp)
         try:
             try:

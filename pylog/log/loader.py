@@ -31,8 +31,8 @@ from pylog.errors import CorruptIndexError, PylogError, StorageError
 from pylog.io import FileIO
 from pylog.listing import Listing
 from pylog.layout import (
-    CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_START_OFFSET_CHECKPOINT, LOG_SUFFIX, RECOVERY_POINT_CHECKPOINT,
-    REPLICATION_OFFSET_CHECKPOINT, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, segment_file_name,
+    CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_REWRITE_SUFFIX, INDEX_SUFFIX, LOG_START_OFFSET_CHECKPOINT, LOG_SUFFIX,
+    RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, segment_file_name,
 )
 from pylog.log.leader_epoch import LeaderEpochFileCache, load_epoch_cache
 from pylog.log.offsets import LogOffsets
@@ -94,11 +94,12 @@ def list_segment_files(directory: str, names: list[str] | None = None) -> list[t
     return out
 
 
-_TEMP_NAME = re.compile("(?:" + "|".join(map(re.escape, (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX))) + ")$", re.M)
+_TEMP_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX, INDEX_REWRITE_SUFFIX)
+_TEMP_NAME = re.compile("(?:" + "|".join(map(re.escape, _TEMP_SUFFIXES)) + ")$", re.M)
 
 
 def has_temp_files(names: list[str]) -> bool:
-    """Whether any ``.deleted``, ``.cleaned`` or ``.swap`` file is present. One search of
+    """Whether any ``.deleted``, ``.cleaned``, ``.swap`` or index ``.tmp`` file is present. One search of
     the joined names (1 ms for 30,000)."""
     return _TEMP_NAME.search("\n".join(names)) is not None
 
@@ -110,11 +111,12 @@ def lowest_cleaned_base(files: list[tuple[int, str, str, str]]) -> int | None:
 
 
 def clean_temp_files(directory: str, io: FileIO, report: LoadReport) -> None:
-    """Step 1: delete ``.deleted``/``.cleaned`` files, complete ``.swap`` renames."""
+    """Step 1: delete ``.deleted``/``.cleaned`` files and index rewrites a crash left
+    (``.tmp``), complete ``.swap`` renames."""
     files = list_segment_files(directory)
     min_cleaned = lowest_cleaned_base(files)
     for base, kind, extra, name in files:
-        if extra in (DELETED_SUFFIX, CLEANED_SUFFIX):
+        if extra in (DELETED_SUFFIX, CLEANED_SUFFIX, INDEX_REWRITE_SUFFIX):
             io.remove(os.path.join(directory, name))
             report.removed_files.append(name)
         elif extra == SWAP_SUFFIX and min_cleaned is not None and base >= min_cleaned:
