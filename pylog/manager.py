@@ -409,7 +409,7 @@ def topic_configs_lock(root: str):
     exclusive against every other holder, in this process or another (OFD locks; the
     kernel releases it when a process dies). Not reentrant."""
     from pylog.clients.locks import LockFile, Mutex, name_byte  # clients import this module
-    from pylog.clients.writers import CLIENTS_LOCK_FILE
+    from pylog.logdir.writers import CLIENTS_LOCK_FILE
     with LockFile(os.path.join(root, CLIENTS_LOCK_FILE)) as lock_file, Mutex(lock_file, name_byte(TOPIC_CONFIGS_FILE)):
         yield
 

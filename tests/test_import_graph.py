@@ -13,8 +13,7 @@ PYLOG = Path(__file__).resolve().parent.parent / "pylog"
 
 #: The modules of pylog/clients/ that the coordinators stand on, to move below clients/ and
 #: coordinator/; the rest are the clients themselves.
-PLUMBING = {f"pylog.clients.{name}" for name in (
-    "writers", "append_service", "locks", "per_root", "wakeup", "producer_ids", "assignors")}
+PLUMBING = {"pylog.clients.locks"}
 
 
 def module_name(path: Path, root: Path = PYLOG) -> str:

@@ -133,10 +133,10 @@ def add_timeout_argument(p) -> None:
 @contextmanager
 def writer_pool(root: str):
     """``with writer_pool(root) as pool:`` the writer pool of a command that changes logs
-    (pylog/clients/writers.py, without a cleaner thread): logs taken with :func:`taken_log`
+    (pylog/logdir/writers.py, without a cleaner thread): logs taken with :func:`taken_log`
     go through the clients' hand-off, and any other process wanting one meanwhile gets it;
     every log is closed (flushed) at the end. Raises :class:`LogDirNotFoundError`."""
-    from pylog.clients.writers import WriterPool
+    from pylog.logdir.writers import WriterPool
     if not os.path.isdir(root):
         raise LogDirNotFoundError(f"no log dir at {root}")
     pool = WriterPool(root, clean=False)

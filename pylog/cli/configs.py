@@ -6,7 +6,7 @@ Settings live in the log dir's ``topic-configs.json`` (Kafka keeps them in its c
 metadata). An alteration is checked whole before the file is written, and is made under the
 lock the client processes take for that file. Client processes holding the topic's logs
 (producers, consumers committing) take the new settings at once, as Kafka's brokers do
-(pylog/clients/writers.py); a program that opened a log itself keeps its settings until it
+(pylog/logdir/writers.py); a program that opened a log itself keeps its settings until it
 opens it again or calls ``Log.update_config``.
 """
 
@@ -77,7 +77,7 @@ def alter(root: str, topic: str, add: dict[str, str], delete: list[str]) -> None
     ``topic``'s settings; everything is checked before the file is written, under the
     clients' lock of topic-configs.json. :class:`UnknownTopicError`,
     :class:`InvalidConfigError`."""
-    from pylog.clients.writers import ring
+    from pylog.logdir.writers import ring
     from pylog.manager import LogManager
     both = sorted(set(add) & set(delete))
     if both:

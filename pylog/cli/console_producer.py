@@ -16,7 +16,7 @@ other producers of the topic, in other processes, write while this one runs.
 
 A partition that a live producer or consumer writes is handed over by it (waiting up to
 ``--timeout-ms``), and this command hands its partitions over in turn to any client that
-wants one (pylog/clients/writers.py).
+wants one (pylog/logdir/writers.py).
 
 Durability: an appended batch is in the log (every reader sees it) but is made durable
 (fsync) only by the topic's flush settings or when the command ends; a line not yet

@@ -3,7 +3,7 @@
 
 ``poll`` reads each assigned partition through a read-only :class:`~pylog.log.Log` from
 the consumer's position; when nothing is there it sleeps on inotify watches of the
-partition directories (pylog/clients/wakeup.py), so it returns as soon as a producer in
+partition directories (pylog/logdir/wakeup.py), so it returns as soon as a producer in
 any process appends, and an idle consumer uses no CPU. Positions start at the group's
 committed offset, else at ``auto_offset_reset`` (``earliest``, ``latest``, or ``none``:
 :class:`OffsetOutOfRangeError`); a position that retention or ``delete_records`` left
@@ -40,7 +40,7 @@ from pylog.clients.settings import ISOLATION_LEVELS, check_consumer_settings, re
 from pylog.clients.subscription_state import (
     ConsumerRebalanceListener, SubscriptionState, SubscriptionType, TopicPartition,
 )
-from pylog.clients.wakeup import DirWatch
+from pylog.logdir.wakeup import DirWatch
 from pylog.closing import close_all
 from pylog.errors import (
     ClientStateError, GroupCoordinatorError, InvalidArgumentError, LogDirNotFoundError, UnknownTopicError,

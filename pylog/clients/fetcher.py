@@ -25,7 +25,7 @@ from typing import NamedTuple
 from pylog.arguments import check_int, check_topic_partition
 from pylog.clients.consumer_record import DeserializedRecord, as_consumer_records
 from pylog.clients.subscription_state import SubscriptionState, TopicPartition
-from pylog.clients.writers import WriterPool
+from pylog.logdir.writers import WriterPool
 from pylog.coordinator.txn_coordinator import TransactionCoordinator
 from pylog.errors import InvalidArgumentError, OffsetOutOfRangeError, RecordDeserializationError, UnknownTopicError
 from pylog.layout import INT64_MAX
@@ -60,7 +60,7 @@ class OffsetAndTimestamp(NamedTuple):
 
 class Fetcher:
     """Reads the fetchable partitions of ``subscriptions`` in the log dir ``root`` (see the
-    module's doc). ``watch`` (a :class:`~pylog.clients.wakeup.DirWatch`) is told of each
+    module's doc). ``watch`` (a :class:`~pylog.logdir.wakeup.DirWatch`) is told of each
     partition directory opened, so the consumer's wait wakes on its appends.
     ``isolation``: ``"uncommitted"`` or ``"committed"``."""
 

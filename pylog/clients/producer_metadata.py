@@ -11,7 +11,7 @@ import os
 
 from pylog.arguments import check_int
 from pylog.clients.locks import LockFile, Mutex, name_byte
-from pylog.clients.writers import CLIENTS_LOCK_FILE
+from pylog.logdir.writers import CLIENTS_LOCK_FILE
 from pylog.errors import InvalidConfigError, UnknownTopicError
 from pylog.layout import INT32_MAX
 from pylog.manager import LogManager

@@ -29,9 +29,9 @@ import os
 import socket
 import uuid
 
-from pylog.clients.assignors import ASSIGNORS, assign
+from pylog.coordinator.assignors import ASSIGNORS, assign
 from pylog.clients.locks import LockFile, Mutex, name_byte
-from pylog.clients.writers import CLIENTS_LOCK_FILE
+from pylog.logdir.writers import CLIENTS_LOCK_FILE
 from pylog.errors import (
     CorruptCheckpointError, IllegalGenerationError, RebalanceInProgressError, UnknownMemberIdError,
 )

@@ -26,8 +26,8 @@ import os
 from dataclasses import dataclass, field
 
 from pylog.clients.locks import LockFile, Mutex, name_byte
-from pylog.clients.producer_ids import allocate_producer_id
-from pylog.clients.writers import CLIENTS_LOCK_FILE, WriterPool
+from pylog.logdir.producer_ids import allocate_producer_id
+from pylog.logdir.writers import CLIENTS_LOCK_FILE, WriterPool
 from pylog.closing import close_all
 from pylog.coordinator.partitioning import DEFAULT_PARTITIONS, partition_for_transactional_id
 from pylog.coordinator.tail import TailReader

@@ -14,7 +14,7 @@ flushes: tens of milliseconds on a disk) and an open of the log. A writer that d
 releases everything with it (kernel locks).
 
 :meth:`WriterPool.append` avoids the hand-off: the process holding the partition's log appends the
-records for the others, one round trip on a socket (pylog/clients/append_service.py); it
+records for the others, one round trip on a socket (pylog/logdir/append_service.py); it
 is what the coordinators write their records with, so the members of a group in several
 processes commit through the one that holds their offsets partition.
 
@@ -42,10 +42,10 @@ import threading
 import time
 from contextlib import contextmanager
 
-from pylog.clients.append_service import AppendClient, AppendServer
+from pylog.logdir.append_service import AppendClient, AppendServer
 from pylog.clients.locks import LockFile, name_byte
-from pylog.clients.per_root import PerRoot
-from pylog.clients.wakeup import DirWatch
+from pylog.logdir.per_root import PerRoot
+from pylog.logdir.wakeup import DirWatch
 from pylog.closing import close_all
 from pylog.errors import LogLockedError, PylogError
 from pylog.log import Log
