@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import os
 import shutil
 import threading
@@ -26,7 +25,7 @@ from pylog.arguments import check_append_options, check_int, check_records_itera
 from pylog.closing import close_all
 from pylog.config import LogConfig, build_config
 from pylog.errors import (
-    InvalidConfigError, InvalidRecordError, InvalidTopicError, PylogWarning, ReadOnlyError, StorageError,
+    InvalidConfigError, InvalidRecordError, PylogWarning, ReadOnlyError, StorageError,
     UnknownTopicError,
 )
 from pylog.io import DEFAULT_IO, FileIO
@@ -35,16 +34,13 @@ from pylog.layout import (
 )
 from pylog.log import AppendInfo, Log
 from pylog.log.log import release_unflushed
-from pylog.partition_dir import (
-    LOG_DIR_FILES, PartitionDir, directory_path, ensure_directory, is_log_dir, parse_partition_dir,
-    partition_dir_name, validate_topic,
-)
+from pylog.logdir.metadata import LogDirMetadata
+from pylog.partition_dir import PartitionDir, directory_path, ensure_directory, partition_dir_name, validate_topic
 from pylog.partitioner import partition_for_key
 from pylog.record.encode import check_record
 from pylog.record.record import as_record
 from pylog.segment.open_files import OpenFiles
 
-TOPIC_CONFIGS_FILE = "topic-configs.json"
 MAX_PARTITIONS = 100_000
 #: The log dir's checkpoint files, each with a line per partition.
 CHECKPOINT_FILES = (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT)
@@ -91,10 +87,10 @@ class LogManager:
         self.io = io or DEFAULT_IO
         self._lock = threading.RLock()
         self._logs: dict[tuple[str, int], Log] = {}
-        self._topic_overrides: dict[str, dict] = {}
         self._open_files = OpenFiles(max_open_files)
         ensure_directory(self.root, create=not read_only, what="log dir")
-        self._load_topic_overrides()
+        self.metadata = LogDirMetadata.for_root(self.root)
+        self.metadata.all_overrides()  # a topic-configs.json that does not parse fails here
         self._cleaner = None
         finalizer = weakref.finalize(self, _release_unclosed_logs, self._logs, self.root)
         finalizer.atexit = False  # as a dropped file: released when collected, not at exit
@@ -109,43 +105,26 @@ class LogManager:
             self._remote_log_manager.start()
         # -- end of tiering ----------------------------------------------------------------------
 
-    # -- discovery -------------------------------------------------------------------------
+    # -- discovery (the log dir's metadata, pylog/logdir/metadata.py) -------------------------
     def _partition_dirs(self) -> dict[str, list[int]]:
-        """Partition numbers by topic, from the directory names. Where the root holds no
-        checkpoint yet (new, or a replica set's root), a directory that is itself a log dir
-        is skipped."""
-        out: dict[str, list[int]] = {}
-        names = os.listdir(self.root)
-        may_nest = LOG_DIR_FILES.isdisjoint(names)
-        for name in names:
-            path = os.path.join(self.root, name)
-            if not os.path.isdir(path) or "." in name.rpartition("-")[2] or may_nest and is_log_dir(path):
-                continue
-            try:
-                topic, part = parse_partition_dir(name)
-            except InvalidTopicError:  # not a partition directory: Kafka skips it too
-                continue
-            out.setdefault(topic, []).append(part)
-        return {t: sorted(p) for t, p in out.items()}
+        return self.metadata.partition_dirs()
 
     def topics(self) -> list[str]:
         """Names of the topics present (sorted)."""
-        return sorted(self._partition_dirs())
+        return self.metadata.topics()
 
     def partitions(self, topic: str) -> list[int]:
         """Partition numbers of ``topic``; raises :class:`UnknownTopicError` if absent."""
-        parts = self._partition_dirs().get(validate_topic(topic))
-        if not parts:
-            raise UnknownTopicError(f"unknown topic {topic!r} in {self.root}")
-        return parts
+        return self.metadata.partitions(topic)
 
     def topic_config(self, topic: str) -> LogConfig:
-        """The manager's config with the topic's overrides applied."""
-        return build_config(self.config, self._topic_overrides.get(topic, {}))
+        """The manager's config with the topic's overrides applied (as topic-configs.json
+        holds them now)."""
+        return self.metadata.topic_config(topic, self.config)
 
     def topic_overrides(self, topic: str) -> dict:
         """The topic's own settings (field names and values), as topic-configs.json holds them."""
-        return dict(self._topic_overrides.get(topic, {}))
+        return self.metadata.topic_overrides(topic)
 
     # -- topics --------------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int = 1, config: LogConfig | dict | None = None) -> "Topic":
@@ -171,10 +150,8 @@ class LogManager:
         Opens no log, so a topic can be declared before its partitions hold files.
         Other topics' entries are kept as the file holds them now (see
         :meth:`alter_topic_config`). Cost: one locked read and one fsynced write of the file."""
-        validate_topic(name)
-        overrides = _overrides_of(config)
-        build_config(self.config, overrides)
-        self._update_topic_overrides(name, lambda current: overrides)
+        with self._lock:
+            self.metadata.set_topic_config(name, _overrides_of(config), defaults=self.config, io=self.io)
 
     def alter_topic_config(self, name: str, changes: dict | None = None, *, remove=()) -> dict:
         """Set ``changes`` (field names and values) and take the fields named in ``remove``
@@ -184,16 +161,8 @@ class LogManager:
         writer in every process takes, so concurrent changes to other fields or topics are
         kept; the result is checked whole before anything is written
         (:class:`InvalidConfigError`). Durable on return. Cost: as :meth:`set_topic_config`."""
-        validate_topic(name)
-        changes, remove = dict(changes or {}), list(remove)
-        build_config(self.config, changes)
-        unknown = sorted(set(remove) - set(vars(self.config)))
-        if unknown:
-            raise InvalidConfigError(f"cannot remove unknown setting(s) {', '.join(map(str, unknown))}")
-
-        def altered(current: dict | None) -> dict:
-            return {**{k: v for k, v in (current or {}).items() if k not in remove}, **changes}
-        return self._update_topic_overrides(name, altered)
+        with self._lock:
+            return self.metadata.alter_topic_config(name, changes, remove=remove, defaults=self.config, io=self.io)
 
     def add_partitions(self, name: str, partitions: int) -> "Topic":
         """Grow topic ``name`` to ``partitions`` partitions (Kafka's CreatePartitions: a
@@ -367,51 +336,11 @@ class LogManager:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    # -- files -------------------------------------------------------------------------------------
-    def _load_topic_overrides(self) -> None:
-        path = os.path.join(self.root, TOPIC_CONFIGS_FILE)
-        try:
-            with open(path) as f:
-                data = json.load(f)
-        except FileNotFoundError:
-            self._topic_overrides = {}
-            return
-        except (OSError, ValueError) as e:
-            raise InvalidConfigError(f"cannot read {path}: {e}") from None
-        if not isinstance(data, dict):
-            raise InvalidConfigError(f"{path} does not hold a JSON object")
-        self._topic_overrides = {t: dict(v) for t, v in data.items()}
-
     def _update_topic_overrides(self, name: str, change) -> dict:
-        """Under the log dir's lock of topic-configs.json (every writer's, in every process):
-        read the file again, replace topic ``name``'s entry by ``change(current entry or
-        None)`` (None removes it), check it and write the file if it changed. Returns the
-        new entry ({} when removed)."""
-        with self._lock, topic_configs_lock(self.root):
-            self._load_topic_overrides()
-            current = self._topic_overrides.get(name)
-            new = change(current)
-            if new is not None:
-                build_config(self.config, new)
-            if new != current:
-                if new is None:
-                    del self._topic_overrides[name]
-                else:
-                    self._topic_overrides[name] = new
-                data = json.dumps(self._topic_overrides, indent=1, sort_keys=True).encode()
-                self.io.write_file(os.path.join(self.root, TOPIC_CONFIGS_FILE), data)
-            return dict(new or {})
-
-
-@contextlib.contextmanager
-def topic_configs_lock(root: str):
-    """Hold the log dir's lock of ``topic-configs.json``: one byte of the clients' lock file,
-    exclusive against every other holder, in this process or another (OFD locks; the
-    kernel releases it when a process dies). Not reentrant."""
-    from pylog.clients.locks import LockFile, Mutex, name_byte  # clients import this module
-    from pylog.logdir.writers import CLIENTS_LOCK_FILE
-    with LockFile(os.path.join(root, CLIENTS_LOCK_FILE)) as lock_file, Mutex(lock_file, name_byte(TOPIC_CONFIGS_FILE)):
-        yield
+        """:meth:`LogDirMetadata.update_topic_config` (under the cross-process lock of
+        topic-configs.json), checked against this manager's config and written through its io."""
+        with self._lock:
+            return self.metadata.update_topic_config(name, change, defaults=self.config, io=self.io)
 
 
 def _release_unclosed_logs(logs: dict, root: str) -> None:

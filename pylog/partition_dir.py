@@ -26,7 +26,7 @@ from pylog.layout import (
     CLEAN_SHUTDOWN_FILE, INT32_MAX, LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 )
-from pylog.log_dir import LogDirWriters, has_marker, has_writer, lock_partition
+from pylog.log_dir import LogDirWriters, has_marker, has_writer, lock_partition, log_dir_mutex
 
 #: Files only a log dir holds (at its root, beside its partition directories), never a partition.
 LOG_DIR_FILES = frozenset((RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT))
@@ -232,31 +232,24 @@ class PartitionDir:
         """Set this partition's lines in the given checkpoint files (tmp, fsync, rename),
         under a lock on the log dir so concurrent partitions do not lose each other's lines.
         None removes the line (a deleted partition)."""
-        fcntl = _fcntl("the log dir's checkpoint lock")
-        fd = os.open(self.log_dir, os.O_RDONLY)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            for name, offset in values.items():
-                cp = OffsetCheckpoint(os.path.join(self.log_dir, name), io=self.io)
-                try:
-                    entries = cp.read()
-                except CorruptCheckpointError:
-                    entries = {}
-                if entries.get(self.key) == offset:
-                    continue
-                if offset is None:
-                    del entries[self.key]
-                else:
-                    entries[self.key] = offset
-                cp.write(entries)
+            with log_dir_mutex(self.log_dir):
+                self._write_offsets(values)
         except OSError as e:
             raise StorageError(e.errno, f"cannot write checkpoints in {self.log_dir}: {e.strerror}") from None
-        finally:
-            os.close(fd)  # releases the flock
 
-
-def _fcntl(feature: str):
-    """The ``fcntl`` module (``flock``), after checking the platform has it."""
-    require_posix(feature)
-    import fcntl
-    return fcntl
+    def _write_offsets(self, values: dict[str, int | None]) -> None:
+        """:meth:`write_offsets` under the log dir's lock."""
+        for name, offset in values.items():
+            cp = OffsetCheckpoint(os.path.join(self.log_dir, name), io=self.io)
+            try:
+                entries = cp.read()
+            except CorruptCheckpointError:
+                entries = {}
+            if entries.get(self.key) == offset:
+                continue
+            if offset is None:
+                del entries[self.key]
+            else:
+                entries[self.key] = offset
+            cp.write(entries)

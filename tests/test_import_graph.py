@@ -13,7 +13,7 @@ PYLOG = Path(__file__).resolve().parent.parent / "pylog"
 
 #: The modules of pylog/clients/ that the coordinators stand on, to move below clients/ and
 #: coordinator/; the rest are the clients themselves.
-PLUMBING = {"pylog.clients.locks"}
+PLUMBING: set[str] = set()
 
 
 def module_name(path: Path, root: Path = PYLOG) -> str:

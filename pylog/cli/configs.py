@@ -15,6 +15,8 @@ from __future__ import annotations
 from pylog.cli.common import open_manager
 from pylog.config import KAFKA_FIELDS, LogConfig, kafka_name
 from pylog.errors import InvalidArgumentError, InvalidConfigError, UnknownTopicError
+from pylog.logdir.metadata import LogDirMetadata
+from pylog.logdir.writers import ring
 
 
 def add_parser(sub) -> None:
@@ -77,8 +79,6 @@ def alter(root: str, topic: str, add: dict[str, str], delete: list[str]) -> None
     ``topic``'s settings; everything is checked before the file is written, under the
     clients' lock of topic-configs.json. :class:`UnknownTopicError`,
     :class:`InvalidConfigError`."""
-    from pylog.logdir.writers import ring
-    from pylog.manager import LogManager
     both = sorted(set(add) & set(delete))
     if both:
         raise InvalidArgumentError(f"{', '.join(both)} both added and deleted")
@@ -87,9 +87,9 @@ def alter(root: str, topic: str, add: dict[str, str], delete: list[str]) -> None
     if unknown:
         raise InvalidConfigError(f"unknown topic setting(s) {', '.join(unknown)}")
     deleted = {KAFKA_FIELDS[k].name for k in delete}
-    with LogManager(root) as manager:
-        _check_topic(manager, topic)
-        manager.alter_topic_config(topic, added, remove=deleted)  # under the lock of topic-configs.json
+    metadata = LogDirMetadata.for_root(root)
+    _check_topic(metadata, topic)
+    metadata.alter_topic_config(topic, added, remove=deleted)  # under the lock of topic-configs.json
     ring(root)  # client processes holding the topic's logs take the new settings now
 
 
@@ -115,6 +115,7 @@ def _names(text: str) -> list[str]:
     return [n.strip() for n in text.split(",") if n.strip()]
 
 
-def _check_topic(manager, topic: str) -> None:
-    if topic not in manager.topics():
-        raise UnknownTopicError(f"topic {topic!r} does not exist in {manager.root}")
+def _check_topic(metadata, topic: str) -> None:
+    """``metadata``: a LogManager's, or a remote log dir's."""
+    if topic not in metadata.topics():
+        raise UnknownTopicError(f"topic {topic!r} does not exist in {metadata.root}")

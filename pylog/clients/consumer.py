@@ -40,13 +40,13 @@ from pylog.clients.settings import ISOLATION_LEVELS, check_consumer_settings, re
 from pylog.clients.subscription_state import (
     ConsumerRebalanceListener, SubscriptionState, SubscriptionType, TopicPartition,
 )
+from pylog.logdir.metadata import LogDirMetadata
 from pylog.logdir.wakeup import DirWatch
 from pylog.closing import close_all
 from pylog.errors import (
     ClientStateError, GroupCoordinatorError, InvalidArgumentError, LogDirNotFoundError, UnknownTopicError,
 )
 from pylog.layout import INT32_MAX
-from pylog.manager import LogManager
 
 
 class Consumer:
@@ -146,7 +146,7 @@ class Consumer:
         return set(self._subscriptions.subscribed_topics(self._list_topics))
 
     def _list_topics(self) -> list[str]:
-        return LogManager(self.root, read_only=True).topics()
+        return LogDirMetadata.for_root(self.root).topics()
 
     def assignment(self) -> set[TopicPartition]:
         self._check_open()
@@ -164,7 +164,7 @@ class Consumer:
         (kafka-python's ``partitions_for_topic``). O(directory entries)."""
         self._check_open()
         try:
-            return set(LogManager(self.root, read_only=True).partitions(topic))
+            return set(LogDirMetadata.for_root(self.root).partitions(topic))
         except UnknownTopicError:
             return None
 

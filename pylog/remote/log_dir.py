@@ -13,8 +13,10 @@ import contextlib
 import re
 
 from pylog.checkpoint import OffsetCheckpoint
+from pylog.config import build_config
 from pylog.errors import LogDirNotFoundError, ReadOnlyError, UnknownTopicError
-from pylog.layout import LOG_SUFFIX, OFFSET_DIGITS, SNAPSHOT_SUFFIX
+from pylog.layout import LOG_SUFFIX, OFFSET_DIGITS, SNAPSHOT_SUFFIX, TOPIC_CONFIGS_FILE
+from pylog.logdir.metadata import parse_topic_configs
 from pylog.producer_state import parse_snapshot
 from pylog.remote.layouts import LOG_DIR, list_store, live_entries
 from pylog.remote.log import RemoteLog
@@ -65,22 +67,11 @@ class RemoteLogDir(contextlib.AbstractContextManager):
         copied log dir's ``topic-configs.json`` holds for it (the object is read once; a
         tiered layout has none). Raises :class:`InvalidConfigError` for one that is not a
         JSON object of settings."""
-        import json
-
-        from pylog.config import build_config
-        from pylog.errors import InvalidConfigError
-        from pylog.manager import TOPIC_CONFIGS_FILE
         if self._topic_overrides is None:
             self._topic_overrides = {}
             if TOPIC_CONFIGS_FILE in self._listing.objects:
-                url = self.store.url(TOPIC_CONFIGS_FILE)
-                try:
-                    data = json.loads(self.store.read(TOPIC_CONFIGS_FILE))
-                except ValueError as e:
-                    raise InvalidConfigError(f"cannot read {url}: {e}") from None
-                if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-                    raise InvalidConfigError(f"{url} does not hold a JSON object of topic settings")
-                self._topic_overrides = data
+                self._topic_overrides = parse_topic_configs(self.store.read(TOPIC_CONFIGS_FILE),
+                                                            self.store.url(TOPIC_CONFIGS_FILE))
         return build_config(None, self._topic_overrides.get(topic, {}))
 
     def topic_id(self, topic: str) -> str | None:

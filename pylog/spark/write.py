@@ -3,10 +3,11 @@ appending them on commit. Pure Python over pyarrow."""
 
 from __future__ import annotations
 
-
 import os
 
 from pylog.errors import InvalidRecordError, UnknownTopicError
+from pylog.logdir.metadata import LogDirMetadata
+from pylog.manager import LogManager
 from pylog.partitioner import partition_for_key
 from pylog.record.encode import encode_batch
 from pylog.record.record import Record
@@ -15,22 +16,12 @@ from pylog.record.record import Record
 BATCH_RECORDS = 1000
 
 
-def _partition_count(root: str, topic: str, default: int) -> int:
-    prefix = topic + "-"
-    found = [n for n in os.listdir(root) if n.startswith(prefix) and n[len(prefix):].isdigit()] \
-        if os.path.isdir(root) else []
-    return len(found) or default
-
-
-def _topic_exists(root: str, topic: str) -> bool:
-    return os.path.isdir(os.path.join(root, f"{topic}-0"))
-
-
 def stage_rows(batches, path: str, root: str, default_topic: str | None, default_partitions: int) -> list:
     """Encode the rows of Arrow ``batches`` into one staging file; returns
     [(topic, partition, position, size)] of the batches written."""
     groups: dict[tuple[str, int], list[Record]] = {}
     counts: dict[str, int] = {}
+    metadata = LogDirMetadata.for_root(root)
     rr = 0
     for rb in batches:
         cols = {name: rb.column(i).to_pylist() for i, name in enumerate(rb.schema.names)}
@@ -43,8 +34,8 @@ def stage_rows(batches, path: str, root: str, default_topic: str | None, default
                 raise InvalidRecordError(f"row {i} has no topic")
             part = cols.get("partition", [None] * n)[i]
             if topic not in counts:
-                counts[topic] = _partition_count(root, topic, default_partitions)
-            if part is not None and not 0 <= part < counts[topic] and _topic_exists(root, topic):
+                counts[topic] = metadata.partition_count(topic) or default_partitions
+            if part is not None and not 0 <= part < counts[topic] and metadata.partition_count(topic):
                 raise InvalidRecordError(f"row {i} names partition {part} of topic {topic!r}, which has "
                                          f"partitions 0-{counts[topic] - 1} in {root}")
             if part is None:
@@ -81,7 +72,6 @@ def commit_staged(root: str, messages, default_partitions: int) -> None:
     with enough partitions for every row of theirs (``default_partitions`` at least). A
     partition an existing topic lacks is refused (:class:`UnknownTopicError`) before
     anything is appended."""
-    from pylog.manager import LogManager
     with LogManager(root) as manager:
         existing = set(manager.topics())
         highest: dict[str, int] = {}  # the highest partition each topic's rows name
