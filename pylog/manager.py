@@ -25,7 +25,7 @@ from pylog.arguments import check_append_options, check_int, check_records_itera
 from pylog.closing import close_all
 from pylog.config import LogConfig, build_config
 from pylog.errors import (
-    InvalidConfigError, InvalidRecordError, PylogWarning, ReadOnlyError, StorageError,
+    InvalidConfigError, InvalidRecordError, LogDirNotFoundError, PylogWarning, ReadOnlyError, StorageError,
     UnknownTopicError,
 )
 from pylog.io import DEFAULT_IO, FileIO
@@ -38,6 +38,7 @@ from pylog.logdir.metadata import LogDirMetadata
 from pylog.partition_dir import PartitionDir, directory_path, ensure_directory, partition_dir_name, validate_topic
 from pylog.partitioner import partition_for_key
 from pylog.record.encode import check_record
+from pylog.remote.store import is_url, redact
 from pylog.record.record import as_record
 from pylog.segment.open_files import OpenFiles
 
@@ -104,6 +105,28 @@ class LogManager:
             self._remote_log_manager = RemoteLogManager(self, remote_storage, storage_options=storage_options)
             self._remote_log_manager.start()
         # -- end of tiering ----------------------------------------------------------------------
+
+    @classmethod
+    def open_existing(cls, root, *, read_only: bool, storage_options: dict | None = None,
+                      remote_log_metadata=None) -> "LogManager":
+        """A manager of the existing log dir ``root`` (the CLI's and Spark's one way in), or,
+        for a URL (``s3://``, ``s3a://``, ``gs://``, ``az://``, ``abfss://``, ``file://``), the
+        read-only log dir there, opened with ``storage_options`` (fsspec's; credentials
+        otherwise come from the standard environment) and ``remote_log_metadata``. Raises
+        :class:`LogDirNotFoundError` when there is none: not even a writer creates it. Cost
+        for a URL: one listing of the objects under it."""
+        if is_url(root):
+            remote = {k: v for k, v in (("storage_options", storage_options),
+                                        ("remote_log_metadata", remote_log_metadata)) if v is not None}
+            manager = cls(root, read_only=read_only, **remote)
+            if isinstance(manager, LogManager) or manager.topics():
+                return manager
+            manager.close()
+            raise LogDirNotFoundError(f"no Kafka data at {redact(root)}: no partition's objects under it "
+                                      f"(check the bucket and prefix)")
+        if not os.path.isdir(root):
+            raise LogDirNotFoundError(f"no log dir at {root}")
+        return cls(root, read_only=read_only)
 
     # -- discovery (the log dir's metadata, pylog/logdir/metadata.py) -------------------------
     def _partition_dirs(self) -> dict[str, list[int]]:

@@ -23,7 +23,7 @@ from pylog.errors import (
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.platform import require_posix
 from pylog.layout import (
-    CLEAN_SHUTDOWN_FILE, INT32_MAX, LOG_START_OFFSET_CHECKPOINT,
+    CLEAN_SHUTDOWN_FILE, INT32_MAX, LOG_START_OFFSET_CHECKPOINT, LOG_SUFFIX,
     RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 )
 from pylog.log_dir import LogDirWriters, has_marker, has_writer, lock_partition, log_dir_mutex
@@ -88,6 +88,11 @@ def is_log_dir(path: str) -> bool:
     if not LOG_DIR_FILES.isdisjoint(names):
         return True
     return any(n.rpartition("-")[2].isdigit() and os.path.isdir(os.path.join(path, n)) for n in names)
+
+
+def is_partition_dir(path: str) -> bool:
+    """Whether ``path`` is a directory holding ``.log`` files. One ``listdir``."""
+    return os.path.isdir(path) and any(n.endswith(LOG_SUFFIX) for n in os.listdir(path))
 
 
 def nested_log_dirs(path: str) -> list[str]:

@@ -12,11 +12,11 @@ opens it again or calls ``Log.update_config``.
 
 from __future__ import annotations
 
-from pylog.cli.common import open_manager
 from pylog.config import KAFKA_FIELDS, LogConfig, kafka_name
 from pylog.errors import InvalidArgumentError, InvalidConfigError, UnknownTopicError
 from pylog.logdir.metadata import LogDirMetadata
 from pylog.logdir.writers import ring
+from pylog.manager import LogManager
 
 
 def add_parser(sub) -> None:
@@ -46,7 +46,7 @@ def run(args) -> int:
     if args.action == "describe":
         if args.add_config or args.delete_config:
             raise InvalidArgumentError("--add-config and --delete-config go with --alter")
-        with open_manager(args.root, read_only=True) as manager:
+        with LogManager.open_existing(args.root, read_only=True) as manager:
             for topic in [name] if name is not None else manager.topics():
                 print("\n".join(describe_lines(manager, topic, every=args.all)))
         return 0

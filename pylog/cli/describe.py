@@ -12,10 +12,11 @@ import sys
 from datetime import datetime, timezone
 from itertools import groupby
 
-from pylog.cli.common import add_exclude_internal_argument, add_storage_arguments, is_partition_dir, no_partitions, \
-    one_line_warnings, open_manager, storage_options, table, wanted_topics
+from pylog.cli.common import add_exclude_internal_argument, add_storage_arguments, no_partitions, \
+    one_line_warnings, storage_options, table, wanted_topics
 from pylog.errors import CorruptRecordError, InvalidTopicError, LogDirNotFoundError, UnknownTopicError
-from pylog.partition_dir import parse_partition_dir
+from pylog.manager import LogManager
+from pylog.partition_dir import is_partition_dir, parse_partition_dir
 from pylog.remote.store import is_url
 
 COLUMNS = ["topic", "partition", "log_start_offset", "log_end_offset", "high_watermark", "last_stable_offset",
@@ -77,18 +78,18 @@ def _opened(path: str, storage_options, remote_log_metadata):
             raise LogDirNotFoundError(f"no such directory {path}")
         if is_partition_dir(path):
             root, name = os.path.split(os.path.abspath(path))
-            return open_manager(root, read_only=True), {parse_partition_dir(name)}
-        return open_manager(path, read_only=True), None
+            return LogManager.open_existing(root, read_only=True), {parse_partition_dir(name)}
+        return LogManager.open_existing(path, read_only=True), None
     parent, _, name = path.rstrip("/").rpartition("/")
     try:
         wanted = parse_partition_dir(name)
-        manager = open_manager(parent, read_only=True, **options)
+        manager = LogManager.open_existing(parent, read_only=True, **options)
     except (InvalidTopicError, LogDirNotFoundError):
-        return open_manager(path, read_only=True, **options), None
+        return LogManager.open_existing(path, read_only=True, **options), None
     if wanted[0] in manager.topics() and wanted[1] in manager.partitions(wanted[0]):
         return manager, {wanted}
     manager.close()
-    return open_manager(path, read_only=True, **options), None
+    return LogManager.open_existing(path, read_only=True, **options), None
 
 
 def _row(manager, topic: str, partition: int) -> dict:

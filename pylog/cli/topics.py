@@ -20,10 +20,11 @@ import os
 import uuid
 
 from pylog.checkpoint import read_partition_metadata, write_partition_metadata
-from pylog.cli.common import add_exclude_internal_argument, internal_topic, open_manager, wanted_topics
+from pylog.cli.common import add_exclude_internal_argument, internal_topic, wanted_topics
 from pylog.config import LogConfig
 from pylog.errors import InvalidArgumentError, InvalidConfigError, PylogError, UnknownTopicError
 from pylog.layout import PARTITION_METADATA
+from pylog.manager import LogManager
 from pylog.partition_dir import partition_dir_name
 
 ACTIONS = ("create", "list", "describe", "alter", "delete")
@@ -71,7 +72,7 @@ def run(args) -> int:
         raise InvalidArgumentError(f"--replication-factor {args.replication_factor}: pylog is one node, only 1")
     if args.action == "create":
         return _create(args)
-    with open_manager(args.root, read_only=args.action in ("list", "describe")) as manager:
+    with LogManager.open_existing(args.root, read_only=args.action in ("list", "describe")) as manager:
         names = _matching(manager, args)
         if args.action == "list":
             for name in names:
@@ -112,7 +113,6 @@ def _matching(manager, args) -> list[str]:
 
 
 def _create(args) -> int:
-    from pylog.manager import LogManager
     if args.topic is None:
         raise InvalidArgumentError("--create needs --topic")
     partitions = 1 if args.partitions is None else args.partitions

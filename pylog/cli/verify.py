@@ -17,11 +17,11 @@ from tqdm import tqdm
 
 from pylog.checkpoint import OffsetCheckpoint
 from pylog.check import check_log
-from pylog.cli.common import add_storage_arguments, is_partition_dir, no_partitions, open_url_manager
+from pylog.cli.common import add_storage_arguments, no_partitions, open_url_manager
 from pylog.errors import InvalidArgumentError, LogDirNotFoundError, PylogError, RemoteObjectNotFoundError
 from pylog.layout import INDEX_SUFFIX, LOG_START_OFFSET_CHECKPOINT, LOG_SUFFIX, RECOVERY_POINT_CHECKPOINT, \
     REPLICATION_OFFSET_CHECKPOINT, TIME_INDEX_SUFFIX
-from pylog.partition_dir import is_renamed_partition_dir
+from pylog.partition_dir import is_partition_dir, is_renamed_partition_dir
 from pylog.manager import LogManager
 from pylog.remote.store import is_url
 
