@@ -38,8 +38,12 @@ from pylog.logdir.metadata import LogDirMetadata
 from pylog.partition_dir import PartitionDir, directory_path, ensure_directory, partition_dir_name, validate_topic
 from pylog.partitioner import partition_for_key
 from pylog.record.encode import check_record
-from pylog.remote.store import is_url, redact
 from pylog.record.record import as_record
+from pylog.remote.log_dir import RemoteLogDir, check_read_only, local_path, remote_target
+from pylog.remote.manager import RemoteLogManager
+from pylog.remote.metadata import METADATA_TOPIC
+from pylog.remote.store import is_url, redact
+from pylog.retention.cleaner import Cleaner
 from pylog.segment.open_files import OpenFiles
 
 MAX_PARTITIONS = 100_000
@@ -65,7 +69,6 @@ class LogManager:
         (``storage_options``: fsspec's, as pandas takes them; ``remote_log_metadata``: where
         the ``__remote_log_metadata`` partitions are; ``encryption_key``: the key pair of
         encrypted Aiven segments; docs/tiered.md)."""
-        from pylog.remote.log_dir import RemoteLogDir, check_read_only, remote_target
         if remote_target(root) is None:
             return super().__new__(cls)
         check_read_only(read_only, root)
@@ -81,7 +84,6 @@ class LogManager:
         object-store URL (``storage_options``: fsspec's) to which a writable manager tiers the
         topics configured ``remote_storage_enable``, every ``remote_log_manager_task_interval_ms``
         and on :meth:`tier` (:class:`~pylog.remote.manager.RemoteLogManager`)."""
-        from pylog.remote.log_dir import local_path
         self.root = directory_path(local_path(root) if isinstance(root, str) else root)
         self.config = build_config(config, overrides)
         self.read_only = read_only
@@ -101,7 +103,6 @@ class LogManager:
         self._remote_log_manager = None
         self._remote_log_dir = None  # the logs' remote parts (pylog/log/tiered.py), listed on first use
         if remote_storage is not None and not read_only:
-            from pylog.remote.manager import RemoteLogManager
             self._remote_log_manager = RemoteLogManager(self, remote_storage, storage_options=storage_options)
             self._remote_log_manager.start()
         # -- end of tiering ----------------------------------------------------------------------
@@ -185,7 +186,8 @@ class LogManager:
         kept; the result is checked whole before anything is written
         (:class:`InvalidConfigError`). Durable on return. Cost: as :meth:`set_topic_config`."""
         with self._lock:
-            return self.metadata.alter_topic_config(name, changes, remove=remove, defaults=self.config, io=self.io)
+            return self.metadata.alter_topic_config(name, changes, remove=remove, defaults=self.config,
+                                                    io=self.io)
 
     def add_partitions(self, name: str, partitions: int) -> "Topic":
         """Grow topic ``name`` to ``partitions`` partitions (Kafka's CreatePartitions: a
@@ -259,12 +261,10 @@ class LogManager:
     # -- the remote part of each log (pylog/log/tiered.py) ----------------------------------
     def _attach_remote(self, log: Log) -> None:
         """Give ``log`` its tiered segments in ``remote_storage`` (none there: none)."""
-        from pylog.remote.metadata import METADATA_TOPIC
         if self.remote_storage is None or log.topic == METADATA_TOPIC:  # the metadata is never tiered
             return
         try:
             if self._remote_log_dir is None:
-                from pylog.remote.log_dir import RemoteLogDir
                 metadata = self.remote_log_metadata
                 if metadata is None and METADATA_TOPIC in self.topics():  # this log dir tiers its own logs
                     tiering = self._remote_log_manager  # its records as its tiering wrote them, in memory
@@ -314,7 +314,6 @@ class LogManager:
         """Start the background thread that applies retention and compaction to every log,
         each every ``interval_ms``, or by default every ``retention_check_interval_ms`` of
         its config (:class:`~pylog.retention.cleaner.Cleaner`)."""
-        from pylog.retention.cleaner import Cleaner
         with self._lock:
             if self._cleaner is None:
                 self._cleaner = Cleaner(self.logs, interval_ms=interval_ms)

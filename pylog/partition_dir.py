@@ -10,20 +10,22 @@ directory, so several partitions (and processes) can share one log dir.
 
 from __future__ import annotations
 
+import base64
 import errno
 import os
 import re
 import stat
+import uuid
 
-from pylog.checkpoint import OffsetCheckpoint
+from pylog.checkpoint import OffsetCheckpoint, read_partition_metadata, write_partition_metadata
 from pylog.errors import (
-    CorruptCheckpointError, InvalidArgumentError, InvalidTopicError, LogDirNotFoundError,
+    CorruptCheckpointError, InvalidArgumentError, InvalidTopicError, LogDirNotFoundError, PylogError,
     StorageError,
 )
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.platform import require_posix
 from pylog.layout import (
-    CLEAN_SHUTDOWN_FILE, INT32_MAX, LOG_START_OFFSET_CHECKPOINT, LOG_SUFFIX,
+    CLEAN_SHUTDOWN_FILE, INT32_MAX, LOG_START_OFFSET_CHECKPOINT, LOG_SUFFIX, PARTITION_METADATA,
     RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 )
 from pylog.log_dir import LogDirWriters, has_marker, has_writer, lock_partition, log_dir_mutex
@@ -258,3 +260,33 @@ class PartitionDir:
             else:
                 entries[self.key] = offset
             cp.write(entries)
+
+
+# -- topic ids (partition.metadata) ---------------------------------------------------------------
+
+def topic_id_of(manager, name: str) -> str | None:
+    """The topic id in the first partition's ``partition.metadata`` that has one, or None."""
+    for p in manager.partitions(name):
+        path = os.path.join(manager.root, partition_dir_name(name, p), PARTITION_METADATA)
+        try:
+            return read_partition_metadata(path)["topic_id"]
+        except (OSError, PylogError):
+            continue
+    return None
+
+
+def write_topic_id(manager, name: str, topic_id: str) -> None:
+    """A ``partition.metadata`` in every partition of ``name`` lacking one, as Kafka writes it."""
+    for p in manager.partitions(name):
+        path = os.path.join(manager.root, partition_dir_name(name, p), PARTITION_METADATA)
+        if not os.path.exists(path):
+            write_partition_metadata(path, topic_id, io=manager.io)
+
+
+def new_topic_id() -> str:
+    """A random id written as Kafka writes one: URL-safe base64 of 16 bytes, no padding, not
+    starting with '-' (Kafka draws again then)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text

@@ -7,11 +7,14 @@ import os
 import re
 from contextlib import ExitStack, contextmanager
 
-from pylog.errors import InputFormatError, InvalidArgumentError, LogDirNotFoundError, LogLockedError, UnknownTopicError
+from pylog.errors import (
+    InputFormatError, InvalidArgumentError, LogDirNotFoundError, LogLockedError, PylogWarning, UnknownTopicError,
+)
 from pylog.layout import INTERNAL_TOPICS
+from pylog.logdir.writers import WriterPool
 from pylog.manager import LogManager
 from pylog.partition_dir import nested_log_dirs
-from pylog.remote.store import is_url
+from pylog.remote.store import ObjectStore, is_url
 
 
 def no_partitions(path: str, command: str) -> InvalidArgumentError:
@@ -66,7 +69,6 @@ def one_line_warnings(command: str) -> None:
     import sys
     import warnings
 
-    from pylog.errors import PylogWarning
     shown = warnings.showwarning
 
     def show(message, category, filename, lineno, file=None, line=None):
@@ -80,7 +82,6 @@ def one_line_warnings(command: str) -> None:
 def open_object_store(url: str, args):
     """The :class:`~pylog.remote.store.ObjectStore` rooted at ``url`` (a directory of
     objects), with the command's ``--storage-option``. No request."""
-    from pylog.remote.store import ObjectStore
     return ObjectStore.from_url(url, storage_options(args))
 
 
@@ -110,7 +111,6 @@ def writer_pool(root: str):
     (pylog/logdir/writers.py, without a cleaner thread): logs taken with :func:`taken_log`
     go through the clients' hand-off, and any other process wanting one meanwhile gets it;
     every log is closed (flushed) at the end. Raises :class:`LogDirNotFoundError`."""
-    from pylog.logdir.writers import WriterPool
     if not os.path.isdir(root):
         raise LogDirNotFoundError(f"no log dir at {root}")
     pool = WriterPool(root, clean=False)

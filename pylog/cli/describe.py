@@ -14,6 +14,7 @@ from itertools import groupby
 
 from pylog.cli.common import add_exclude_internal_argument, add_storage_arguments, no_partitions, \
     one_line_warnings, storage_options, table, wanted_topics
+from pylog.config import LogConfig
 from pylog.errors import CorruptRecordError, InvalidTopicError, LogDirNotFoundError, UnknownTopicError
 from pylog.manager import LogManager
 from pylog.partition_dir import is_partition_dir, parse_partition_dir
@@ -130,7 +131,6 @@ def _unless_corrupt(log, answer):
 def _config_overrides(manager, topic: str) -> dict[str, str]:
     """The topic's settings that differ from Kafka's defaults, by Kafka name (what
     ``kafka-topics.sh --describe`` lists as Configs)."""
-    from pylog.config import LogConfig
     defaults = LogConfig().to_kafka()
     return {k: v for k, v in manager.topic_config(topic).to_kafka().items() if defaults.get(k) != v}
 

@@ -24,6 +24,7 @@ import os
 
 from pylog.cli.common import add_timeout_argument, kafka_table, taken_log, writer_pool
 from pylog.cli.topics import node_id
+from pylog.coordinator.txn_state_reader import read_transaction_states
 from pylog.errors import InvalidArgumentError, UnknownTopicError
 from pylog.manager import LogManager
 from pylog.record.encode import now_ms
@@ -75,7 +76,6 @@ def _add_partition_arguments(c) -> None:
 
 
 def _transaction_states(root: str) -> dict:
-    from pylog.coordinator.txn_state_reader import read_transaction_states
     return read_transaction_states(root)
 
 
@@ -176,7 +176,8 @@ def run_abort(args) -> int:
     if by_offset == (args.producer_id is not None) or (args.producer_id is not None) != (
             args.producer_epoch is not None):
         raise InvalidArgumentError("abort takes --start-offset, or --producer-id with --producer-epoch")
-    with LogManager.open_existing(args.root, read_only=True) as manager:  # a mistake is found before anything is written
+    # read-only first: a mistake is found before anything is written
+    with LogManager.open_existing(args.root, read_only=True) as manager:
         _open_transaction(_log(manager, args.topic, args.partition), args)
     with writer_pool(args.root) as pool, taken_log(pool, args.topic, args.partition, args.timeout_ms) as log:
         marker = _open_transaction(log, args)
