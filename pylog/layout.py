@@ -156,6 +156,10 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 #: marker a writer found (a broker's), else -1 (pylog has none of its own).
 CLEAN_SHUTDOWN_CONTENT = b'{"version":0,"brokerEpoch":%d}'
 LOCK_FILE = ".lock"
+#: The lock file of the processes sharing a log dir (pylog/locks.py, pylog/logdir/).
+CLIENTS_LOCK_FILE = ".pylog-clients.lock"
+#: Each topic's own settings (pylog/logdir/metadata.py owns the file; Kafka keeps them in its cluster metadata).
+TOPIC_CONFIGS_FILE = "topic-configs.json"
 CHECKPOINT_VERSION = 0
 
 # --- Topics -------------------------------------------------------------------

@@ -28,22 +28,17 @@ the same lock the checkpoint files are updated under.
 
 from __future__ import annotations
 
-import errno
-import fcntl
-import hashlib
 import json
 import os
 import struct
 import threading
 from typing import NamedTuple
 
-from pylog.errors import LogLockedError, StorageError
+from pylog.errors import LogLockedError
 from pylog.io import FileIO
 from pylog.layout import CLEAN_SHUTDOWN_CONTENT, CLEAN_SHUTDOWN_FILE, LOCK_FILE
+from pylog.locks import ByteLockFile, DirMutex, name_byte
 
-_SET_LOCK = getattr(fcntl, "F_OFD_SETLK", fcntl.F_SETLK)
-_GET_LOCK = getattr(fcntl, "F_OFD_GETLK", fcntl.F_GETLK)
-_FLOCK = struct.Struct("hhqqi4x")  # struct flock on Linux: type, whence, start, len, pid
 _ID_BYTES = 16
 _GENERATION = struct.Struct(">16s??iq")  # id, clean, tainted, members, broker epoch
 
@@ -58,20 +53,14 @@ def _forget_parent_writers() -> None:
     global _registry_lock
     _registry_lock = threading.Lock()
     for entry in _registry.values():
-        if entry._fd is not None:
-            os.close(entry._fd)
-        entry._fd = None
+        if entry._file is not None:
+            entry._file.close()
+        entry._file = None
         entry._held.clear()  # an inherited Log's close then releases nothing of the parent's
     _registry.clear()
 
 
 os.register_at_fork(after_in_child=_forget_parent_writers)
-
-
-def lock_offset(partition_dir_name: str) -> int:
-    """The byte of ``.lock`` a partition's writer locks: 62 bits of BLAKE2b of its name."""
-    digest = hashlib.blake2b(partition_dir_name.encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") >> 2
 
 
 def lock_partition(log_dir: str, name: str, io: FileIO) -> "LogDirWriters":
@@ -96,7 +85,7 @@ class LogDirWriters:
         self.log_dir = log_dir
         self.io = io
         self._key = key
-        self._fd: int | None = None
+        self._file: ByteLockFile | None = None
         self._held: set[str] = set()
         self._generation: bytes | None = None  # id of the generation this process writes in
         self._opened: set[str] = set()  # partitions this process opened in it
@@ -106,16 +95,17 @@ class LogDirWriters:
         """Take the byte of ``name`` (the registry lock held)."""
         if name in self._held:
             raise LogLockedError(f"{self.log_dir}/{name} is open for writing in this process")
-        if self._fd is None:
-            self._fd = _open_lock_file(os.path.join(self.log_dir, LOCK_FILE))
+        if self._file is None:
+            self._file = ByteLockFile(os.path.join(self.log_dir, LOCK_FILE))
         try:
-            fcntl.fcntl(self._fd, _SET_LOCK, _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, lock_offset(name), 1, 0))
-        except OSError as e:
+            locked = self._file.try_lock(name_byte(name))
+        except BaseException:
             self._close_if_idle()
-            if e.errno in (errno.EACCES, errno.EAGAIN):
-                raise LogLockedError(f"{self.log_dir}/{name} is open for writing by another process "
-                                     f"(or a Kafka broker holds {LOCK_FILE})") from None
-            raise StorageError(e.errno, f"cannot lock {self.log_dir}/{LOCK_FILE}: {e.strerror}") from None
+            raise
+        if not locked:
+            self._close_if_idle()
+            raise LogLockedError(f"{self.log_dir}/{name} is open for writing by another process "
+                                 f"(or a Kafka broker holds {LOCK_FILE})")
         self._held.add(name)
 
     def unlock(self, name: str, *, clean: bool) -> None:
@@ -128,24 +118,24 @@ class LogDirWriters:
                 return
             try:
                 if self._generation is not None and (not clean or self._held == {name}):
-                    with _LogDirMutex(self.log_dir):
+                    with log_dir_mutex(self.log_dir):
                         self._leave(name, clean=clean)
             finally:
-                fcntl.fcntl(self._fd, _SET_LOCK, _FLOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, lock_offset(name), 1, 0))
+                self._file.unlock(name_byte(name))
                 self._held.discard(name)
                 self._close_if_idle()
 
     def _close_if_idle(self) -> None:
-        if not self._held and self._fd is not None:
-            self.io.close(self._fd)
-            self._fd = None
+        if not self._held and self._file is not None:
+            self.io.close(self._file.fd)  # through the io, which may fail it on purpose
+            self._file.fd = -1
+            self._file = None
             if _registry.get(self._key) is self:
                 del _registry[self._key]
 
     def _others_hold_locks(self) -> bool:
         """Whether another process (or a Kafka broker) holds any lock in ``.lock``."""
-        probe = fcntl.fcntl(self._fd, _GET_LOCK, _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
-        return _FLOCK.unpack(probe)[0] != fcntl.F_UNLCK
+        return self._file.others_hold_any()
 
     # -- the marker ------------------------------------------------------------------------------
     def take_marker(self, name: str) -> bool:
@@ -153,7 +143,7 @@ class LogDirWriters:
         Removes the marker (durably, before any write) and joins or starts the log dir's
         writing generation."""
         marker = os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE)
-        with _registry_lock, _LogDirMutex(self.log_dir):
+        with _registry_lock, log_dir_mutex(self.log_dir):
             present = os.path.exists(marker)
             broker_epoch = _broker_epoch(marker) if present else -1
             if present:
@@ -198,11 +188,11 @@ class LogDirWriters:
         self._write_generation(gen)
 
     def _read_generation(self) -> "Generation | None":
-        raw = os.pread(self._fd, _GENERATION.size, 0)
+        raw = os.pread(self._file.fd, _GENERATION.size, 0)
         return Generation(*_GENERATION.unpack(raw)) if len(raw) == _GENERATION.size else None
 
     def _write_generation(self, gen: "Generation") -> None:
-        self.io.pwrite(self._fd, _GENERATION.pack(*gen), 0)
+        self.io.pwrite(self._file.fd, _GENERATION.pack(*gen), 0)
 
 
 class Generation(NamedTuple):
@@ -249,43 +239,16 @@ def has_writer(log_dir: str, name: str) -> bool:
         if entry is not None and name in entry._held:
             return True
     try:
-        fd = os.open(os.path.join(log_dir, LOCK_FILE), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        probe = ByteLockFile(os.path.join(log_dir, LOCK_FILE), read_only=True)
     except OSError:
         return False  # no lock file: nothing ever wrote here, or it was removed with no writer
-    try:
-        probe = fcntl.fcntl(fd, _GET_LOCK, _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, lock_offset(name), 1, 0))
-        return _FLOCK.unpack(probe)[0] != fcntl.F_UNLCK
-    finally:
-        os.close(fd)
+    with probe:
+        return probe.is_locked(name_byte(name))
 
 
-class _LogDirMutex:
-    """``flock`` of the log dir itself: what checkpoint updates and marker changes hold."""
-
-    def __init__(self, log_dir: str):
-        self.log_dir = log_dir
-        self._fd = -1
-
-    def __enter__(self) -> "_LogDirMutex":
-        try:
-            self._fd = os.open(self.log_dir, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
-        except OSError as e:
-            self.__exit__()
-            raise StorageError(e.errno, f"cannot lock the log dir {self.log_dir}: {e.strerror}") from None
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)  # releases the flock
-            self._fd = -1
-
-
-def _open_lock_file(path: str) -> int:
-    try:
-        return os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-    except OSError as e:
-        raise StorageError(e.errno, f"cannot open {path}: {e.strerror}") from None
+def log_dir_mutex(log_dir: str) -> DirMutex:
+    """The ``flock`` of the log dir itself: what checkpoint updates and marker changes hold."""
+    return DirMutex(log_dir, what="the log dir's lock")
 
 
 def _partition_dirs(log_dir: str) -> list[str]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import os
 import shutil
 import threading
@@ -26,7 +25,7 @@ from pylog.arguments import check_append_options, check_int, check_records_itera
 from pylog.closing import close_all
 from pylog.config import LogConfig, build_config
 from pylog.errors import (
-    InvalidConfigError, InvalidRecordError, InvalidTopicError, PylogWarning, ReadOnlyError, StorageError,
+    InvalidConfigError, InvalidRecordError, LogDirNotFoundError, PylogWarning, ReadOnlyError, StorageError,
     UnknownTopicError,
 )
 from pylog.io import DEFAULT_IO, FileIO
@@ -35,16 +34,18 @@ from pylog.layout import (
 )
 from pylog.log import AppendInfo, Log
 from pylog.log.log import release_unflushed
-from pylog.partition_dir import (
-    LOG_DIR_FILES, PartitionDir, directory_path, ensure_directory, is_log_dir, parse_partition_dir,
-    partition_dir_name, validate_topic,
-)
+from pylog.logdir.metadata import LogDirMetadata
+from pylog.partition_dir import PartitionDir, directory_path, ensure_directory, partition_dir_name, validate_topic
 from pylog.partitioner import partition_for_key
 from pylog.record.encode import check_record
 from pylog.record.record import as_record
+from pylog.remote.log_dir import RemoteLogDir, check_read_only, local_path, remote_target
+from pylog.remote.manager import RemoteLogManager
+from pylog.remote.metadata import METADATA_TOPIC
+from pylog.remote.store import is_url, redact
+from pylog.retention.cleaner import Cleaner
 from pylog.segment.open_files import OpenFiles
 
-TOPIC_CONFIGS_FILE = "topic-configs.json"
 MAX_PARTITIONS = 100_000
 #: The log dir's checkpoint files, each with a line per partition.
 CHECKPOINT_FILES = (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT)
@@ -68,7 +69,6 @@ class LogManager:
         (``storage_options``: fsspec's, as pandas takes them; ``remote_log_metadata``: where
         the ``__remote_log_metadata`` partitions are; ``encryption_key``: the key pair of
         encrypted Aiven segments; docs/tiered.md)."""
-        from pylog.remote.log_dir import RemoteLogDir, check_read_only, remote_target
         if remote_target(root) is None:
             return super().__new__(cls)
         check_read_only(read_only, root)
@@ -84,17 +84,16 @@ class LogManager:
         object-store URL (``storage_options``: fsspec's) to which a writable manager tiers the
         topics configured ``remote_storage_enable``, every ``remote_log_manager_task_interval_ms``
         and on :meth:`tier` (:class:`~pylog.remote.manager.RemoteLogManager`)."""
-        from pylog.remote.log_dir import local_path
         self.root = directory_path(local_path(root) if isinstance(root, str) else root)
         self.config = build_config(config, overrides)
         self.read_only = read_only
         self.io = io or DEFAULT_IO
         self._lock = threading.RLock()
         self._logs: dict[tuple[str, int], Log] = {}
-        self._topic_overrides: dict[str, dict] = {}
         self._open_files = OpenFiles(max_open_files)
         ensure_directory(self.root, create=not read_only, what="log dir")
-        self._load_topic_overrides()
+        self.metadata = LogDirMetadata.for_root(self.root)
+        self.metadata.all_overrides()  # a topic-configs.json that does not parse fails here
         self._cleaner = None
         finalizer = weakref.finalize(self, _release_unclosed_logs, self._logs, self.root)
         finalizer.atexit = False  # as a dropped file: released when collected, not at exit
@@ -104,48 +103,52 @@ class LogManager:
         self._remote_log_manager = None
         self._remote_log_dir = None  # the logs' remote parts (pylog/log/tiered.py), listed on first use
         if remote_storage is not None and not read_only:
-            from pylog.remote.manager import RemoteLogManager
             self._remote_log_manager = RemoteLogManager(self, remote_storage, storage_options=storage_options)
             self._remote_log_manager.start()
         # -- end of tiering ----------------------------------------------------------------------
 
-    # -- discovery -------------------------------------------------------------------------
+    @classmethod
+    def open_existing(cls, root, *, read_only: bool, storage_options: dict | None = None,
+                      remote_log_metadata=None) -> "LogManager":
+        """A manager of the existing log dir ``root`` (the CLI's and Spark's one way in), or,
+        for a URL (``s3://``, ``s3a://``, ``gs://``, ``az://``, ``abfss://``, ``file://``), the
+        read-only log dir there, opened with ``storage_options`` (fsspec's; credentials
+        otherwise come from the standard environment) and ``remote_log_metadata``. Raises
+        :class:`LogDirNotFoundError` when there is none: not even a writer creates it. Cost
+        for a URL: one listing of the objects under it."""
+        if is_url(root):
+            remote = {k: v for k, v in (("storage_options", storage_options),
+                                        ("remote_log_metadata", remote_log_metadata)) if v is not None}
+            manager = cls(root, read_only=read_only, **remote)
+            if isinstance(manager, LogManager) or manager.topics():
+                return manager
+            manager.close()
+            raise LogDirNotFoundError(f"no Kafka data at {redact(root)}: no partition's objects under it "
+                                      f"(check the bucket and prefix)")
+        if not os.path.isdir(root):
+            raise LogDirNotFoundError(f"no log dir at {root}")
+        return cls(root, read_only=read_only)
+
+    # -- discovery (the log dir's metadata, pylog/logdir/metadata.py) -------------------------
     def _partition_dirs(self) -> dict[str, list[int]]:
-        """Partition numbers by topic, from the directory names. Where the root holds no
-        checkpoint yet (new, or a replica set's root), a directory that is itself a log dir
-        is skipped."""
-        out: dict[str, list[int]] = {}
-        names = os.listdir(self.root)
-        may_nest = LOG_DIR_FILES.isdisjoint(names)
-        for name in names:
-            path = os.path.join(self.root, name)
-            if not os.path.isdir(path) or "." in name.rpartition("-")[2] or may_nest and is_log_dir(path):
-                continue
-            try:
-                topic, part = parse_partition_dir(name)
-            except InvalidTopicError:  # not a partition directory: Kafka skips it too
-                continue
-            out.setdefault(topic, []).append(part)
-        return {t: sorted(p) for t, p in out.items()}
+        return self.metadata.partition_dirs()
 
     def topics(self) -> list[str]:
         """Names of the topics present (sorted)."""
-        return sorted(self._partition_dirs())
+        return self.metadata.topics()
 
     def partitions(self, topic: str) -> list[int]:
         """Partition numbers of ``topic``; raises :class:`UnknownTopicError` if absent."""
-        parts = self._partition_dirs().get(validate_topic(topic))
-        if not parts:
-            raise UnknownTopicError(f"unknown topic {topic!r} in {self.root}")
-        return parts
+        return self.metadata.partitions(topic)
 
     def topic_config(self, topic: str) -> LogConfig:
-        """The manager's config with the topic's overrides applied."""
-        return build_config(self.config, self._topic_overrides.get(topic, {}))
+        """The manager's config with the topic's overrides applied (as topic-configs.json
+        holds them now)."""
+        return self.metadata.topic_config(topic, self.config)
 
     def topic_overrides(self, topic: str) -> dict:
         """The topic's own settings (field names and values), as topic-configs.json holds them."""
-        return dict(self._topic_overrides.get(topic, {}))
+        return self.metadata.topic_overrides(topic)
 
     # -- topics --------------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int = 1, config: LogConfig | dict | None = None) -> "Topic":
@@ -171,10 +174,8 @@ class LogManager:
         Opens no log, so a topic can be declared before its partitions hold files.
         Other topics' entries are kept as the file holds them now (see
         :meth:`alter_topic_config`). Cost: one locked read and one fsynced write of the file."""
-        validate_topic(name)
-        overrides = _overrides_of(config)
-        build_config(self.config, overrides)
-        self._update_topic_overrides(name, lambda current: overrides)
+        with self._lock:
+            self.metadata.set_topic_config(name, _overrides_of(config), defaults=self.config, io=self.io)
 
     def alter_topic_config(self, name: str, changes: dict | None = None, *, remove=()) -> dict:
         """Set ``changes`` (field names and values) and take the fields named in ``remove``
@@ -184,16 +185,9 @@ class LogManager:
         writer in every process takes, so concurrent changes to other fields or topics are
         kept; the result is checked whole before anything is written
         (:class:`InvalidConfigError`). Durable on return. Cost: as :meth:`set_topic_config`."""
-        validate_topic(name)
-        changes, remove = dict(changes or {}), list(remove)
-        build_config(self.config, changes)
-        unknown = sorted(set(remove) - set(vars(self.config)))
-        if unknown:
-            raise InvalidConfigError(f"cannot remove unknown setting(s) {', '.join(map(str, unknown))}")
-
-        def altered(current: dict | None) -> dict:
-            return {**{k: v for k, v in (current or {}).items() if k not in remove}, **changes}
-        return self._update_topic_overrides(name, altered)
+        with self._lock:
+            return self.metadata.alter_topic_config(name, changes, remove=remove, defaults=self.config,
+                                                    io=self.io)
 
     def add_partitions(self, name: str, partitions: int) -> "Topic":
         """Grow topic ``name`` to ``partitions`` partitions (Kafka's CreatePartitions: a
@@ -267,12 +261,10 @@ class LogManager:
     # -- the remote part of each log (pylog/log/tiered.py) ----------------------------------
     def _attach_remote(self, log: Log) -> None:
         """Give ``log`` its tiered segments in ``remote_storage`` (none there: none)."""
-        from pylog.remote.metadata import METADATA_TOPIC
         if self.remote_storage is None or log.topic == METADATA_TOPIC:  # the metadata is never tiered
             return
         try:
             if self._remote_log_dir is None:
-                from pylog.remote.log_dir import RemoteLogDir
                 metadata = self.remote_log_metadata
                 if metadata is None and METADATA_TOPIC in self.topics():  # this log dir tiers its own logs
                     tiering = self._remote_log_manager  # its records as its tiering wrote them, in memory
@@ -322,7 +314,6 @@ class LogManager:
         """Start the background thread that applies retention and compaction to every log,
         each every ``interval_ms``, or by default every ``retention_check_interval_ms`` of
         its config (:class:`~pylog.retention.cleaner.Cleaner`)."""
-        from pylog.retention.cleaner import Cleaner
         with self._lock:
             if self._cleaner is None:
                 self._cleaner = Cleaner(self.logs, interval_ms=interval_ms)
@@ -367,51 +358,11 @@ class LogManager:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    # -- files -------------------------------------------------------------------------------------
-    def _load_topic_overrides(self) -> None:
-        path = os.path.join(self.root, TOPIC_CONFIGS_FILE)
-        try:
-            with open(path) as f:
-                data = json.load(f)
-        except FileNotFoundError:
-            self._topic_overrides = {}
-            return
-        except (OSError, ValueError) as e:
-            raise InvalidConfigError(f"cannot read {path}: {e}") from None
-        if not isinstance(data, dict):
-            raise InvalidConfigError(f"{path} does not hold a JSON object")
-        self._topic_overrides = {t: dict(v) for t, v in data.items()}
-
     def _update_topic_overrides(self, name: str, change) -> dict:
-        """Under the log dir's lock of topic-configs.json (every writer's, in every process):
-        read the file again, replace topic ``name``'s entry by ``change(current entry or
-        None)`` (None removes it), check it and write the file if it changed. Returns the
-        new entry ({} when removed)."""
-        with self._lock, topic_configs_lock(self.root):
-            self._load_topic_overrides()
-            current = self._topic_overrides.get(name)
-            new = change(current)
-            if new is not None:
-                build_config(self.config, new)
-            if new != current:
-                if new is None:
-                    del self._topic_overrides[name]
-                else:
-                    self._topic_overrides[name] = new
-                data = json.dumps(self._topic_overrides, indent=1, sort_keys=True).encode()
-                self.io.write_file(os.path.join(self.root, TOPIC_CONFIGS_FILE), data)
-            return dict(new or {})
-
-
-@contextlib.contextmanager
-def topic_configs_lock(root: str):
-    """Hold the log dir's lock of ``topic-configs.json``: one byte of the clients' lock file,
-    exclusive against every other holder, in this process or another (OFD locks; the
-    kernel releases it when a process dies). Not reentrant."""
-    from pylog.clients.locks import LockFile, Mutex, name_byte  # clients import this module
-    from pylog.clients.writers import CLIENTS_LOCK_FILE
-    with LockFile(os.path.join(root, CLIENTS_LOCK_FILE)) as lock_file, Mutex(lock_file, name_byte(TOPIC_CONFIGS_FILE)):
-        yield
+        """:meth:`LogDirMetadata.update_topic_config` (under the cross-process lock of
+        topic-configs.json), checked against this manager's config and written through its io."""
+        with self._lock:
+            return self.metadata.update_topic_config(name, change, defaults=self.config, io=self.io)
 
 
 def _release_unclosed_logs(logs: dict, root: str) -> None:

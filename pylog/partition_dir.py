@@ -10,23 +10,25 @@ directory, so several partitions (and processes) can share one log dir.
 
 from __future__ import annotations
 
+import base64
 import errno
 import os
 import re
 import stat
+import uuid
 
-from pylog.checkpoint import OffsetCheckpoint
+from pylog.checkpoint import OffsetCheckpoint, read_partition_metadata, write_partition_metadata
 from pylog.errors import (
-    CorruptCheckpointError, InvalidArgumentError, InvalidTopicError, LogDirNotFoundError,
+    CorruptCheckpointError, InvalidArgumentError, InvalidTopicError, LogDirNotFoundError, PylogError,
     StorageError,
 )
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.platform import require_posix
 from pylog.layout import (
-    CLEAN_SHUTDOWN_FILE, INT32_MAX, LOG_START_OFFSET_CHECKPOINT,
+    CLEAN_SHUTDOWN_FILE, INT32_MAX, LOG_START_OFFSET_CHECKPOINT, LOG_SUFFIX, PARTITION_METADATA,
     RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 )
-from pylog.log_dir import LogDirWriters, has_marker, has_writer, lock_partition
+from pylog.log_dir import LogDirWriters, has_marker, has_writer, lock_partition, log_dir_mutex
 
 #: Files only a log dir holds (at its root, beside its partition directories), never a partition.
 LOG_DIR_FILES = frozenset((RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT))
@@ -88,6 +90,11 @@ def is_log_dir(path: str) -> bool:
     if not LOG_DIR_FILES.isdisjoint(names):
         return True
     return any(n.rpartition("-")[2].isdigit() and os.path.isdir(os.path.join(path, n)) for n in names)
+
+
+def is_partition_dir(path: str) -> bool:
+    """Whether ``path`` is a directory holding ``.log`` files. One ``listdir``."""
+    return os.path.isdir(path) and any(n.endswith(LOG_SUFFIX) for n in os.listdir(path))
 
 
 def nested_log_dirs(path: str) -> list[str]:
@@ -232,31 +239,54 @@ class PartitionDir:
         """Set this partition's lines in the given checkpoint files (tmp, fsync, rename),
         under a lock on the log dir so concurrent partitions do not lose each other's lines.
         None removes the line (a deleted partition)."""
-        fcntl = _fcntl("the log dir's checkpoint lock")
-        fd = os.open(self.log_dir, os.O_RDONLY)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            for name, offset in values.items():
-                cp = OffsetCheckpoint(os.path.join(self.log_dir, name), io=self.io)
-                try:
-                    entries = cp.read()
-                except CorruptCheckpointError:
-                    entries = {}
-                if entries.get(self.key) == offset:
-                    continue
-                if offset is None:
-                    del entries[self.key]
-                else:
-                    entries[self.key] = offset
-                cp.write(entries)
+            with log_dir_mutex(self.log_dir):
+                self._write_offsets(values)
         except OSError as e:
             raise StorageError(e.errno, f"cannot write checkpoints in {self.log_dir}: {e.strerror}") from None
-        finally:
-            os.close(fd)  # releases the flock
+
+    def _write_offsets(self, values: dict[str, int | None]) -> None:
+        """:meth:`write_offsets` under the log dir's lock."""
+        for name, offset in values.items():
+            cp = OffsetCheckpoint(os.path.join(self.log_dir, name), io=self.io)
+            try:
+                entries = cp.read()
+            except CorruptCheckpointError:
+                entries = {}
+            if entries.get(self.key) == offset:
+                continue
+            if offset is None:
+                del entries[self.key]
+            else:
+                entries[self.key] = offset
+            cp.write(entries)
 
 
-def _fcntl(feature: str):
-    """The ``fcntl`` module (``flock``), after checking the platform has it."""
-    require_posix(feature)
-    import fcntl
-    return fcntl
+# -- topic ids (partition.metadata) ---------------------------------------------------------------
+
+def topic_id_of(manager, name: str) -> str | None:
+    """The topic id in the first partition's ``partition.metadata`` that has one, or None."""
+    for p in manager.partitions(name):
+        path = os.path.join(manager.root, partition_dir_name(name, p), PARTITION_METADATA)
+        try:
+            return read_partition_metadata(path)["topic_id"]
+        except (OSError, PylogError):
+            continue
+    return None
+
+
+def write_topic_id(manager, name: str, topic_id: str) -> None:
+    """A ``partition.metadata`` in every partition of ``name`` lacking one, as Kafka writes it."""
+    for p in manager.partitions(name):
+        path = os.path.join(manager.root, partition_dir_name(name, p), PARTITION_METADATA)
+        if not os.path.exists(path):
+            write_partition_metadata(path, topic_id, io=manager.io)
+
+
+def new_topic_id() -> str:
+    """A random id written as Kafka writes one: URL-safe base64 of 16 bytes, no padding, not
+    starting with '-' (Kafka draws again then)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text

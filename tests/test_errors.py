@@ -8,9 +8,8 @@ import os
 import pytest
 
 import pylog
-from pylog import Log, Record
+from pylog import Log, LogManager, Record
 from pylog.checkpoint import read_checkpoint
-from pylog.cli.common import open_manager
 from pylog.cli.main import main as cli_main
 from pylog.errors import (
     CorruptCheckpointError, CorruptFileError, CorruptIndexError, CorruptRecordError, CorruptSnapshotError,
@@ -136,10 +135,11 @@ def test_truncating_a_log_file_past_its_end_is_an_argument_error_naming_the_file
 
 def test_the_cli_and_spark_open_a_missing_log_dir_the_same_way(tmp_path, capsys):
     missing = str(tmp_path / "nowhere")
-    assert plan.open_manager is open_manager
     for read_only in (True, False):
         with pytest.raises(LogDirNotFoundError, match="no log dir at .*nowhere"):
-            open_manager(missing, read_only=read_only)
+            LogManager.open_existing(missing, read_only=read_only)
+    with pytest.raises(LogDirNotFoundError, match="no log dir at .*nowhere"):
+        plan.open_log_dir(missing)
     assert not os.path.exists(missing)
     assert cli_main(["verify", missing]) == 1
     assert "no such directory" in capsys.readouterr().err

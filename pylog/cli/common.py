@@ -7,16 +7,15 @@ import os
 import re
 from contextlib import ExitStack, contextmanager
 
-from pylog.errors import InputFormatError, InvalidArgumentError, LogDirNotFoundError, LogLockedError, UnknownTopicError
-from pylog.layout import INTERNAL_TOPICS, LOG_SUFFIX
+from pylog.errors import (
+    InputFormatError, InvalidArgumentError, LogDirNotFoundError, LogLockedError, PylogWarning, UnknownTopicError,
+)
+from pylog.layout import INTERNAL_TOPICS
+from pylog.logdir.writers import WriterPool
 from pylog.log.list_offset import EARLIEST, LATEST
 from pylog.manager import LogManager
 from pylog.partition_dir import nested_log_dirs
-from pylog.remote.store import is_url, redact
-
-
-def is_partition_dir(path: str) -> bool:
-    return os.path.isdir(path) and any(n.endswith(LOG_SUFFIX) for n in os.listdir(path))
+from pylog.remote.store import ObjectStore, is_url
 
 
 def no_partitions(path: str, command: str) -> InvalidArgumentError:
@@ -27,28 +26,6 @@ def no_partitions(path: str, command: str) -> InvalidArgumentError:
                                   f"{command} one of them (pylog {command} {os.path.join(path, nested[0])})")
     return InvalidArgumentError(f"{path} holds no partitions: give a broker log dir or a "
                                 f"<topic>-<partition> directory holding .log files{hint}")
-
-
-def open_manager(root: str, *, read_only: bool, storage_options: dict | None = None,
-                 remote_log_metadata: str | None = None) -> LogManager:
-    """A ``LogManager`` on the existing log dir ``root`` (the CLI's and Spark's one way in),
-    or, for a URL (``s3://``, ``s3a://``, ``gs://``, ``az://``, ``abfss://``, ``file://``),
-    the read-only log dir there, opened with ``storage_options`` (fsspec's; credentials
-    otherwise come from the standard environment) and ``remote_log_metadata``. Raises
-    :class:`LogDirNotFoundError` when there is none: not even a writer creates it. Cost for
-    a URL: one listing of the objects under it."""
-    if is_url(root):
-        remote = {k: v for k, v in (("storage_options", storage_options),
-                                    ("remote_log_metadata", remote_log_metadata)) if v is not None}
-        manager = LogManager(root, read_only=read_only, **remote)
-        if isinstance(manager, LogManager) or manager.topics():
-            return manager
-        manager.close()
-        raise LogDirNotFoundError(f"no Kafka data at {redact(root)}: no partition's objects under it "
-                                  f"(check the bucket and prefix)")
-    if not os.path.isdir(root):
-        raise LogDirNotFoundError(f"no log dir at {root}")
-    return LogManager(root, read_only=read_only)
 
 
 def parse_offset_spec(text: str, option: str, names=(EARLIEST, LATEST)) -> str | int:
@@ -110,7 +87,6 @@ def one_line_warnings(command: str) -> None:
     import sys
     import warnings
 
-    from pylog.errors import PylogWarning
     shown = warnings.showwarning
 
     def show(message, category, filename, lineno, file=None, line=None):
@@ -124,18 +100,17 @@ def one_line_warnings(command: str) -> None:
 def open_object_store(url: str, args):
     """The :class:`~pylog.remote.store.ObjectStore` rooted at ``url`` (a directory of
     objects), with the command's ``--storage-option``. No request."""
-    from pylog.remote.store import ObjectStore
     return ObjectStore.from_url(url, storage_options(args))
 
 
 def open_url_manager(args, root: str, *, read_only: bool = True) -> LogManager:
-    """:func:`open_manager` with the command's ``--storage-option`` and
+    """:meth:`LogManager.open_existing` with the command's ``--storage-option`` and
     ``--remote-log-metadata``; pylog's warnings while it runs (a tiered layout read without
     its metadata) are said as its errors are, in one line on stderr."""
     if is_url(root):
         one_line_warnings(args.command)
-    return open_manager(root, read_only=read_only, storage_options=storage_options(args),
-                        remote_log_metadata=getattr(args, "remote_log_metadata", None))
+    return LogManager.open_existing(root, read_only=read_only, storage_options=storage_options(args),
+                                    remote_log_metadata=getattr(args, "remote_log_metadata", None))
 
 
 #: How long a command that changes logs waits for a live client to hand one over (--timeout-ms).
@@ -151,10 +126,9 @@ def add_timeout_argument(p) -> None:
 @contextmanager
 def writer_pool(root: str):
     """``with writer_pool(root) as pool:`` the writer pool of a command that changes logs
-    (pylog/clients/writers.py, without a cleaner thread): logs taken with :func:`taken_log`
+    (pylog/logdir/writers.py, without a cleaner thread): logs taken with :func:`taken_log`
     go through the clients' hand-off, and any other process wanting one meanwhile gets it;
     every log is closed (flushed) at the end. Raises :class:`LogDirNotFoundError`."""
-    from pylog.clients.writers import WriterPool
     if not os.path.isdir(root):
         raise LogDirNotFoundError(f"no log dir at {root}")
     pool = WriterPool(root, clean=False)
@@ -183,7 +157,7 @@ def taken_log(pool, topic: str, partition: int, timeout_ms: int, *, keep: bool =
 
 
 def open_topic_log(root: str, topic: str, partition: int, *, read_only: bool, create: bool = False):
-    manager = open_manager(root, read_only=read_only) if os.path.isdir(root) or read_only else None
+    manager = LogManager.open_existing(root, read_only=read_only) if os.path.isdir(root) or read_only else None
     if manager is None:
         manager = LogManager(root)
     if create and topic not in manager.topics():

@@ -6,15 +6,17 @@ Settings live in the log dir's ``topic-configs.json`` (Kafka keeps them in its c
 metadata). An alteration is checked whole before the file is written, and is made under the
 lock the client processes take for that file. Client processes holding the topic's logs
 (producers, consumers committing) take the new settings at once, as Kafka's brokers do
-(pylog/clients/writers.py); a program that opened a log itself keeps its settings until it
+(pylog/logdir/writers.py); a program that opened a log itself keeps its settings until it
 opens it again or calls ``Log.update_config``.
 """
 
 from __future__ import annotations
 
-from pylog.cli.common import open_manager
 from pylog.config import KAFKA_FIELDS, LogConfig, kafka_name
 from pylog.errors import InvalidArgumentError, InvalidConfigError, UnknownTopicError
+from pylog.logdir.metadata import LogDirMetadata
+from pylog.logdir.writers import ring
+from pylog.manager import LogManager
 
 
 def add_parser(sub) -> None:
@@ -44,7 +46,7 @@ def run(args) -> int:
     if args.action == "describe":
         if args.add_config or args.delete_config:
             raise InvalidArgumentError("--add-config and --delete-config go with --alter")
-        with open_manager(args.root, read_only=True) as manager:
+        with LogManager.open_existing(args.root, read_only=True) as manager:
             for topic in [name] if name is not None else manager.topics():
                 print("\n".join(describe_lines(manager, topic, every=args.all)))
         return 0
@@ -77,8 +79,6 @@ def alter(root: str, topic: str, add: dict[str, str], delete: list[str]) -> None
     ``topic``'s settings; everything is checked before the file is written, under the
     clients' lock of topic-configs.json. :class:`UnknownTopicError`,
     :class:`InvalidConfigError`."""
-    from pylog.clients.writers import ring
-    from pylog.manager import LogManager
     both = sorted(set(add) & set(delete))
     if both:
         raise InvalidArgumentError(f"{', '.join(both)} both added and deleted")
@@ -87,9 +87,9 @@ def alter(root: str, topic: str, add: dict[str, str], delete: list[str]) -> None
     if unknown:
         raise InvalidConfigError(f"unknown topic setting(s) {', '.join(unknown)}")
     deleted = {KAFKA_FIELDS[k].name for k in delete}
-    with LogManager(root) as manager:
-        _check_topic(manager, topic)
-        manager.alter_topic_config(topic, added, remove=deleted)  # under the lock of topic-configs.json
+    metadata = LogDirMetadata.for_root(root)
+    _check_topic(metadata, topic)
+    metadata.alter_topic_config(topic, added, remove=deleted)  # under the lock of topic-configs.json
     ring(root)  # client processes holding the topic's logs take the new settings now
 
 
@@ -115,6 +115,7 @@ def _names(text: str) -> list[str]:
     return [n.strip() for n in text.split(",") if n.strip()]
 
 
-def _check_topic(manager, topic: str) -> None:
-    if topic not in manager.topics():
-        raise UnknownTopicError(f"topic {topic!r} does not exist in {manager.root}")
+def _check_topic(metadata, topic: str) -> None:
+    """``metadata``: a LogManager's, or a remote log dir's."""
+    if topic not in metadata.topics():
+        raise UnknownTopicError(f"topic {topic!r} does not exist in {metadata.root}")

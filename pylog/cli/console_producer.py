@@ -16,7 +16,7 @@ other producers of the topic, in other processes, write while this one runs.
 
 A partition that a live producer or consumer writes is handed over by it (waiting up to
 ``--timeout-ms``), and this command hands its partitions over in turn to any client that
-wants one (pylog/clients/writers.py).
+wants one (pylog/logdir/writers.py).
 
 Durability: an appended batch is in the log (every reader sees it) but is made durable
 (fsync) only by the topic's flush settings or when the command ends; a line not yet
@@ -30,11 +30,12 @@ import sys
 
 from pylog.cli import client_settings
 from pylog.cli.client_settings import Setting, choice, integer
-from pylog.cli.common import add_timeout_argument, open_manager, parse_properties, properties_help
+from pylog.cli.common import add_timeout_argument, parse_properties, properties_help
 from pylog.cli.line_reader import PROPERTIES, LineReader, line_batches
 from pylog.clients.producer import Producer
 from pylog.errors import InvalidArgumentError, LogDirNotFoundError
 from pylog.layout import INT32_MAX
+from pylog.manager import LogManager
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 ACKS = ["0", "1", "-1", "all"]
@@ -121,7 +122,7 @@ def _check_partition(args) -> None:
     """Refuse a log dir that does not exist (a typo: nothing creates it) and a
     ``--partition`` the topic does not have (or will not have, once created)."""
     try:
-        with open_manager(args.root, read_only=True) as manager:
+        with LogManager.open_existing(args.root, read_only=True) as manager:
             exists = args.topic in manager.topics()
             count = len(manager.partitions(args.topic)) if exists else args.partitions
     except LogDirNotFoundError as e:
@@ -135,7 +136,7 @@ def _check_partition(args) -> None:
 def _ensure_topic(root: str, topic: str, partitions: int) -> None:
     """Create ``topic`` with ``partitions`` partitions if it does not exist (Kafka's
     auto-creation); the manager is closed at once, leaving the logs to the producer."""
-    with open_manager(root, read_only=False) as manager:
+    with LogManager.open_existing(root, read_only=False) as manager:
         if topic not in manager.topics():
             manager.create_topic(topic, partitions)
 

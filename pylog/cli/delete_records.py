@@ -23,8 +23,9 @@ from __future__ import annotations
 import json
 from contextlib import ExitStack
 
-from pylog.cli.common import add_timeout_argument, open_manager, taken_log, writer_pool
+from pylog.cli.common import add_timeout_argument, taken_log, writer_pool
 from pylog.errors import InputFormatError, OffsetOutOfRangeError, UnknownTopicError
+from pylog.manager import LogManager
 
 
 def add_parser(sub) -> None:
@@ -38,7 +39,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     targets = parse_offset_json(args.offset_json_file)
-    with open_manager(args.root, read_only=True) as manager:  # checked read-only: bad input touches nothing
+    with LogManager.open_existing(args.root, read_only=True) as manager:  # checked read-only: bad input touches nothing
         for (topic, partition), offset in targets.items():
             if topic not in manager.topics() or partition not in manager.partitions(topic):
                 raise UnknownTopicError(f"no partition {topic}-{partition} in {args.root}")

@@ -12,10 +12,12 @@ import sys
 from datetime import datetime, timezone
 from itertools import groupby
 
-from pylog.cli.common import add_exclude_internal_argument, add_storage_arguments, is_partition_dir, no_partitions, \
-    one_line_warnings, open_manager, storage_options, table, wanted_topics
+from pylog.cli.common import add_exclude_internal_argument, add_storage_arguments, no_partitions, \
+    one_line_warnings, storage_options, table, wanted_topics
+from pylog.config import LogConfig
 from pylog.errors import CorruptRecordError, InvalidTopicError, LogDirNotFoundError, UnknownTopicError
-from pylog.partition_dir import parse_partition_dir
+from pylog.manager import LogManager
+from pylog.partition_dir import is_partition_dir, parse_partition_dir
 from pylog.remote.store import is_url
 
 COLUMNS = ["topic", "partition", "log_start_offset", "log_end_offset", "high_watermark", "last_stable_offset",
@@ -50,7 +52,7 @@ def describe(path: str, topic: str | None = None, *, exclude_internal: bool = Fa
     those leave no topic, and :class:`InvalidArgumentError` for a directory holding no
     partition. Reads each partition's first batch and its segments' metadata.
 
-    ``path`` may be a URL (``open_manager``) of a log dir or of one partition directory
+    ``path`` may be a URL (``LogManager.open_existing``) of a log dir or of one partition directory
     in object storage: a log dir copied to a bucket, or a tiered layout's prefix."""
     m, wanted = _opened(path, storage_options, remote_log_metadata)
     with m:
@@ -77,18 +79,18 @@ def _opened(path: str, storage_options, remote_log_metadata):
             raise LogDirNotFoundError(f"no such directory {path}")
         if is_partition_dir(path):
             root, name = os.path.split(os.path.abspath(path))
-            return open_manager(root, read_only=True), {parse_partition_dir(name)}
-        return open_manager(path, read_only=True), None
+            return LogManager.open_existing(root, read_only=True), {parse_partition_dir(name)}
+        return LogManager.open_existing(path, read_only=True), None
     parent, _, name = path.rstrip("/").rpartition("/")
     try:
         wanted = parse_partition_dir(name)
-        manager = open_manager(parent, read_only=True, **options)
+        manager = LogManager.open_existing(parent, read_only=True, **options)
     except (InvalidTopicError, LogDirNotFoundError):
-        return open_manager(path, read_only=True, **options), None
+        return LogManager.open_existing(path, read_only=True, **options), None
     if wanted[0] in manager.topics() and wanted[1] in manager.partitions(wanted[0]):
         return manager, {wanted}
     manager.close()
-    return open_manager(path, read_only=True, **options), None
+    return LogManager.open_existing(path, read_only=True, **options), None
 
 
 def _row(manager, topic: str, partition: int) -> dict:
@@ -129,7 +131,6 @@ def _unless_corrupt(log, answer):
 def _config_overrides(manager, topic: str) -> dict[str, str]:
     """The topic's settings that differ from Kafka's defaults, by Kafka name (what
     ``kafka-topics.sh --describe`` lists as Configs)."""
-    from pylog.config import LogConfig
     defaults = LogConfig().to_kafka()
     return {k: v for k, v in manager.topic_config(topic).to_kafka().items() if defaults.get(k) != v}
 

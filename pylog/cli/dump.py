@@ -20,15 +20,20 @@ import re
 import sys
 
 from pylog.cli.common import add_storage_arguments, one_line_warnings, open_object_store
+from pylog.coordinator.offsets_records import GROUP_RECORDS
+from pylog.coordinator.txn_records import TXN_RECORDS
 from pylog.errors import CorruptFileError, CorruptIndexError, InvalidArgumentError, InvalidRecordError, PylogError, \
     RecordFormatError
+from pylog.index import OffsetIndex
 from pylog.index.txn_index import AbortedTxn
 from pylog.layout import INDEX_SUFFIX, INT32_MAX, KRAFT_SNAPSHOT_SUFFIX, LOG_SUFFIX, OFFSET_INDEX_ENTRY, \
     SEQUENCE_MODULUS, SNAPSHOT_SUFFIX, TIME_INDEX_ENTRY, TIME_INDEX_SUFFIX, TXN_INDEX_ENTRY, TXN_INDEX_ENTRY_BYTES, \
     TXN_INDEX_SUFFIX, TXN_INDEX_VERSION
+from pylog.producer_state import parse_snapshot
 from pylog.record.batch import decode_batches
 from pylog.record.kraft import control_text, metadata_text, snapshot_title
 from pylog.record.remote_metadata import remote_metadata_text
+from pylog.remote.aiven import ChunkedSegmentBytes, read_indexes, read_manifest
 from pylog.remote.store import is_url
 
 RECORD_INDENT = "|"
@@ -159,7 +164,6 @@ class Files:
         store, key = self.object(path)
         manifest = self.manifest(path) if path.endswith(LOG_SUFFIX) else None
         if manifest is not None:
-            from pylog.remote.aiven import ChunkedSegmentBytes
             source = ChunkedSegmentBytes(store, key, manifest)
             return source.read(0, source.size if limit is None else min(limit, source.size))
         return store.read_range(key, 0, INT32_MAX if limit is None else limit)  # an empty object too
@@ -171,7 +175,6 @@ class Files:
             return None
         manifest_url = url[: len(url) - len(m["suffix"])] + "rsm-manifest"
         if manifest_url not in self._manifests:
-            from pylog.remote.aiven import read_manifest
             store, key = self.object(manifest_url)
             self._manifests[manifest_url] = read_manifest(store, key) if store.exists(key) else None
         return self._manifests[manifest_url]
@@ -198,7 +201,6 @@ def dump_aiven_indexes(path: str, args, summaries: "Summaries", files: Files) ->
     dumped: offsets and times checked against the segment (the ``.log`` beside it).
     Cost: the manifest, the ``.indexes`` (one GET each), and the ``.log`` when an index
     has entries."""
-    from pylog.remote.aiven import read_indexes
     manifest = files.manifest(path)
     if manifest is None:
         raise CorruptFileError("no .rsm-manifest beside it: Aiven's .indexes object is read through its manifest",
@@ -385,10 +387,8 @@ def _payload_parser(args):
     """``record -> (key text or None, payload text or None)``: the hook where a decoder
     option chooses how keys and payloads print."""
     if getattr(args, "offsets_decoder", False):
-        from pylog.coordinator.offsets_records import GROUP_RECORDS
         return lambda r: GROUP_RECORDS.dump_text(r.key, r.value, r.offset)
     if getattr(args, "transaction_log_decoder", False):
-        from pylog.coordinator.txn_records import TXN_RECORDS
         return lambda r: TXN_RECORDS.dump_text(r.key, r.value, r.offset)
     if getattr(args, "cluster_metadata_decoder", False):  # no keys for metadata records, as Kafka's parser
         return lambda r: (None, metadata_text(r.value, r.offset))
@@ -651,7 +651,6 @@ def _offset_index_of(data: bytes, base: int):
     the first that does not increase, as the index reads its file."""
     import numpy as np
 
-    from pylog.index import OffsetIndex
     index = OffsetIndex(None, base, writable=False)
     raw = np.frombuffer(data, dtype=OffsetIndex.dtype, count=len(data) // OffsetIndex.dtype.itemsize)
     keys, values = raw["k"].astype(np.int64), raw["v"].astype(np.int64)
@@ -670,7 +669,6 @@ def dump_txn_index(path: str, data: bytes) -> None:
 def dump_snapshot(path: str, data: bytes) -> None:
     """One line per producer of a producer-state snapshot (the bytes ``data``); its last
     batch's fields only when it has one, as Kafka prints them. O(file size)."""
-    from pylog.producer_state import parse_snapshot
     for e in parse_snapshot(data, path):
         line = (f"producerId: {e.producer_id} producerEpoch: {e.epoch} coordinatorEpoch: {e.coordinator_epoch} "
                 f"currentTxnFirstOffset: {_optional_long(e.current_txn_first_offset)} "

@@ -13,28 +13,37 @@ import importlib
 import os
 import sys
 
+import pylog
 from pylog.errors import PylogError
+from pylog.spark.jvm import reader_lines
 
-#: subcommand -> module under pylog.cli, in the order ``pylog --help`` lists them: Kafka's
-#: everyday tools first, then inspection, maintenance and the benchmark
+#: subcommand -> (module under pylog.cli, the line ``pylog --help`` shows for it), in the order
+#: ``pylog --help`` lists them: Kafka's everyday tools first, then inspection, maintenance and
+#: the benchmark. ``pylog COMMAND`` loads that command's module only (start-up time); the
+#: line is the one the module's parser gives (tests/cli/test_cli_options.py checks it).
 COMMANDS = {
-    "topics": "topics",
-    "console-producer": "console_producer",
-    "produce": "console_producer",
-    "console-consumer": "console_consumer",
-    "consume": "console_consumer",
-    "get-offsets": "get_offsets",
-    "delete-records": "delete_records",
-    "consumer-groups": "consumer_groups",
-    "transactions": "transactions",
-    "configs": "configs",
-    "describe": "describe",
-    "dump": "dump",
-    "verify": "verify",
-    "retention": "maintenance",
-    "compact": "maintenance",
-    "tiered": "tiered",
-    "perf": "perf",
+    "topics": ("topics", "create, list, describe, grow or delete topics, as kafka-topics.sh does"),
+    "console-producer": ("console_producer", "append stdin lines as records, as kafka-console-producer.sh does"),
+    "produce": ("console_producer", "the same as console-producer"),
+    "console-consumer": ("console_consumer", "print the records of a topic as kafka-console-consumer.sh does, "
+                                             "following new ones until --max-messages, --timeout-ms or Ctrl-C"),
+    "consume": ("console_consumer", "console-consumer with --from-beginning --no-follow as defaults: print what a "
+                                    "topic holds and stop"),
+    "get-offsets": ("get_offsets", "print topic:partition:offset for a time, as kafka-get-offsets.sh does"),
+    "delete-records": ("delete_records", "delete records below offsets, as kafka-delete-records.sh does"),
+    "consumer-groups": ("consumer_groups", "list, describe and reset consumer groups (kafka-consumer-groups "
+                                           "compatible)"),
+    "transactions": ("transactions", "list, describe, find hanging and abort transactions, as kafka-transactions.sh "
+                                     "does"),
+    "configs": ("configs", "describe or alter a topic's settings, as kafka-configs.sh does"),
+    "describe": ("describe", "partitions, offsets, sizes, timestamps and topic configs of a log dir or of one "
+                             "partition directory"),
+    "dump": ("dump", "print the batches, records and index entries of segment files (kafka-dump-log compatible)"),
+    "verify": ("verify", "check CRCs, indexes, offsets and checkpoints; exit 0 only when clean"),
+    "retention": ("maintenance", "apply the delete policy once to every log"),
+    "compact": ("maintenance", "compact every log whose policy includes compact"),
+    "tiered": ("tiered", "tiered storage: restore tiered segments into partition directories"),
+    "perf": ("perf", "produce then consume N records and report throughput and latency"),
 }
 
 
@@ -47,14 +56,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} ({command} --help lists the options)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(load=COMMANDS) -> argparse.ArgumentParser:
+    """The ``pylog`` parser, with the full parsers of the commands named in ``load`` (all by
+    default); the others are listed by name and help line only, their modules not loaded."""
     parser = _Parser(prog="pylog", description="Kafka partition logs from the shell.")
     parser.add_argument("--version", action=_VersionAction, nargs=0,
                         help="print pylog's version, whether the C speedups are on, and Python's version")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", help="one of these; pylog COMMAND --help "
                                                                         "lists its options")
     sub.required = True
-    for name, module in COMMANDS.items():
+    for name, (module, help_line) in COMMANDS.items():
+        if name not in load:
+            sub.add_parser(name, help=help_line)
+            continue
         mod = importlib.import_module(f"pylog.cli.{module}")
         adder = getattr(mod, f"add_{name.replace('-', '_')}_parser", None) or mod.add_parser
         adder(sub)
@@ -66,8 +80,6 @@ def version_text() -> str:
     """``pylog --version``: one line per fact a bug report needs."""
     import platform
 
-    import pylog
-    from pylog.spark.jvm import reader_lines
     return "\n".join([f"pylog {pylog.__version__}", f"C speedups: {'on' if pylog.SPEEDUPS else 'off'}",
                       f"Python {platform.python_version()} ({platform.python_implementation()}, {sys.platform})",
                       *reader_lines()])
@@ -109,8 +121,9 @@ def end_name_value_lists(argv: list[str]) -> list[str]:
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(load={command} & set(COMMANDS))
     given = next((a for a in argv if a.split("=", 1)[0] in CLUSTER_OPTIONS), None)
     if given is not None:
         parser.error(f"{given.split('=', 1)[0]}: pylog reads and writes a log dir, not a cluster; give the "

@@ -5,7 +5,8 @@ after (pylog/cli/common.py ``taken_log``)."""
 
 from __future__ import annotations
 
-from pylog.cli.common import add_timeout_argument, open_manager, taken_log, writer_pool
+from pylog.cli.common import add_timeout_argument, taken_log, writer_pool
+from pylog.manager import LogManager
 
 
 def add_retention_parser(sub) -> None:
@@ -30,7 +31,7 @@ def add_parser(sub) -> None:
 
 def _partitions(root: str) -> list[tuple[str, int, object]]:
     """Every partition of ``root`` with its topic's config, sorted."""
-    with open_manager(root, read_only=True) as m:
+    with LogManager.open_existing(root, read_only=True) as m:
         return [(t, p, m.topic_config(t)) for t in m.topics() for p in m.partitions(t)]
 
 

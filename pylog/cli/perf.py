@@ -22,8 +22,11 @@ import time
 import numpy as np
 from tqdm import tqdm
 
+import pylog
 from pylog.errors import InvalidConfigError
 from pylog.layout import INT64_MAX
+from pylog.log import Log
+from pylog.record.columnar import decode_columns
 
 FLUSH_CHOICES = ("none", "batch")
 #: compression -> (library module doing it, distribution name for its version)
@@ -73,7 +76,6 @@ def _flush_messages(policy: str, batch_size: int) -> int:
 
 
 def run(args) -> int:
-    from pylog.log import Log
     for name in ("records", "record_size", "batch_size"):
         if getattr(args, name) < 1:
             raise InvalidConfigError(f"--{name.replace('_', '-')} must be positive")
@@ -143,7 +145,6 @@ def _consume(log, first_offset: int, count: int, progress: bool) -> float:
 
 def _consume_columnar(log, first_offset: int, count: int, progress: bool) -> float:
     """Seconds to read ``count`` records back as columns (8 MiB fetches)."""
-    from pylog.record.columnar import decode_columns
     offset, n = first_offset, 0
     with _bar("consume (columnar)", count, progress) as bar:
         start = time.perf_counter()
@@ -196,7 +197,6 @@ def environment(compression: str) -> dict:
     """What the figures depend on besides pylog: C speedups, codec library, machine, load."""
     import zlib
 
-    import pylog
     codec = CODEC_LIBRARIES[compression]
     codec_info = None
     if codec is not None:

@@ -12,6 +12,7 @@ a warning says that retried uploads may be double-counted). Prints one line per 
 from __future__ import annotations
 
 from pylog.cli.common import add_storage_arguments, storage_options
+from pylog.remote.restore import pull
 
 
 def add_parser(sub) -> None:
@@ -27,7 +28,6 @@ def add_parser(sub) -> None:
 
 
 def run_pull(args) -> int:
-    from pylog.remote.restore import pull
     restored = pull(args.url, args.dest, topic=args.topic, remote_log_metadata=args.remote_log_metadata,
                     storage_options=storage_options(args))
     for r in restored:

@@ -15,16 +15,13 @@ one), and the replication factor is 1::
 
 from __future__ import annotations
 
-import base64
 import os
-import uuid
 
-from pylog.checkpoint import read_partition_metadata, write_partition_metadata
-from pylog.cli.common import add_exclude_internal_argument, internal_topic, open_manager, wanted_topics
+from pylog.cli.common import add_exclude_internal_argument, internal_topic, wanted_topics
 from pylog.config import LogConfig
-from pylog.errors import InvalidArgumentError, InvalidConfigError, PylogError, UnknownTopicError
-from pylog.layout import PARTITION_METADATA
-from pylog.partition_dir import partition_dir_name
+from pylog.errors import InvalidArgumentError, InvalidConfigError, UnknownTopicError
+from pylog.manager import LogManager
+from pylog.partition_dir import new_topic_id, topic_id_of, write_topic_id
 
 ACTIONS = ("create", "list", "describe", "alter", "delete")
 
@@ -71,7 +68,7 @@ def run(args) -> int:
         raise InvalidArgumentError(f"--replication-factor {args.replication_factor}: pylog is one node, only 1")
     if args.action == "create":
         return _create(args)
-    with open_manager(args.root, read_only=args.action in ("list", "describe")) as manager:
+    with LogManager.open_existing(args.root, read_only=args.action in ("list", "describe")) as manager:
         names = _matching(manager, args)
         if args.action == "list":
             for name in names:
@@ -112,7 +109,6 @@ def _matching(manager, args) -> list[str]:
 
 
 def _create(args) -> int:
-    from pylog.manager import LogManager
     if args.topic is None:
         raise InvalidArgumentError("--create needs --topic")
     partitions = 1 if args.partitions is None else args.partitions
@@ -123,7 +119,7 @@ def _create(args) -> int:
                 return 0
             raise InvalidArgumentError(f"topic {args.topic!r} already exists in {args.root}")
         manager.create_topic(args.topic, partitions, config)
-        _write_topic_id(manager, args.topic, _new_topic_id())
+        write_topic_id(manager, args.topic, new_topic_id())
     print(f"Created topic {args.topic}.")
     return 0
 
@@ -145,7 +141,7 @@ def _alter(manager, names: list[str], args) -> None:
         topic_id = topic_id_of(manager, name)
         manager.add_partitions(name, args.partitions)
         if topic_id is not None:
-            _write_topic_id(manager, name, topic_id)
+            write_topic_id(manager, name, topic_id)
 
 
 def describe(manager, name: str, *, only: str | None = None) -> str:
@@ -170,34 +166,6 @@ def describe(manager, name: str, *, only: str | None = None) -> str:
     lines += [f"\tTopic: {name}\tPartition: {p}\tLeader: {node}\tReplicas: {node}\tIsr: {node}\tElr: N/A"
               f"\tLastKnownElr: N/A" for p in partitions]
     return "\n".join(lines)
-
-
-def topic_id_of(manager, name: str) -> str | None:
-    """The topic id in the first partition's ``partition.metadata`` that has one, or None."""
-    for p in manager.partitions(name):
-        path = os.path.join(manager.root, partition_dir_name(name, p), PARTITION_METADATA)
-        try:
-            return read_partition_metadata(path)["topic_id"]
-        except (OSError, PylogError):
-            continue
-    return None
-
-
-def _write_topic_id(manager, name: str, topic_id: str) -> None:
-    """A ``partition.metadata`` in every partition of ``name`` lacking one, as Kafka writes it."""
-    for p in manager.partitions(name):
-        path = os.path.join(manager.root, partition_dir_name(name, p), PARTITION_METADATA)
-        if not os.path.exists(path):
-            write_partition_metadata(path, topic_id, io=manager.io)
-
-
-def _new_topic_id() -> str:
-    """A random id written as Kafka writes one: URL-safe base64 of 16 bytes, no padding, not
-    starting with '-' (Kafka draws again then)."""
-    while True:
-        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not text.startswith("-"):
-            return text
 
 
 def node_id(root: str) -> int:

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import os
 
-from pylog.cli.common import add_timeout_argument, kafka_table, open_manager, taken_log, writer_pool
+from pylog.cli.common import add_timeout_argument, kafka_table, taken_log, writer_pool
 from pylog.cli.topics import node_id
+from pylog.coordinator.txn_state_reader import read_transaction_states
 from pylog.errors import InvalidArgumentError, UnknownTopicError
+from pylog.manager import LogManager
 from pylog.record.encode import now_ms
 
 #: a transaction's states in which its coordinator still writes markers to its partitions
@@ -74,7 +76,6 @@ def _add_partition_arguments(c) -> None:
 
 
 def _transaction_states(root: str) -> dict:
-    from pylog.coordinator.txn_state_reader import read_transaction_states
     return read_transaction_states(root)
 
 
@@ -113,7 +114,7 @@ def run_describe(args) -> int:
 
 
 def run_describe_producers(args) -> int:
-    with open_manager(args.root, read_only=True) as manager:
+    with LogManager.open_existing(args.root, read_only=True) as manager:
         producers = _log(manager, args.topic, args.partition).active_producers()
     rows = [{"ProducerId": ps.producer_id, "ProducerEpoch": ps.producer_epoch,
              "LatestCoordinatorEpoch": ps.coordinator_epoch, "LastSequence": ps.last_sequence,
@@ -141,7 +142,7 @@ def hanging_transactions(root: str, topic: str | None = None, partition: int | N
     now = now_ms() if now is None else now
     by_producer = {meta.producer_id: meta for _, meta in _transaction_states(root).values()}
     found = []
-    with open_manager(root, read_only=True) as manager:
+    with LogManager.open_existing(root, read_only=True) as manager:
         topics = [topic] if topic is not None else manager.topics()
         for t in topics:
             for p in [partition] if partition is not None else manager.partitions(t):
@@ -175,7 +176,8 @@ def run_abort(args) -> int:
     if by_offset == (args.producer_id is not None) or (args.producer_id is not None) != (
             args.producer_epoch is not None):
         raise InvalidArgumentError("abort takes --start-offset, or --producer-id with --producer-epoch")
-    with open_manager(args.root, read_only=True) as manager:  # a mistake is found before anything is written
+    # read-only first: a mistake is found before anything is written
+    with LogManager.open_existing(args.root, read_only=True) as manager:
         _open_transaction(_log(manager, args.topic, args.partition), args)
     with writer_pool(args.root) as pool, taken_log(pool, args.topic, args.partition, args.timeout_ms) as log:
         marker = _open_transaction(log, args)

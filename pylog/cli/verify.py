@@ -17,12 +17,15 @@ from tqdm import tqdm
 
 from pylog.checkpoint import OffsetCheckpoint
 from pylog.check import check_log
-from pylog.cli.common import add_storage_arguments, is_partition_dir, no_partitions, open_url_manager
+from pylog.cli.common import add_storage_arguments, no_partitions, open_url_manager
 from pylog.errors import InvalidArgumentError, LogDirNotFoundError, PylogError, RemoteObjectNotFoundError
 from pylog.layout import INDEX_SUFFIX, LOG_START_OFFSET_CHECKPOINT, LOG_SUFFIX, RECOVERY_POINT_CHECKPOINT, \
     REPLICATION_OFFSET_CHECKPOINT, TIME_INDEX_SUFFIX
-from pylog.partition_dir import is_renamed_partition_dir
+from pylog.log import Log
+from pylog.partition_dir import is_partition_dir, is_renamed_partition_dir
 from pylog.manager import LogManager
+from pylog.remote.aiven import ChunkedSegmentBytes
+from pylog.remote.segment import RemoteLogFile
 from pylog.remote.store import is_url
 
 #: Bytes of a remote ``.log`` one ranged GET of the checker's walk fetches.
@@ -58,7 +61,6 @@ def _partition_dirs(path: str) -> list[str]:
 
 
 def run(args) -> int:
-    from pylog.log import Log
     urls = [p for p in args.paths if is_url(p)]
     if urls and args.repair:
         raise InvalidArgumentError(f"--repair changes files: {urls[0]} is read only (repair a local copy)")
@@ -150,7 +152,6 @@ class RemoteSegmentView:
     named by their objects' URLs."""
 
     def __init__(self, seg):
-        from pylog.remote.segment import RemoteLogFile
 
         class ScanFile(RemoteLogFile):
             """Reads ahead ``SCAN_BYTES`` (one ranged GET) where a read leaves the last range."""
@@ -180,6 +181,5 @@ class _IndexView:
 def _index_url(seg, suffix: str) -> str:
     """The URL of the object holding ``seg``'s index with ``suffix``: beside the ``.log``,
     or Aiven's ``.indexes`` holding them all."""
-    from pylog.remote.aiven import ChunkedSegmentBytes
     base = seg.url[:-len(LOG_SUFFIX)] if seg.url.endswith(LOG_SUFFIX) else seg.url
     return base + (".indexes" if isinstance(seg.file.source, ChunkedSegmentBytes) else suffix)

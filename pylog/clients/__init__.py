@@ -1,8 +1,8 @@
 """Kafka's clients on a pylog log dir: :class:`Producer`, :class:`Consumer` and consumer
 groups across the processes of one host (docs/consumers.md).
 
-The public classes load on first use, so that the modules below the clients (the writer
-pool, the locks) can be imported without them."""
+The public classes load on first use, so that importing one of them (or ``pylog.clients``)
+loads no more than it needs."""
 
 _LAZY = {
     **{name: "pylog.clients.producer" for name in (

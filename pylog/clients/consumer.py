@@ -3,7 +3,7 @@
 
 ``poll`` reads each assigned partition through a read-only :class:`~pylog.log.Log` from
 the consumer's position; when nothing is there it sleeps on inotify watches of the
-partition directories (pylog/clients/wakeup.py), so it returns as soon as a producer in
+partition directories (pylog/logdir/wakeup.py), so it returns as soon as a producer in
 any process appends, and an idle consumer uses no CPU. Positions start at the group's
 committed offset, else at ``auto_offset_reset`` (``earliest``, ``latest``, or ``none``:
 :class:`OffsetOutOfRangeError`); a position that retention or ``delete_records`` left
@@ -39,11 +39,11 @@ from pylog.clients.settings import ISOLATION_LEVELS, check_consumer_settings, re
 from pylog.clients.subscription_state import (
     ConsumerRebalanceListener, SubscriptionState, SubscriptionType, TopicPartition,
 )
-from pylog.clients.wakeup import DirWatch
+from pylog.logdir.metadata import LogDirMetadata
+from pylog.logdir.wakeup import DirWatch
 from pylog.closing import close_all
 from pylog.errors import ClientStateError, InvalidArgumentError, LogDirNotFoundError, UnknownTopicError
 from pylog.layout import INT32_MAX
-from pylog.manager import LogManager
 
 
 class Consumer:
@@ -141,7 +141,7 @@ class Consumer:
         return set(self._subscriptions.subscribed_topics(self._list_topics))
 
     def _list_topics(self) -> list[str]:
-        return LogManager(self.root, read_only=True).topics()
+        return LogDirMetadata.for_root(self.root).topics()
 
     def assignment(self) -> set[TopicPartition]:
         self._check_open()
@@ -159,7 +159,7 @@ class Consumer:
         (kafka-python's ``partitions_for_topic``). O(directory entries)."""
         self._check_open()
         try:
-            return set(LogManager(self.root, read_only=True).partitions(topic))
+            return set(LogDirMetadata.for_root(self.root).partitions(topic))
         except UnknownTopicError:
             return None
 

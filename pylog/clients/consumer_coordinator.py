@@ -23,7 +23,7 @@ import threading
 import time
 from typing import NamedTuple
 
-from pylog.clients.assignors import ASSIGNORS, partition_counts
+from pylog.coordinator.assignors import ASSIGNORS, partition_counts
 from pylog.clients.subscription_state import SubscriptionState, TopicPartition
 from pylog.coordinator.group_coordinator import GroupCoordinator, checked_offsets
 from pylog.coordinator.group_membership import GroupMembership, read_group_file

@@ -25,7 +25,7 @@ from pylog.clients.consumer_record import DeserializedRecord, consumer_record_cl
 from pylog.clients.offset_fetcher import OffsetFetcher
 from pylog.clients.partition_logs import PartitionLogs
 from pylog.clients.subscription_state import SubscriptionState, TopicPartition
-from pylog.clients.writers import WriterPool
+from pylog.logdir.writers import WriterPool
 from pylog.coordinator.txn_coordinator import TransactionCoordinator
 from pylog.errors import OffsetOutOfRangeError, RecordDeserializationError, UnknownTopicError
 
@@ -35,7 +35,7 @@ TXN_CHECK_INTERVAL_MS = 1000
 
 class Fetcher:
     """Reads the fetchable partitions of ``subscriptions`` in the log dir ``root`` (see the
-    module's doc). ``watch`` (a :class:`~pylog.clients.wakeup.DirWatch`) is told of each
+    module's doc). ``watch`` (a :class:`~pylog.logdir.wakeup.DirWatch`) is told of each
     partition directory opened, so the consumer's wait wakes on its appends.
     ``isolation``: ``"uncommitted"`` or ``"committed"``."""
 

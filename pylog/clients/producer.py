@@ -9,7 +9,7 @@ thread waits for that moment; it does not spin), on ``flush()`` and on ``close()
 ``linger_ms=0`` (the default) ``send`` appends at once, in the caller's thread.
 
 Idempotence (on by default): the producer has a producer id allocated uniquely for the
-log dir (pylog/clients/producer_ids.py) and numbers each partition's batches, so a log
+log dir (pylog/logdir/producer_ids.py) and numbers each partition's batches, so a log
 refuses a gap and ignores a repeat. With ``transactional_id`` the producer id is the
 id's, its epoch bumped by each new instance (the older instance is fenced:
 :class:`ProducerFencedError`), and records are written in transactions
@@ -42,7 +42,7 @@ from pylog.clients.producer_metadata import ProducerMetadata, topic_creation_loc
 from pylog.clients.sender import Sender
 from pylog.clients.settings import check_producer_settings, refuse_unknown_settings
 from pylog.clients.transaction_manager import State, TransactionManager
-from pylog.clients.writers import WriterPool
+from pylog.logdir.writers import WriterPool
 from pylog.closing import close_all
 from pylog.coordinator.group_coordinator import checked_offsets
 from pylog.errors import ClientStateError, InvalidArgumentError, SerializationError

@@ -10,10 +10,10 @@ import contextlib
 import os
 
 from pylog.arguments import check_int
-from pylog.clients.locks import LockFile, Mutex, name_byte
-from pylog.clients.writers import CLIENTS_LOCK_FILE
 from pylog.errors import InvalidConfigError, UnknownTopicError
-from pylog.layout import INT32_MAX
+from pylog.layout import CLIENTS_LOCK_FILE, INT32_MAX
+from pylog.locks import name_lock
+from pylog.logdir.metadata import LogDirMetadata
 from pylog.manager import LogManager
 from pylog.partition_dir import validate_topic
 
@@ -22,8 +22,7 @@ from pylog.partition_dir import validate_topic
 def topic_creation_lock(root: str, topic: str):
     """Held while a producer creates ``topic`` in the log dir ``root`` (one byte of the
     clients' lock file, exclusive across threads and processes)."""
-    with LockFile(os.path.join(root, CLIENTS_LOCK_FILE)) as lock_file, \
-            Mutex(lock_file, name_byte("create-topic:" + topic)):
+    with name_lock(os.path.join(root, CLIENTS_LOCK_FILE), "create-topic:" + topic):
         yield
 
 
@@ -63,7 +62,7 @@ class ProducerMetadata:
         validate_topic(topic)
         with topic_creation_lock(self.root, topic):
             try:
-                return LogManager(self.root, read_only=True).partitions(topic)
+                return LogDirMetadata.for_root(self.root).partitions(topic)
             except UnknownTopicError:
                 if not self.auto_create_topics_enable:
                     raise UnknownTopicError(

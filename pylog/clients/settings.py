@@ -15,7 +15,7 @@ from __future__ import annotations
 import inspect
 
 from pylog.arguments import check_bool, check_choice, check_function, check_int, check_name
-from pylog.clients.assignors import ASSIGNORS
+from pylog.coordinator.assignors import ASSIGNORS
 from pylog.errors import InvalidArgumentError, InvalidConfigError
 from pylog.layout import COMPRESSION_NAMES, INT32_MAX
 from pylog.manager import MAX_PARTITIONS

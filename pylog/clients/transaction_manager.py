@@ -4,7 +4,7 @@
 state as an explicit :class:`State` with the transitions Kafka allows, its partitions, and
 the fencing of an older instance.
 
-The producer id is allocated uniquely for the log dir (pylog/clients/producer_ids.py); a
+The producer id is allocated uniquely for the log dir (pylog/logdir/producer_ids.py); a
 transactional id's comes from the transaction coordinator
 (pylog/coordinator/txn_coordinator.py), its epoch bumped by each new instance, which fences
 the older one (:class:`ProducerFencedError`, a fatal state). A failed send or offset commit
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 
-from pylog.clients.producer_ids import allocate_producer_id
+from pylog.logdir.producer_ids import allocate_producer_id
 from pylog.coordinator.group_coordinator import GroupCoordinator
 from pylog.coordinator.partitioning import DEFAULT_PARTITIONS
 from pylog.coordinator.txn_coordinator import TransactionCoordinator

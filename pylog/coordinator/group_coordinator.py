@@ -24,8 +24,8 @@ import threading
 from collections.abc import Mapping
 
 from pylog.arguments import check_int, check_name, check_topic_partition
-from pylog.clients.per_root import PerRoot
-from pylog.clients.writers import WriterPool
+from pylog.logdir.per_root import PerRoot
+from pylog.logdir.writers import WriterPool
 from pylog.closing import close_all
 from pylog.coordinator.group_membership import GroupMembership, read_group_file
 from pylog.coordinator.offsets_reader import OFFSETS_TOPIC, GroupState

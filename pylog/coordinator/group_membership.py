@@ -29,13 +29,13 @@ import os
 import socket
 import uuid
 
-from pylog.clients.assignors import ASSIGNORS, assign
-from pylog.clients.locks import LockFile, Mutex, name_byte
-from pylog.clients.writers import CLIENTS_LOCK_FILE
+from pylog.coordinator.assignors import ASSIGNORS, assign
 from pylog.errors import (
     CorruptCheckpointError, IllegalGenerationError, RebalanceInProgressError, UnknownMemberIdError,
 )
 from pylog.io import DEFAULT_IO
+from pylog.layout import CLIENTS_LOCK_FILE
+from pylog.locks import ByteLockFile, ByteMutex, name_byte
 from pylog.record.encode import now_ms
 
 _MAX_SLOTS = 4096
@@ -73,9 +73,9 @@ class GroupMembership:
     def __init__(self, root: str, group_id: str, on_generation=None):
         self.root, self.group_id = root, group_id
         self.path = group_file(root, group_id)
-        self._locks = LockFile(os.path.join(root, CLIENTS_LOCK_FILE))
+        self._locks = ByteLockFile(os.path.join(root, CLIENTS_LOCK_FILE))
         self._base = name_byte("group:" + group_id)
-        self.mutex = Mutex(self._locks, self._base)
+        self.mutex = ByteMutex(self._locks, self._base)
         self._on_generation = on_generation
         self._slot: int | None = None
 

@@ -25,15 +25,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from pylog.clients.locks import LockFile, Mutex, name_byte
-from pylog.clients.producer_ids import allocate_producer_id
-from pylog.clients.writers import CLIENTS_LOCK_FILE, WriterPool
 from pylog.closing import close_all
 from pylog.coordinator.partitioning import DEFAULT_PARTITIONS, partition_for_transactional_id
 from pylog.coordinator.tail import TailReader
 from pylog.coordinator.txn_records import TRANSACTION_LOG, TRANSACTION_STATES, TXN_RECORDS
 from pylog.errors import InvalidTxnStateError, ProducerFencedError
-from pylog.layout import TRANSACTION_STATE_TOPIC
+from pylog.layout import CLIENTS_LOCK_FILE, TRANSACTION_STATE_TOPIC
+from pylog.locks import ByteLockFile, ByteMutex, name_byte
+from pylog.logdir.metadata import LogDirMetadata
+from pylog.logdir.producer_ids import allocate_producer_id
+from pylog.logdir.writers import WriterPool
 from pylog.partition_dir import partition_dir_name
 from pylog.record.encode import now_ms as clock_ms
 
@@ -92,13 +93,11 @@ def apply_txn_records(states: dict, records) -> None:
 def ensure_internal_topic(root: str, topic: str, partitions: int) -> None:
     """Create the partition directories of an internal topic (empty directories are empty
     partitions; a writer creates the files) and record it as compacted, once."""
-    from pylog.manager import LogManager
     if os.path.isdir(os.path.join(root, partition_dir_name(topic, partitions - 1))):
         return
-    with LogManager(root) as manager:  # settings given to the topic before are kept
-        manager.alter_topic_config(topic, {"cleanup_policy": "compact"})
-    for p in range(partitions):
-        os.makedirs(os.path.join(root, partition_dir_name(topic, p)), exist_ok=True)
+    metadata = LogDirMetadata.for_root(root)
+    metadata.alter_topic_config(topic, {"cleanup_policy": "compact"})  # settings given to the topic before are kept
+    metadata.create_partitions(topic, partitions)
 
 
 class TransactionCoordinator:
@@ -108,7 +107,7 @@ class TransactionCoordinator:
         self.root = root
         self.pool = pool
         self.partitions = partitions
-        self._locks = LockFile(os.path.join(root, CLIENTS_LOCK_FILE))
+        self._locks = ByteLockFile(os.path.join(root, CLIENTS_LOCK_FILE))
         self._readers: dict[int, TailReader] = {}
         self._states: dict[int, dict[str, TxnMetadata]] = {}
         ensure_internal_topic(root, TXN_TOPIC, partitions)
@@ -164,8 +163,8 @@ class TransactionCoordinator:
         with self.pool.writer(TXN_TOPIC, self._partition(transactional_id)) as log:
             log.append([(key, value)])
 
-    def _mutex(self, transactional_id: str) -> Mutex:
-        return Mutex(self._locks, name_byte("txn:" + transactional_id))
+    def _mutex(self, transactional_id: str) -> ByteMutex:
+        return ByteMutex(self._locks, name_byte("txn:" + transactional_id))
 
     def _checked(self, transactional_id: str, producer_id: int, producer_epoch: int) -> TxnMetadata:
         meta = self.current(transactional_id)

@@ -36,6 +36,8 @@ from pylog.coordinator.schema import uuid_text
 from pylog.errors import (CorruptFileError, InvalidArgumentError, InvalidRecordError, MissingDependencyError,
                           PylogError)
 from pylog.layout import INT32_MAX, LOG_OVERHEAD, LOG_OVERHEAD_BYTES, offset_file_prefix
+from pylog.log.loader import parse_segment_file
+from pylog.record.batch import decode_batches
 
 LOG, INDEXES, MANIFEST = SUFFIXES = ("log", "indexes", "rsm-manifest")
 #: The plugin's recommended ``chunk.size`` (its README).
@@ -889,8 +891,6 @@ def upload_segment(store, prefix: str, topic: str, topic_id, partition: int, seg
     through a temporary file). Durability: an object is visible once its PUT returns; a copy
     stopped before the manifest's PUT leaves objects no reader treats as a live segment.
     """
-    from pylog.log.loader import parse_segment_file  # here: pylog.log opens remote logs through this package
-
     log_path = os.fspath(log_path)
     if start_offset is None:
         parsed = parse_segment_file(os.path.basename(log_path))
@@ -951,8 +951,6 @@ def _heuristic_wants_compression(log_path: str) -> bool:
     """The plugin's compression heuristic: compress only when the first batch is valid and
     not compressed. A segment whose first batch cannot be read (empty, torn, a bad CRC) is
     uploaded uncompressed, as the plugin does."""
-    from pylog.record.batch import decode_batches
-
     with open(log_path, "rb") as f:
         head = f.read(LOG_OVERHEAD_BYTES)
         if len(head) < LOG_OVERHEAD_BYTES or LOG_OVERHEAD.unpack(head)[1] <= 0:

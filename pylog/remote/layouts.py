@@ -24,8 +24,9 @@ import re
 import warnings
 from dataclasses import dataclass, field
 
-from pylog.errors import CorruptFileError, PylogWarning, UnknownTopicError
+from pylog.errors import CorruptFileError, InvalidRecordError, PylogWarning, UnknownTopicError
 from pylog.layout import INDEX_SUFFIX, LOG_SUFFIX, OFFSET_DIGITS, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
+from pylog.remote import aiven
 from pylog.remote.segment import IndexSource, LazyBytes, ObjectBytes, RemoteSegment
 
 LOG_DIR, AIVEN, LOCAL_TIERED = "log dir", "aiven", "local-tiered"
@@ -138,8 +139,6 @@ def _read_listed(store, objects: dict, key: str | None) -> bytes | None:
 # -- Aiven's plugin ----------------------------------------------------------------------------
 
 def _aiven(store, objects: dict, encryption_key=None) -> Listing | None:
-    from pylog.errors import InvalidRecordError
-    from pylog.remote import aiven
 
     out = Listing(AIVEN)
     for key in objects:

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import contextlib
 import re
+from pathlib import Path
 
 from pylog.checkpoint import OffsetCheckpoint
+from pylog.config import build_config
 from pylog.errors import LogDirNotFoundError, ReadOnlyError, UnknownTopicError
-from pylog.layout import LOG_SUFFIX, OFFSET_DIGITS, SNAPSHOT_SUFFIX
+from pylog.layout import LOG_SUFFIX, OFFSET_DIGITS, SNAPSHOT_SUFFIX, TOPIC_CONFIGS_FILE
+from pylog.logdir.metadata import parse_topic_configs
 from pylog.producer_state import parse_snapshot
 from pylog.remote.layouts import LOG_DIR, list_store, live_entries
 from pylog.remote.log import RemoteLog
+from pylog.remote.metadata import METADATA_TOPIC, RemoteLogMetadata
 from pylog.remote.store import ObjectStore, is_url, redact
 
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
@@ -65,22 +69,11 @@ class RemoteLogDir(contextlib.AbstractContextManager):
         copied log dir's ``topic-configs.json`` holds for it (the object is read once; a
         tiered layout has none). Raises :class:`InvalidConfigError` for one that is not a
         JSON object of settings."""
-        import json
-
-        from pylog.config import build_config
-        from pylog.errors import InvalidConfigError
-        from pylog.manager import TOPIC_CONFIGS_FILE
         if self._topic_overrides is None:
             self._topic_overrides = {}
             if TOPIC_CONFIGS_FILE in self._listing.objects:
-                url = self.store.url(TOPIC_CONFIGS_FILE)
-                try:
-                    data = json.loads(self.store.read(TOPIC_CONFIGS_FILE))
-                except ValueError as e:
-                    raise InvalidConfigError(f"cannot read {url}: {e}") from None
-                if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-                    raise InvalidConfigError(f"{url} does not hold a JSON object of topic settings")
-                self._topic_overrides = data
+                self._topic_overrides = parse_topic_configs(self.store.read(TOPIC_CONFIGS_FILE),
+                                                            self.store.url(TOPIC_CONFIGS_FILE))
         return build_config(None, self._topic_overrides.get(topic, {}))
 
     def topic_id(self, topic: str) -> str | None:
@@ -176,12 +169,21 @@ def _batches_from(log: RemoteLog, offset: int):
 
 
 def _metadata(remote_log_metadata, storage_options):
-    if remote_log_metadata is None:
-        return None
-    from pylog.remote.metadata import RemoteLogMetadata
-    if isinstance(remote_log_metadata, RemoteLogMetadata):
+    if remote_log_metadata is None or isinstance(remote_log_metadata, RemoteLogMetadata):
         return remote_log_metadata
-    return RemoteLogMetadata.open(remote_log_metadata, storage_options=storage_options)
+    return open_remote_log_metadata(remote_log_metadata, storage_options)
+
+
+def open_remote_log_metadata(path_or_url, storage_options: dict | None = None) -> RemoteLogMetadata:
+    """Replay every ``__remote_log_metadata-N`` partition of the log dir ``path_or_url`` (a
+    local path, or an object-store URL), read-only. Raises :class:`UnknownTopicError` when it
+    holds none. Cost: one listing and one read of every record of the topic; holds nothing
+    open afterwards."""
+    url = path_or_url if is_url(str(path_or_url)) else Path(path_or_url).absolute().as_uri()
+    with RemoteLogDir(url, storage_options=storage_options) as log_dir:
+        if METADATA_TOPIC not in log_dir.topics():
+            raise UnknownTopicError(f"no {METADATA_TOPIC} partitions in {redact(str(path_or_url))}")
+        return RemoteLogMetadata.from_logs(log_dir.log(METADATA_TOPIC, p) for p in log_dir.partitions(METADATA_TOPIC))
 
 
 def open_remote_log(url, *, storage_options: dict | None = None, remote_log_metadata=None,

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from pylog import failpoints
 from pylog.checkpoint import LeaderEpochCheckpoint, read_partition_metadata, write_partition_metadata
+from pylog.partition_dir import new_topic_id, topic_id_of
 from pylog.errors import PylogError
 from pylog.layout import LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA, SNAPSHOT_SUFFIX, segment_file_name
 from pylog.record.encode import now_ms as _now_ms
@@ -296,13 +297,12 @@ class RemoteLogManager:
     def _topic_id(self, log) -> bytes:
         """The topic's id from the partition's ``partition.metadata``; where it has none, the
         id another partition of the topic holds, or a new one, written as Kafka writes it."""
-        from pylog.cli.topics import _new_topic_id, topic_id_of  # the owner of topic ids
         path = os.path.join(log.path, PARTITION_METADATA)
         try:
             return uuid_bytes(read_partition_metadata(path)["topic_id"])
         except FileNotFoundError:
             pass
-        text = topic_id_of(self.manager, log.topic) or _new_topic_id()
+        text = topic_id_of(self.manager, log.topic) or new_topic_id()
         write_partition_metadata(path, text, io=self.manager.io)
         return uuid_bytes(text)
 
@@ -310,8 +310,7 @@ class RemoteLogManager:
 
 def _new_uuid() -> bytes:
     """A new segment id, drawn as Kafka's ``Uuid.randomUuid`` draws one (never text starting '-')."""
-    from pylog.cli.topics import _new_topic_id
-    return uuid_bytes(_new_topic_id())
+    return uuid_bytes(new_topic_id())
 
 
 def _with_next(segments: list) -> list:

@@ -136,21 +136,6 @@ class RemoteLogMetadata:
         self.dropped = 0
 
     @classmethod
-    def open(cls, path_or_url, storage_options: dict | None = None) -> "RemoteLogMetadata":
-        """Replay every ``__remote_log_metadata-N`` partition under the log dir
-        ``path_or_url`` (a path, or an object-store URL), read-only. Raises
-        :class:`UnknownTopicError` when it holds none. Cost: one read of every record of the
-        topic; holds nothing open afterwards."""
-        from pylog.manager import LogManager  # the manager opens a path or a URL alike
-        options = {} if storage_options is None else {"storage_options": storage_options}
-        with LogManager(path_or_url, read_only=True, **options) as manager:
-            try:
-                parts = manager.partitions(METADATA_TOPIC)
-            except UnknownTopicError:
-                raise UnknownTopicError(f"no {METADATA_TOPIC} partitions in {path_or_url}") from None
-            return cls.from_logs(manager.log(METADATA_TOPIC, p) for p in parts)
-
-    @classmethod
     def from_logs(cls, logs) -> "RemoteLogMetadata":
         """Replay the records of ``logs`` (open ``__remote_log_metadata`` partitions, each in
         offset order). A record that does not decode raises :class:`InvalidRecordError`

@@ -30,7 +30,7 @@ from pylog.layout import (
 )
 from pylog.partition_dir import ensure_directory, partition_dir_name
 from pylog.remote.layouts import list_store, live_entries
-from pylog.remote.metadata import RemoteLogMetadata
+from pylog.remote.log_dir import open_remote_log_metadata
 from pylog.remote.store import ObjectStore, redact
 
 #: Bytes of a ``.log`` fetched per request while copying it down.
@@ -58,7 +58,7 @@ def pull(url, dest, *, topic: str | None = None, remote_log_metadata=None,
     objects; each partition fsynced before it is renamed into place."""
     store = ObjectStore.from_url(url, storage_options)
     listing = list_store(store)
-    metadata = None if remote_log_metadata is None else RemoteLogMetadata.open(remote_log_metadata, storage_options)
+    metadata = None if remote_log_metadata is None else open_remote_log_metadata(remote_log_metadata, storage_options)
     wanted = [(t, p) for t, p in sorted(listing.partitions) if topic is None or t == topic]
     if not wanted:
         raise UnknownTopicError(f"no partition {'of topic ' + repr(topic) + ' ' if topic else ''}at {redact(str(url))}")

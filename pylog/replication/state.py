@@ -17,7 +17,7 @@ from typing import Callable
 
 from pylog.errors import CorruptCheckpointError
 from pylog.io import DEFAULT_IO, FileIO
-from pylog.platform import require_posix
+from pylog.locks import DirMutex
 
 #: ``leader`` when no replica leads (every ISR replica is down).
 NO_LEADER = -1
@@ -89,14 +89,8 @@ def write_state(path: str, state: PartitionState, *, io: FileIO = DEFAULT_IO) ->
 def state_lock(path: str):
     """Hold the exclusive ``flock`` of ``<path>.lock`` that every change of the state at
     ``path`` takes (blocks while another process holds it; not reentrant)."""
-    require_posix("the partition state's lock")
-    import fcntl
-    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with DirMutex(path + ".lock", create=True, what="the partition state's lock"):
         yield
-    finally:
-        os.close(fd)  # releases the flock
 
 
 def update_state(path: str, change: Callable[[PartitionState | None], PartitionState | None], *,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pylog.cli.common import is_partition_dir, open_manager
+from pylog.partition_dir import is_partition_dir
 from pylog.remote.layouts import LOG_DIR
 from pylog.remote.log_dir import local_path, remote_target
 from pylog.remote.store import redact
@@ -73,7 +73,7 @@ def open_log_dir(root: str, storage_options: dict | None = None, remote_storage:
             raise LogDirNotFoundError(f"no log dir at {root}")
         return LogManager(local_path(root), read_only=True, remote_storage=remote_storage,
                           storage_options=storage_options)
-    return open_manager(local_path(root), read_only=True)
+    return LogManager.open_existing(local_path(root), read_only=True)
 
 
 @contextlib.contextmanager

@@ -3,10 +3,10 @@ appending them on commit. Pure Python over pyarrow."""
 
 from __future__ import annotations
 
-
 import os
 
 from pylog.errors import InvalidRecordError, UnknownTopicError
+from pylog.logdir.metadata import LogDirMetadata
 from pylog.manager import LogManager
 from pylog.partitioner import partition_for_key
 from pylog.record.encode import encode_batch
@@ -14,17 +14,6 @@ from pylog.record.record import Record
 
 #: Records per staged batch.
 BATCH_RECORDS = 1000
-
-
-def _partition_count(root: str, topic: str, default: int) -> int:
-    prefix = topic + "-"
-    found = [n for n in os.listdir(root) if n.startswith(prefix) and n[len(prefix):].isdigit()] \
-        if os.path.isdir(root) else []
-    return len(found) or default
-
-
-def _topic_exists(root: str, topic: str) -> bool:
-    return os.path.isdir(os.path.join(root, f"{topic}-0"))
 
 
 def records_by_partition(batches, root: str, default_topic: str | None,
@@ -38,6 +27,7 @@ def records_by_partition(batches, root: str, default_topic: str | None,
     O(rows) in Python; the batch writer and the streaming sink share it."""
     groups: dict[tuple[str, int], list[Record]] = {}
     counts: dict[str, int] = {}
+    metadata = LogDirMetadata.for_root(root)
     rr = 0
     for rb in batches:
         cols = {name: rb.column(i).to_pylist() for i, name in enumerate(rb.schema.names)}
@@ -50,8 +40,8 @@ def records_by_partition(batches, root: str, default_topic: str | None,
                 raise InvalidRecordError(f"row {i} has no topic")
             part = cols.get("partition", [None] * n)[i]
             if topic not in counts:
-                counts[topic] = _partition_count(root, topic, default_partitions)
-            if part is not None and not 0 <= part < counts[topic] and _topic_exists(root, topic):
+                counts[topic] = metadata.partition_count(topic) or default_partitions
+            if part is not None and not 0 <= part < counts[topic] and metadata.partition_count(topic):
                 raise InvalidRecordError(f"row {i} names partition {part} of topic {topic!r}, which has "
                                          f"partitions 0-{counts[topic] - 1} in {root}")
             if part is None:

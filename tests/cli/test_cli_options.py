@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 import argparse
+import json
 import re
+import subprocess
+import sys
 
 import pytest
 
 import pylog as pylog_package
 from pylog import Log, Record
-from pylog.cli.main import build_parser
+from pylog.cli.main import COMMANDS, build_parser
 from tests.cli.test_cli import pylog
 
 
@@ -31,6 +34,30 @@ def test_every_option_of_every_command_has_help_text():
     for name, sub in commands.items():
         missing += [(name, a.option_strings or a.dest) for a in sub._actions if not a.help]
     assert missing == []
+
+
+def _command_help_lines(parser) -> dict:
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {action.dest: action.help for action in commands._choices_actions}
+
+
+def test_pylog_help_lists_each_command_with_the_line_its_own_parser_gives_without_loading_it():
+    every = _command_help_lines(build_parser())
+    assert list(every) == list(COMMANDS)
+    assert _command_help_lines(build_parser(load=())) == every == {n: h for n, (_, h) in COMMANDS.items()}
+    r = pylog("--help")
+    assert r.returncode == 0 and all(name in r.stdout.decode() for name in COMMANDS), r.stderr
+
+
+def test_pylog_command_loads_that_command_s_module_only():
+    probe = ("import json, sys\nfrom pylog.cli.main import main\ntry:\n    main(['describe', '--help'])\n"
+             "except SystemExit:\n    pass\n"
+             "print(json.dumps(sorted(m for m in sys.modules if m.startswith('pylog.cli.'))))")
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    loaded = json.loads(r.stdout.strip().splitlines()[-1])
+    assert "pylog.cli.describe" in loaded
+    assert not {"pylog.cli.perf", "pylog.cli.dump", "pylog.cli.topics"} & set(loaded), loaded
 
 
 @pytest.mark.parametrize("option", ["--bootstrap-server", "--broker-list", "--bootstrap-server=localhost:9092"])

@@ -326,9 +326,8 @@ def test_kafka_consumer_options_from_tutorials_mean_what_they_can_here(topic):
 
 
 def test_a_missing_log_dir_is_a_pylog_error(tmp_path):
-    from pylog.cli.common import open_manager
     with pytest.raises(LogDirNotFoundError, match="no log dir at"):
-        open_manager(str(tmp_path / "missing"), read_only=True)
+        LogManager.open_existing(str(tmp_path / "missing"), read_only=True)
 
 
 # -- in a consumer group ------------------------------------------------------------------------------

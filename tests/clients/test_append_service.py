@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from pylog.clients.append_service import SUPPORTED, AppendClient, AppendServer
+from pylog.logdir.append_service import SUPPORTED, AppendClient, AppendServer
 from pylog.errors import LogLockedError, RecordTooLargeError
 from tests.waiting import wait_until
 

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from pylog.clients import Consumer, ConsumerRebalanceListener, TopicPartition
-from pylog.clients.assignors import range_assign, round_robin_assign, sticky_assign
+from pylog.coordinator.assignors import range_assign, round_robin_assign, sticky_assign
 from pylog.coordinator.group_coordinator import GroupCoordinator
 from pylog.coordinator.offsets_reader import read_group_state
 from pylog.coordinator.offsets_records import GROUP_RECORDS, OFFSET_COMMIT

@@ -11,7 +11,7 @@ import pytest
 from pylog import LogManager
 from pylog.clients.fetcher import Fetcher
 from pylog.clients.subscription_state import SubscriptionState, TopicPartition
-from pylog.clients.wakeup import DirWatch
+from pylog.logdir.wakeup import DirWatch
 from pylog.closing import close_all
 from pylog.errors import CorruptRecordError, OffsetOutOfRangeError, RecordDeserializationError
 

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from pylog.clients import append_service
+from pylog.logdir import append_service
 from tests.clients.conftest import make_topic, start_worker
 
 pytestmark = pytest.mark.skipif(not append_service.SUPPORTED, reason="appends are served only on Linux")

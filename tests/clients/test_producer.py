@@ -12,7 +12,7 @@ import pytest
 
 from pylog import Log, LogManager
 from pylog.clients import Consumer, Producer
-from pylog.clients.producer_ids import allocate_producer_id
+from pylog.logdir.producer_ids import allocate_producer_id
 from pylog.clients.consumer import GroupMetadata
 from pylog.errors import (
     InvalidArgumentError, InvalidConfigError, LogLockedError, ProducerFencedError, RecordTooLargeError,

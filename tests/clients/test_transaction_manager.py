@@ -10,7 +10,7 @@ import pytest
 
 from pylog.clients import Producer
 from pylog.clients.transaction_manager import State, TransactionManager, is_transition_valid
-from pylog.clients.writers import WriterPool
+from pylog.logdir.writers import WriterPool
 from pylog.errors import ClientStateError, ProducerFencedError, TransactionAbortableError
 from pylog.layout import SEQUENCE_MODULUS
 from tests.clients.conftest import make_topic

@@ -13,7 +13,7 @@ import threading
 import pytest
 
 from pylog import LogManager
-from pylog.clients.writers import WriterPool
+from pylog.logdir.writers import WriterPool
 from pylog.log import Log
 from pylog.partition_dir import partition_dir_name
 from tests.clients.conftest import _REPO, start_worker

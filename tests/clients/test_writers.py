@@ -9,14 +9,14 @@ import sys
 import threading
 
 from pylog import Log
-from pylog.clients.writers import WriterPool
+from pylog.logdir.writers import WriterPool
 from pylog.errors import PylogError
 from tests.clients.conftest import _REPO, make_topic
 
 APPENDS = 15
 _CHILD = """
 import sys
-from pylog.clients.writers import WriterPool
+from pylog.logdir.writers import WriterPool
 pool = WriterPool.for_root(sys.argv[1])
 for i in range({n}):
     with pool.writer("t", 0, max_block_ms=30_000) as log:

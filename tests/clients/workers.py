@@ -15,7 +15,7 @@ import sys
 import threading
 
 from pylog.clients import Consumer, Producer, TopicPartition
-from pylog.clients.writers import WriterPool
+from pylog.logdir.writers import WriterPool
 from pylog.coordinator.group_membership import read_group_file
 from pylog.errors import GroupCoordinatorError
 

@@ -22,7 +22,7 @@ import pytest
 
 from pylog import Log, LogManager, Record
 from pylog.clients import Producer
-from pylog.clients.producer_ids import PRODUCER_IDS_FILE
+from pylog.logdir.producer_ids import PRODUCER_IDS_FILE
 from pylog.layout import CLEANER_OFFSET_CHECKPOINT
 from pylog.retention import enforce_retention
 from tests.retention.test_compact import abort_marker_in_the_active_segment, last_stable_offset_inside_a_segment

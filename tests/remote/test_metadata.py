@@ -13,9 +13,10 @@ import pytest
 from pylog import LogManager
 from pylog.cli.main import main as pylog_main
 from pylog.errors import InvalidConfigError, UnknownTopicError
+from pylog.remote.log_dir import open_remote_log_metadata
 from pylog.remote.metadata import (
     COPY_SEGMENT_FINISHED, COPY_SEGMENT_STARTED, DELETE_SEGMENT_FINISHED, DELETE_SEGMENT_STARTED, METADATA_TOPIC,
-    RemoteLogMetadata, RemoteLogMetadataWriter, RemoteSegmentInfo, metadata_partition, uuid_bytes, uuid_text,
+    RemoteLogMetadataWriter, RemoteSegmentInfo, metadata_partition, uuid_bytes, uuid_text,
 )
 
 TOPIC_ID = uuid_bytes("kJ1s_8ZzQ1ieXyW3hU2h6g")
@@ -62,7 +63,7 @@ def test_a_finished_copy_read_back_from_the_log_dir_is_live_with_every_field(wri
     info = copied(writer, segment(0, 99, txn_index_empty=False, custom_metadata=b"abc",
                                   segment_leader_epochs={0: 0, 3: 40}))
     writer.manager.close()
-    [live] = RemoteLogMetadata.open(root).live_segments("events", 0)
+    [live] = open_remote_log_metadata(root).live_segments("events", 0)
     assert live.state == COPY_SEGMENT_FINISHED
     fields = ("topic", "topic_id", "partition", "segment_id", "start_offset", "end_offset", "max_timestamp_ms",
               "segment_leader_epochs", "segment_size_bytes", "txn_index_empty", "custom_metadata")
@@ -81,7 +82,7 @@ def test_a_copy_started_and_never_finished_is_not_live(writer, root):
     finished = copied(writer, segment(0, 9))
     writer.copy_started(segment(10, 19))
     writer.manager.close()
-    metadata = RemoteLogMetadata.open(root)
+    metadata = open_remote_log_metadata(root)
     assert [s.segment_id for s in metadata.live_segments("events", 0)] == [finished.segment_id]
     assert [s.state for s in metadata.segments("events", 0)] == [COPY_SEGMENT_FINISHED, COPY_SEGMENT_STARTED]
 
@@ -92,7 +93,7 @@ def test_a_segment_being_deleted_is_not_live_and_once_deleted_is_forgotten(write
     assert [s.start_offset for s in writer.metadata.live_segments("events", 0)] == [10]
     writer.update(first, DELETE_SEGMENT_FINISHED)
     writer.manager.close()
-    metadata = RemoteLogMetadata.open(root)
+    metadata = open_remote_log_metadata(root)
     assert [s.segment_id for s in metadata.segments("events", 0)] == [second.segment_id]
     assert metadata.segment(TOPIC_ID, 0, first.segment_id) is None
 
@@ -150,7 +151,7 @@ def test_opening_a_log_dir_without_the_metadata_topic_says_so(tmp_path):
     LogManager(tmp_path).close()
     before = sorted(os.listdir(tmp_path))
     with pytest.raises(UnknownTopicError, match=f"no {METADATA_TOPIC} partitions in {tmp_path}"):
-        RemoteLogMetadata.open(tmp_path)
+        open_remote_log_metadata(tmp_path)
     assert sorted(os.listdir(tmp_path)) == before
 
 
@@ -167,6 +168,6 @@ def test_the_metadata_partitions_copied_to_a_bucket_replay_as_they_do_on_disk(wr
     writer.manager.close()
     url = s3.url(s3.bucket(), "broker-logs")
     s3.upload_dir(root, url)
-    metadata = RemoteLogMetadata.open(url, storage_options=s3.storage_options)
+    metadata = open_remote_log_metadata(url, storage_options=s3.storage_options)
     assert [s.segment_id for s in metadata.live_segments("events", 0)] == [finished.segment_id]
     assert len(metadata.segments("events", 0)) == 2

@@ -18,7 +18,7 @@ from pylog import LogManager
 from pylog.config import LogConfig
 from pylog.errors import InvalidConfigError, PylogWarning, StorageError
 from pylog.remote import aiven
-from pylog.remote.metadata import RemoteLogMetadata
+from pylog.remote.log_dir import open_remote_log_metadata
 from pylog.remote.store import ObjectStore
 from pylog.retention.delete import enforce_retention
 from tests.waiting import wait_until
@@ -90,7 +90,7 @@ def fill(topic, batches: int = 24, timestamp: int | None = None) -> None:
 
 def live(manager, partition: int = 0) -> list:
     """The partition's live remote segments, as ``__remote_log_metadata`` in the log dir says."""
-    return RemoteLogMetadata.open(manager.root).live_segments("events", partition)
+    return open_remote_log_metadata(manager.root).live_segments("events", partition)
 
 
 def objects(url, storage_options) -> dict[str, int]:
@@ -178,7 +178,7 @@ def test_total_retention_deletes_remote_segments_and_their_objects(tmp_path, s3,
         keys = objects(bucket_url, s3.storage_options)
         assert not any(aiven.parse_object_key(k).segment_id == s.segment_id_text for k in keys for s in old)
         assert log.local_log_start_offset >= old[-1].end_offset + 1
-    metadata = RemoteLogMetadata.open(tmp_path)
+    metadata = open_remote_log_metadata(tmp_path)
     assert [s.start_offset for s in metadata.live_segments("events", 0)] == [s.start_offset for s in copied[len(old):]]
 
 
@@ -250,14 +250,14 @@ def test_a_copy_killed_midway_is_never_live_and_is_copied_again_under_a_new_id(t
         fill(m.create_topic("events", config=TIERED), 12)
         first = m.log("events", 0).segments[0].base_offset
     kill(tmp_path, bucket_url, s3)
-    metadata = RemoteLogMetadata.open(tmp_path)
+    metadata = open_remote_log_metadata(tmp_path)
     [dead] = metadata.segments("events", 0)
     assert (dead.state, dead.start_offset, metadata.live_segments("events", 0)) == ("COPY_SEGMENT_STARTED", first, [])
     with open_tiering(tmp_path, bucket_url, s3.storage_options) as m:
         m.tier()
         again = live(m)
         assert again[0].start_offset == first and dead.segment_id not in {s.segment_id for s in again}
-        assert RemoteLogMetadata.open(tmp_path).segment(dead.topic_id, 0, dead.segment_id) is None
+        assert open_remote_log_metadata(tmp_path).segment(dead.topic_id, 0, dead.segment_id) is None
     names = {aiven.parse_object_key(k).segment_id for k in objects(bucket_url, s3.storage_options)}
     assert dead.segment_id_text not in names and again[0].segment_id_text in names
 
@@ -270,7 +270,7 @@ def test_deleting_a_tiered_topic_deletes_its_remote_segments_and_a_new_topic_of_
         assert live(m)
         m.delete_topic("events")
         assert objects(bucket_url, s3.storage_options) == {}
-        assert RemoteLogMetadata.open(tmp_path).partitions() == []
+        assert open_remote_log_metadata(tmp_path).partitions() == []
         m.create_topic("events", config=TIERED).append([b"new"])
         assert [r.value for r in m.log("events", 0).records()] == [b"new"]
 

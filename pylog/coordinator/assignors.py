@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from pylog.errors import UnknownTopicError
-from pylog.manager import LogManager
+from pylog.logdir.metadata import LogDirMetadata
 
 
 def range_assign(subscriptions: dict, counts: dict, owned: dict | None = None) -> dict:
@@ -103,14 +102,8 @@ ASSIGNORS = {a.name: a for a in (
 
 def partition_counts(root: str, topics) -> dict:
     """``{topic: partitions}`` as the log dir holds them now (missing topics: 0)."""
-    manager = LogManager(root, read_only=True)
-    out = {}
-    for t in topics:
-        try:
-            out[t] = len(manager.partitions(t))
-        except UnknownTopicError:
-            out[t] = 0
-    return out
+    metadata = LogDirMetadata.for_root(root)
+    return {t: metadata.partition_count(t) for t in topics}
 
 
 def assign(protocol: str, root: str, subscriptions: dict, owned: dict) -> dict:

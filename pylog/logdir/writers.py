@@ -14,7 +14,7 @@ flushes: tens of milliseconds on a disk) and an open of the log. A writer that d
 releases everything with it (kernel locks).
 
 :meth:`WriterPool.append` avoids the hand-off: the process holding the partition's log appends the
-records for the others, one round trip on a socket (pylog/clients/append_service.py); it
+records for the others, one round trip on a socket (pylog/logdir/append_service.py); it
 is what the coordinators write their records with, so the members of a group in several
 processes commit through the one that holds their offsets partition.
 
@@ -42,20 +42,20 @@ import threading
 import time
 from contextlib import contextmanager
 
-from pylog.clients.append_service import AppendClient, AppendServer
-from pylog.clients.locks import LockFile, name_byte
-from pylog.clients.per_root import PerRoot
-from pylog.clients.wakeup import DirWatch
 from pylog.closing import close_all
 from pylog.errors import LogLockedError, PylogError
+from pylog.layout import CLIENTS_LOCK_FILE, TOPIC_CONFIGS_FILE
+from pylog.locks import ByteLockFile, backoff, name_byte
 from pylog.log import Log
-from pylog.manager import TOPIC_CONFIGS_FILE, LogManager
+from pylog.logdir.append_service import AppendClient, AppendServer
+from pylog.logdir.metadata import LogDirMetadata
+from pylog.logdir.per_root import PerRoot
+from pylog.logdir.wakeup import DirWatch
 from pylog.partition_dir import partition_dir_name
 from pylog.retention.cleaner import INITIAL_DELAY_MS, Cleaner
 from pylog.segment.open_files import OpenFiles
 from pylog.stat_watch import StatWatch
 
-CLIENTS_LOCK_FILE = ".pylog-clients.lock"
 BELL_FILE = ".pylog-clients.bell"
 #: Without inotify, how often a holder looks for waiting processes.
 HANDOFF_CHECK_MS = 5
@@ -82,10 +82,11 @@ class WriterPool(PerRoot):
         self._held: dict[tuple[str, int], _Held] = {}
         self._open_files = OpenFiles()  # one descriptor budget for the segments of every log held
         self._opening: dict[tuple[str, int], threading.Lock] = {}
-        self._locks = LockFile(os.path.join(self.root, CLIENTS_LOCK_FILE))
+        self._locks = ByteLockFile(os.path.join(self.root, CLIENTS_LOCK_FILE))
         self._handed_off: dict[str, float] = {}  # partition dir name -> when this process handed it over
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.metadata = LogDirMetadata.for_root(self.root)
         self._configs = StatWatch([os.path.join(self.root, TOPIC_CONFIGS_FILE)])
         self._configs.mark()  # logs opened from now on read the settings at their open
         self._server = AppendServer(self.root, self._append_held)
@@ -185,25 +186,24 @@ class WriterPool(PerRoot):
     def _open(self, topic: str, partition: int, deadline: float) -> _Held:
         name = partition_dir_name(topic, partition)
         path = os.path.join(self.root, name)
-        config = LogManager(self.root, read_only=True).topic_config(topic)
+        config = self.metadata.topic_config(topic)
         byte = name_byte(name)
         waiting = False
-        pause = 0.0002
+        pauses = backoff(deadline)
         try:
             while True:
-                if not self._yielding(name, byte):
+                if pauses.expired or not self._yielding(name, byte):
                     try:
                         return _Held(Log.open(path, config, open_files=self._open_files), byte)
                     except LogLockedError:
-                        if time.monotonic() >= deadline:
+                        if pauses.expired:
                             raise
                 if not waiting:
                     self._locks.try_lock(byte, shared=True)
                     self._locks.try_lock(_WAITING, shared=True)
                     waiting = True
                 self._ring()
-                time.sleep(pause)
-                pause = min(pause * 2, 0.005)
+                pauses.sleep()
         finally:
             if waiting:
                 self._locks.unlock(_WAITING)
@@ -268,9 +268,8 @@ class WriterPool(PerRoot):
         now (run by the hand-off thread when the file changed)."""
         self._configs.mark()
         try:
-            manager = LogManager(self.root, read_only=True)
             for log in self.held_logs():
-                log.update_config(manager.topic_config(log.topic))
+                log.update_config(self.metadata.topic_config(log.topic))
         except (PylogError, OSError):
             pass  # a file edited by hand that does not parse: the logs keep their settings (the next open says why)
 

@@ -15,7 +15,8 @@ import ctypes.util
 import os
 import select
 import sys
-import time
+
+from pylog.locks import backoff
 
 _IN_MODIFY, _IN_CREATE, _IN_MOVED_TO, _IN_CLOSE_WRITE = 0x2, 0x100, 0x80, 0x8
 _MASK = _IN_MODIFY | _IN_CREATE | _IN_MOVED_TO | _IN_CLOSE_WRITE
@@ -45,7 +46,7 @@ class DirWatch:
         if _LIBC is not None:
             fd = _LIBC.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
             self._fd = fd if fd >= 0 else -1
-        self._pause = 0.0002
+        self._pauses = backoff()
 
     @property
     def uses_events(self) -> bool:
@@ -69,10 +70,7 @@ class DirWatch:
         if timeout_s <= 0:
             return False
         if self._fd < 0:
-            pause = min(self._pause, timeout_s)
-            time.sleep(pause)
-            self._pause = min(self._pause * 2, 0.005)
-            return True
+            return self._pauses.sleep(timeout_s)
         ready, _, _ = select.select([self._fd], [], [], timeout_s)
         if not ready:
             return False
@@ -81,7 +79,7 @@ class DirWatch:
 
     def drain(self) -> None:
         """Forget pending events (call before checking for data)."""
-        self._pause = 0.0002
+        self._pauses.reset()
         if self._fd < 0:
             return
         try:

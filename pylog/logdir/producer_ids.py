@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import os
 
-from pylog.clients.locks import LockFile, Mutex, name_byte
 from pylog.errors import CorruptCheckpointError
 from pylog.io import DEFAULT_IO
+from pylog.layout import CLIENTS_LOCK_FILE
+from pylog.locks import name_lock
 
 PRODUCER_IDS_FILE = ".pylog-producer-ids"
-_LOCK_FILE = ".pylog-clients.lock"
 
 
 def allocate_producer_id(root) -> int:
     """A producer id no other call on this log dir returned or will return."""
     path = os.path.join(root, PRODUCER_IDS_FILE)
-    with LockFile(os.path.join(root, _LOCK_FILE)) as lock_file, Mutex(lock_file, name_byte(PRODUCER_IDS_FILE)):
+    with name_lock(os.path.join(root, CLIENTS_LOCK_FILE), PRODUCER_IDS_FILE):
         next_id = read_next_producer_id(root)
         DEFAULT_IO.write_file(path, f"{next_id + 1}\n".encode())
         return next_id
