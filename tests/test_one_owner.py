@@ -23,6 +23,8 @@ RULES = [
     ("a file-kind suffix (layout.LOG_SUFFIX, ...)",
      r"""endswith\(["']\.(log|index|timeindex|txnindex|snapshot)["']\)""", set()),
     ("a partition directory's name (partition_dir.partition_dir_name)", r"""path\.join\(.*f["']\{[^}]+\}-\{""", set()),
+    ("a topic's first partition directory (logdir.metadata.LogDirMetadata: does the topic exist?)",
+     r"""f["']\{[^}]+\}-\d+["']""", set()),
     ("a file lock (locks.ByteLockFile, locks.DirMutex)", r"\bfcntl\.(flock|F_OFD_\w+|F_SETLKW?|F_GETLK|LOCK_EX)\b", {"locks.py"}),
     ("a name's lock byte (locks.name_byte)", r"""["']big["']\) ?>> ?2""", {"locks.py"}),
     ("a backoff that doubles its pause (locks.backoff)", r"(pause|delay)\w* ?\* ?2\b", {"locks.py"}),
@@ -55,7 +57,8 @@ def test_the_fact_is_written_only_by_its_owner(what, pattern, owners):
 
 def test_the_rules_find_what_they_look_for():
     samples = ["x = 2**31 - 1", "seq % 2**31", "int(time.time() * 1000)", 'f"{base:020d}.log"',
-               'name.endswith(".log")', 'os.path.join(root, f"{topic}-{p}")', "fcntl.flock(fd, fcntl.LOCK_EX)",
+               'name.endswith(".log")', 'os.path.join(root, f"{topic}-{p}")',
+               'os.path.isdir(os.path.join(root, f"{topic}-0"))', "fcntl.flock(fd, fcntl.LOCK_EX)",
                'int.from_bytes(digest, "big") >> 2', "pause = min(pause * 2, 0.005)",
                'os.path.join(root, "topic-configs.json")', "open(os.path.join(root, TOPIC_CONFIGS_FILE))",
                "LogManager(root, read_only=True).partitions(topic)"]
