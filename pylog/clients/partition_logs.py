@@ -41,7 +41,7 @@ def partition_list(partitions) -> list[TopicPartition]:
 
 class PartitionLogs:
     """The read-only logs of the partitions of the log dir ``root`` a consumer reads or
-    looks up (see the module's doc); ``watch`` (a :class:`~pylog.clients.wakeup.DirWatch`)
+    looks up (see the module's doc); ``watch`` (a :class:`~pylog.logdir.wakeup.DirWatch`)
     is told of each assigned partition's directory."""
 
     def __init__(self, root: str, subscriptions: SubscriptionState, watch, *, max_open_files: int | None = None):

@@ -11,7 +11,7 @@ from pylog import Log, LogManager
 from pylog.clients.offset_fetcher import OffsetAndTimestamp, OffsetFetcher
 from pylog.clients.partition_logs import PartitionLogs
 from pylog.clients.subscription_state import SubscriptionState, TopicPartition
-from pylog.clients.wakeup import DirWatch
+from pylog.logdir.wakeup import DirWatch
 from pylog.closing import close_all
 from pylog.errors import InvalidArgumentError, OffsetOutOfRangeError
 
