@@ -34,7 +34,7 @@ from pylog.layout import (
     INT32_RANGE, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 )
 from pylog.log import AppendInfo, Log
-from pylog.log.log import release_unflushed
+from pylog.log.local import release_unflushed
 from pylog.partition_dir import (
     LOG_DIR_FILES, PartitionDir, directory_path, ensure_directory, is_log_dir, parse_partition_dir,
     partition_dir_name, validate_topic,
@@ -68,7 +68,8 @@ class LogManager:
         (``storage_options``: fsspec's, as pandas takes them; ``remote_log_metadata``: where
         the ``__remote_log_metadata`` partitions are; ``encryption_key``: the key pair of
         encrypted Aiven segments; docs/tiered.md)."""
-        from pylog.remote.log_dir import RemoteLogDir, check_read_only, remote_target
+        from pylog.remote.location import check_read_only, remote_target
+        from pylog.remote.log_dir import RemoteLogDir
         if remote_target(root) is None:
             return super().__new__(cls)
         check_read_only(read_only, root)
@@ -84,7 +85,7 @@ class LogManager:
         object-store URL (``storage_options``: fsspec's) to which a writable manager tiers the
         topics configured ``remote_storage_enable``, every ``remote_log_manager_task_interval_ms``
         and on :meth:`tier` (:class:`~pylog.remote.manager.RemoteLogManager`)."""
-        from pylog.remote.log_dir import local_path
+        from pylog.remote.location import local_path
         self.root = directory_path(local_path(root) if isinstance(root, str) else root)
         self.config = build_config(config, overrides)
         self.read_only = read_only
