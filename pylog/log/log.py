@@ -1,6 +1,7 @@
 """``Log``: one partition directory in Apache Kafka's layout (docs/internals.md); Kafka's
 ``UnifiedLog``. The public API and the lock, composing ``LocalLog`` (segments and files),
-``LogOffsets`` (log start, high watermark, recovery point) and ``ProducerStateManager``.
+``LogOffsets`` (log start, high watermark, recovery point) and ``ProducerStateManager``;
+``LogAppender`` takes the steps of an append, a roll and a flush (pylog/log/appender.py).
 
 Appends go to the active segment under the lock; reads take it only to pick a segment.
 An append is durable once ``flush()`` returned (or the flush policy ran one); the offsets
@@ -220,7 +221,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
             now = now_ms()
             data = encode_records(records, self.config, base_offset=self.log_end_offset,
                                   leader_epoch=self.replica_view.leader_epoch, now=now, codec=codec, **options)
-            return self._append_encoded(data, from_client=True, now=now)
+            return self._appender.append(data, self.config, from_client=True, now=now)
 
     def append_batches(self, raw) -> AppendInfo:
         """Append pre-encoded Kafka batches (magic 2), assigning offsets from the log end.
@@ -232,7 +233,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
             now = now_ms()
             data = assign_offsets(data, batches, self.config, base_offset=self.log_end_offset,
                                   leader_epoch=self.replica_view.leader_epoch, now=now)
-            return self._append_encoded(data, from_client=True, now=now)
+            return self._appender.append(data, self.config, from_client=True, now=now)
 
     def append_as_follower(self, raw) -> AppendInfo:
         """Append batches keeping their offsets (replication, copying a log). Offsets must
@@ -243,7 +244,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         batches = whole_batches(data)
         with self._lock:
             check_follower_batches(batches, self.log_end_offset)
-            return self._append_encoded(data, from_client=False, now=now_ms(), batches=batches)
+            return self._appender.append(data, self.config, from_client=False, now=now_ms(), batches=batches)
 
     def append_txn_marker(self, producer_id: int, producer_epoch: int, commit: bool,
                           coordinator_epoch: int = 0) -> AppendInfo:
@@ -256,11 +257,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         with self._lock:
             raw = encode_control_batch(1 if commit else 0, base_offset=self.log_end_offset,
                                        partition_leader_epoch=self.replica_view.leader_epoch, **marker)
-            return self._append_encoded(raw, from_client=False, now=now_ms())
-
-    def _append_encoded(self, data: bytes, *, from_client: bool, now: int, batches=None) -> AppendInfo:
-        """Write whole batches under the lock (:class:`~pylog.log.appender.LogAppender`)."""
-        return self._appender.append(data, self.config, from_client=from_client, now=now, batches=batches)
+            return self._appender.append(raw, self.config, from_client=False, now=now_ms())
 
     def roll(self, new_base_offset: int | None = None) -> Segment:
         """Start a new active segment (at the log end unless given). The old one gets its
