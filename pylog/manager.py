@@ -33,13 +33,14 @@ from pylog.layout import (
     INT32_RANGE, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 )
 from pylog.log import AppendInfo, Log
-from pylog.log.log import release_unflushed
+from pylog.log.local import release_unflushed
 from pylog.logdir.metadata import LogDirMetadata
 from pylog.partition_dir import PartitionDir, directory_path, ensure_directory, partition_dir_name, validate_topic
 from pylog.partitioner import partition_for_key
 from pylog.record.encode import check_record
 from pylog.record.record import as_record
-from pylog.remote.log_dir import RemoteLogDir, check_read_only, local_path, remote_target
+from pylog.remote.location import check_read_only, local_path, remote_target
+from pylog.remote.log_dir import RemoteLogDir
 from pylog.remote.manager import RemoteLogManager
 from pylog.remote.metadata import METADATA_TOPIC
 from pylog.remote.store import is_url, redact

@@ -127,8 +127,6 @@ LAZY_IMPORTS = {
     ("pylog.record.backend", "pylog.record.vector_encode"): _NUMPY,
     ("pylog.record.backend", "pylog._speedups"): "the optional C extension (absent without a compiler, "
                                                 "or switched off by PYLOG_NO_SPEEDUPS), loaded by the backend alone",
-    ("pylog.log.log", "pylog.remote.log_dir"): "Log.open of a URL opens a RemoteLog, whose modules import "
-                                              "pylog.log: a circle still to break",
     ("pylog.spark", "pylog.spark.source"): "pyspark's entry point: importing pylog.spark loads no Spark code until used",
 }
 
@@ -224,3 +222,34 @@ def test_import_pylog_leaves_numpy_unloaded():
                          env={**os.environ, "PYTHONPATH": str(PYLOG.parent)})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_the_partition_log_is_on_no_import_circle():
+    graph = import_graph()
+    assert "pylog.remote.location" in graph["pylog.log.log"]  # Log.open tells a URL from a path there
+    found = [sorted(c) for c in circles(graph) if any(m == "pylog.log" or m.startswith("pylog.log.") for m in c)]
+    assert not found, "import circles through the partition log:\n" + "\n".join(" -> ".join(c) for c in found)
+
+
+OPEN_A_REMOTE_PARTITION_AFTER_THE_REMOTE_LOG = """
+import pylog.remote.log  # first: the remote log, then the partition log whose parts it reads with
+import os, sys
+import fsspec
+from pylog.log import Log
+with Log.open(os.path.join(sys.argv[1], "events-0")) as log:
+    log.append([b"a", b"b"])
+store = fsspec.filesystem("memory")
+for name in os.listdir(os.path.join(sys.argv[1], "events-0")):
+    with open(os.path.join(sys.argv[1], "events-0", name), "rb") as f:
+        store.pipe(f"/bucket/events-0/{name}", f.read())
+with Log.open("memory://bucket/events-0", read_only=True) as remote:
+    print(type(remote).__name__, [r.value for r in remote.records()])
+"""
+
+
+def test_log_open_reaches_object_storage_whichever_module_is_imported_first(tmp_path):
+    out = subprocess.run([sys.executable, "-W", "ignore", "-c", OPEN_A_REMOTE_PARTITION_AFTER_THE_REMOTE_LOG,
+                          str(tmp_path)], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(PYLOG.parent)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "RemoteLog [b'a', b'b']"

@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import time
 
-from pylog.arguments import check_function, check_int
+from pylog.arguments import check_function
 from pylog.clients.consumer_coordinator import (  # noqa: F401 - public here
     ConsumerCoordinator, GroupMetadata, OffsetAndMetadata, checked_commit_offsets,
 )
@@ -35,14 +35,14 @@ from pylog.clients.consumer_record import ConsumerRecord
 from pylog.clients.fetcher import Fetcher
 from pylog.clients.offset_fetcher import OffsetAndTimestamp  # noqa: F401 - public here
 from pylog.clients.partition_logs import as_topic_partition, partition_list
-from pylog.clients.settings import ISOLATION_LEVELS, check_consumer_settings, refuse_unknown_settings
+from pylog.clients.settings import ISOLATION_LEVELS, check_consumer_settings, check_poll_arguments
+from pylog.clients.settings import refuse_unknown_settings
 from pylog.clients.subscription_state import (
     ConsumerRebalanceListener, SubscriptionState, SubscriptionType, TopicPartition,
 )
-from pylog.logdir.metadata import LogDirMetadata
 from pylog.logdir.wakeup import DirWatch
 from pylog.closing import close_all
-from pylog.errors import ClientStateError, InvalidArgumentError, LogDirNotFoundError, UnknownTopicError
+from pylog.errors import ClientStateError, InvalidArgumentError, LogDirNotFoundError
 from pylog.layout import INT32_MAX
 
 
@@ -103,7 +103,7 @@ class Consumer:
             session_timeout_ms=session_timeout_ms, heartbeat_interval_ms=heartbeat_interval_ms,
             max_poll_interval_ms=max_poll_interval_ms, client_id=client_id,
             enable_auto_commit=self.enable_auto_commit, auto_commit_interval_ms=auto_commit_interval_ms,
-            list_topics=self._list_topics)
+            list_topics=self._fetcher.logs.topics)
 
     # -- subscription and assignment --------------------------------------------------------
     def assign(self, partitions) -> None:
@@ -111,11 +111,7 @@ class Consumer:
         for one that does not exist, before the assignment changes."""
         self._check_open()
         self._subscriptions.check_type(SubscriptionType.USER_ASSIGNED)
-        partitions = set(partition_list(partitions))
-        for tp in sorted(partitions):
-            self._fetcher.logs.log(tp)
-        self._subscriptions.assign_from_user(partitions)
-        self._fetcher.sync_assignment()
+        self._fetcher.assign(set(partition_list(partitions)))
 
     def subscribe(self, topics=(), pattern: str | None = None, listener: ConsumerRebalanceListener | None = None):
         """Subscribe to ``topics`` or the topics matching ``pattern`` (a regex), as a
@@ -138,10 +134,7 @@ class Consumer:
 
     def subscription(self) -> set[str]:
         self._check_open()
-        return set(self._subscriptions.subscribed_topics(self._list_topics))
-
-    def _list_topics(self) -> list[str]:
-        return LogDirMetadata.for_root(self.root).topics()
+        return set(self._subscriptions.subscribed_topics(self._fetcher.logs.topics))
 
     def assignment(self) -> set[TopicPartition]:
         self._check_open()
@@ -152,16 +145,13 @@ class Consumer:
         ``exclude_internal_topics=False`` (kafka-python's ``topics()``, Java's
         ``listTopics()``). O(directory entries)."""
         self._check_open()
-        return {t for t in self._list_topics() if not self._subscriptions.is_excluded(t)}
+        return {t for t in self._fetcher.logs.topics() if not self._subscriptions.is_excluded(t)}
 
     def partitions_for_topic(self, topic: str) -> set[int] | None:
         """The partition numbers of ``topic``; None when the log dir has no such topic
         (kafka-python's ``partitions_for_topic``). O(directory entries)."""
         self._check_open()
-        try:
-            return set(LogDirMetadata.for_root(self.root).partitions(topic))
-        except UnknownTopicError:
-            return None
+        return self._fetcher.logs.partitions(topic)
 
     # -- positions --------------------------------------------------------------------------
     def _check_assigned(self, tp) -> TopicPartition:
@@ -172,15 +162,14 @@ class Consumer:
         """The offset of the next record ``poll`` returns for ``tp``."""
         tp = self._check_assigned(tp)
         if self._subscriptions.position(tp) is None:
-            self._update_fetch_positions([tp], deleted_ok=False)
+            self._offsets.update_fetch_positions(self._coordinator, [tp], deleted_ok=False)
         return self._subscriptions.position(tp)
 
     def seek(self, tp, offset: int) -> None:
         tp = self._check_assigned(tp)
         if not isinstance(offset, int) or offset < 0:
             raise InvalidArgumentError(f"offset must be an int >= 0, not {offset!r}")
-        self._subscriptions.seek(tp, offset)
-        self._fetcher.forget(tp, seeked=True)
+        self._fetcher.seek(tp, offset)
 
     def seek_to_beginning(self, *partitions) -> None:
         self._seek_to("earliest", partitions)
@@ -192,9 +181,7 @@ class Consumer:
 
     def _seek_to(self, spec: str, partitions) -> None:
         for tp in partitions or sorted(self._subscriptions.assignment()):
-            tp = self._check_assigned(tp)
-            self._offsets.seek_to(tp, spec)
-            self._fetcher.forget(tp, seeked=True)
+            self._fetcher.seek(self._check_assigned(tp), spec)
 
     def highwater(self, tp) -> int:
         """The high watermark of the assigned partition ``tp`` (kafka-python's
@@ -221,9 +208,7 @@ class Consumer:
         """Fetch nothing more from ``partitions`` until ``resume``; iteration stops yielding
         their records already fetched (they come again after ``resume``)."""
         for tp in partitions:
-            tp = self._check_assigned(tp)
-            self._subscriptions.pause(tp)
-            self._fetcher.forget(tp)
+            self._fetcher.pause(self._check_assigned(tp))
 
     def resume(self, *partitions) -> None:
         self._check_open()
@@ -233,14 +218,6 @@ class Consumer:
     def paused(self) -> set:
         self._check_open()
         return self._subscriptions.paused()
-
-    def _update_fetch_positions(self, partitions=None, *, deleted_ok: bool = True) -> None:
-        """Kafka's updateFetchPositions, before each fetch: every assigned partition (or
-        each of ``partitions``) without a position takes the group's committed offset,
-        else where ``auto_offset_reset`` says, so the next commit covers all of them."""
-        if self._coordinator is not None:
-            self._coordinator.refresh_committed_offsets(partitions)
-        self._offsets.reset_positions(partitions, deleted_ok=deleted_ok)
 
     # -- polling ----------------------------------------------------------------------------
     def poll(self, timeout_ms: int = 0, max_records: int | None = None, update_offsets: bool = True) -> dict:
@@ -264,9 +241,7 @@ class Consumer:
         """kafka-python's ``_poll_once`` in a loop until records or ``timeout_ms``: the
         group's turn, positions, a fetch, then a wait for an append or the next duty."""
         self._check_open()
-        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float)) or not timeout_ms >= 0:
-            raise InvalidArgumentError(f"timeout_ms must be a number >= 0, not {timeout_ms!r}")
-        check_int(max_records, "max_records", (1, INT32_MAX))
+        check_poll_arguments(timeout_ms, max_records)
         coordinator = self._coordinator
         if not self._subscriptions.user_assigned and not (coordinator is not None and coordinator.active):
             raise ClientStateError("poll() before subscribe() or assign(): the consumer reads no partition")
@@ -278,7 +253,7 @@ class Consumer:
             if coordinator is not None:
                 coordinator.poll()
                 self._fetcher.sync_assignment()
-            self._update_fetch_positions()
+            self._offsets.update_fetch_positions(coordinator)
             if coordinator is not None:
                 coordinator.maybe_auto_commit()
             out = self._fetcher.fetched_columns(max_records) if columnar else self._fetcher.fetched_records(max_records)

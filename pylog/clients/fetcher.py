@@ -62,6 +62,15 @@ class Fetcher:
         if self._iterated:
             self._iterated = collections.deque(i for i in self._iterated if self._subscriptions.is_assigned(i[0]))
 
+    def assign(self, partitions: set) -> None:
+        """Read exactly ``partitions`` (Kafka's ``assignFromUser``): each is opened first, so
+        one that does not exist raises :class:`UnknownTopicError` before the assignment
+        changes; what was fetched from partitions no longer assigned is dropped."""
+        for tp in sorted(partitions):
+            self.logs.log(tp)
+        self._subscriptions.assign_from_user(partitions)
+        self.sync_assignment()
+
     def partition_deleted(self, tp: TopicPartition) -> None:
         """``tp``'s topic was deleted: its records fetched are dropped, it is not fetched
         (:meth:`PartitionLogs.partition_deleted
@@ -70,6 +79,20 @@ class Fetcher:
         self.logs.partition_deleted(tp)
 
     # -- fetching ---------------------------------------------------------------------------
+    def seek(self, tp: TopicPartition, offset) -> None:
+        """Move ``tp``'s position to ``offset`` (an offset, or ``"earliest"``/``"latest"``
+        looked up by the :class:`OffsetFetcher`), dropping what was fetched before."""
+        if isinstance(offset, str):
+            self.offsets.seek_to(tp, offset)
+        else:
+            self._subscriptions.seek(tp, offset)
+        self.forget(tp, seeked=True)
+
+    def pause(self, tp: TopicPartition) -> None:
+        """Fetch nothing more from ``tp`` until it is resumed; what was fetched is dropped."""
+        self._subscriptions.pause(tp)
+        self.forget(tp)
+
     def forget(self, tp: TopicPartition, *, seeked: bool = False) -> None:
         """Drop ``tp``'s records fetched and not returned or not yet iterated (its position
         moved, or it was paused); after a seek (``seeked``), also the error of a record of

@@ -89,6 +89,15 @@ class OffsetFetcher:
                                         f"is 'none'")
         self.seek_to(tp, self.auto_offset_reset)
 
+    def update_fetch_positions(self, coordinator, partitions=None, *, deleted_ok: bool = True) -> None:
+        """Kafka's ``updateFetchPositions``, before each fetch: every assigned partition (or
+        each of ``partitions``) without a position takes the group's committed offset (with a
+        ``coordinator``, the group's :class:`ConsumerCoordinator`), else where
+        ``auto_offset_reset`` says (:meth:`reset_positions`), so the next commit covers all of them."""
+        if coordinator is not None:
+            coordinator.refresh_committed_offsets(partitions)
+        self.reset_positions(partitions, deleted_ok=deleted_ok)
+
     def reset_positions(self, partitions=None, *, deleted_ok: bool = True) -> None:
         """Kafka's ``resetPositionsIfNeeded``: each of ``partitions`` (by default every
         assigned one) still without a position takes the one ``auto_offset_reset`` says; a

@@ -20,6 +20,7 @@ from pylog.arguments import check_topic_partition
 from pylog.clients.subscription_state import SubscriptionState, TopicPartition
 from pylog.errors import InvalidArgumentError, UnknownTopicError
 from pylog.log import Log
+from pylog.logdir.metadata import LogDirMetadata
 from pylog.partition_dir import partition_dir_name
 from pylog.segment.open_files import OpenFiles
 
@@ -49,6 +50,18 @@ class PartitionLogs:
         self._open_files = OpenFiles(max_open_files)  # shared by the segments of every partition read
         self._assigned: dict[TopicPartition, Log] = {}  # watched
         self._queried: dict[TopicPartition, Log] = {}  # others', opened for an offset look-up
+
+    def topics(self) -> list[str]:
+        """The topics of the log dir. O(directory entries) when it changed, else O(1)."""
+        return LogDirMetadata.for_root(self.root).topics()
+
+    def partitions(self, topic: str) -> set[int] | None:
+        """The partition numbers of ``topic``; None when the log dir has no such topic.
+        O(directory entries)."""
+        try:
+            return set(LogDirMetadata.for_root(self.root).partitions(topic))
+        except UnknownTopicError:
+            return None
 
     def log(self, tp: TopicPartition) -> Log:
         """The log of the assigned partition ``tp``, opened and watched on first use;

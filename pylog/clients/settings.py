@@ -117,3 +117,11 @@ def check_producer_settings(*, transactional_id, enable_idempotence, linger_ms, 
         check_name(transactional_id, "transactional_id")
         if not enable_idempotence:
             raise InvalidArgumentError("a transactional producer must be idempotent (enable_idempotence=True)")
+
+
+def check_poll_arguments(timeout_ms, max_records) -> None:
+    """``Consumer.poll``'s ``timeout_ms`` (a number >= 0) and ``max_records`` (1 to
+    INT32_MAX); :class:`InvalidArgumentError` naming the one that is not."""
+    if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float)) or not timeout_ms >= 0:
+        raise InvalidArgumentError(f"timeout_ms must be a number >= 0, not {timeout_ms!r}")
+    check_int(max_records, "max_records", (1, INT32_MAX))

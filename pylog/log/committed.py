@@ -16,7 +16,7 @@ the batches after it (O(bytes after the snapshot), as a writable open does), so
 
 from __future__ import annotations
 
-from pylog.log.loader import lso_after
+from pylog.log.loader import lso_after, while_files_vanish
 from pylog.producer_state import ProducerStateManager
 
 #: Producers are never expired by a reader: an open transaction must stay known.
@@ -66,6 +66,14 @@ class CommittedReadState:
             local.check_txn_indexes(found, log_end_offset)
         return producers
 
+    def caught_up(self, local, offsets, lock, *, aborts: bool, relist) -> ProducerStateManager:
+        """:meth:`catch_up` under ``lock``, again after ``relist()`` while the writer renamed
+        or deleted a file under it (:func:`following_the_writer`)."""
+        def catch_up():
+            with lock:
+                return self.catch_up(local, offsets, aborts=aborts)
+        return following_the_writer(catch_up, read_only=True, relist=relist)
+
     def _load_from_snapshot(self, local, log_start_offset: int, log_end_offset: int) -> ProducerStateManager:
         producers = ProducerStateManager(local.path, producer_id_expiration_ms=_NEVER_MS, read_only=True)
         producers.load(log_start_offset, log_end_offset, local.batches_between, now_ms=0)
@@ -77,3 +85,22 @@ class CommittedReadState:
         for batch in batches:
             yield batch
             self._replayed_to = batch.next_offset
+
+
+def last_stable_offset(producers, offsets, *, auto_high_watermark: bool) -> int:
+    """min(first offset of an open transaction, high watermark) of a log whose producer
+    state is ``producers`` (caught up) and whose offsets are ``offsets``. O(producers)."""
+    high_watermark = offsets.high_watermark
+    fuo = producers.first_unstable_offset(None if auto_high_watermark else high_watermark, offsets.log_start_offset)
+    return high_watermark if fuo is None else min(fuo, high_watermark)
+
+
+def following_the_writer(read, *, read_only: bool, relist):
+    """``read()``; for a read-only log whose writer renamed or deleted a file under it
+    (compaction, retention: ENOENT, ESTALE), again after ``relist()`` (listing the directory
+    again), up to RELIST_ATTEMPTS times. A writable log runs it once."""
+    def step(attempt: int):
+        if attempt > 1:
+            relist()
+        return read()
+    return while_files_vanish(step, read_only=read_only)

@@ -24,6 +24,7 @@ from pylog.log.leader_epoch import LeaderEpochFileCache, read_writers_epochs
 from pylog.log.loader import LoadedLog, live_segment_bases, take_checkpointed_offsets, while_files_vanish
 from pylog.log.offsets import LogOffsets
 from pylog.log.segments import DelayedDeletes, batches_before, batches_from, delete_segment
+from pylog.record.encode import now_ms
 from pylog.segment.fetch import FetchData
 from pylog.segment.segment import Segment, segment_paths
 from pylog.stat_watch import StatWatch
@@ -105,6 +106,12 @@ class LocalLog:
         for seg in self.segments.from_floor(recovery_point):
             seg.flush()
         self.io.fsync_dir(self.path)
+
+    def segments_below(self, offset: int) -> list:
+        """The segments wholly below ``offset`` (the next one starts at or below it): what a
+        log start moved to ``offset`` deletes. O(segments)."""
+        segments = list(self.segments)
+        return [s for s, nxt in zip(segments, segments[1:]) if nxt.base_offset <= offset]
 
     def min_snapshot_offset_to_retain(self, recovery_point: int) -> int:
         """Kafka's bound after a recovery-point checkpoint: snapshots of the last two segments
@@ -284,6 +291,12 @@ class LocalLog:
         with self._lock:
             return batches_before(self.segments, end, max_bytes)
 
+    def reload_producers(self, producers, log_start_offset: int) -> None:
+        """Rebuild ``producers`` (a writer's ``ProducerStateManager``) from the batches kept
+        after a cut: its newest snapshot at or below the log end, then the batches after it."""
+        producers.truncate_and_reload(log_start_offset, self.log_end_offset, self.batches_between, now_ms(),
+                                      read_back=self.batches_before)
+
     def offset_for_timestamp(self, timestamp: int, log_start_offset: int) -> int | None:
         """The earliest offset at or above the log start whose record timestamp is >=
         ``timestamp``, or EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP as
@@ -435,3 +448,11 @@ def release_unclosed(local: LocalLog, pdir, warn: bool = True) -> None:
         local.close()
     finally:
         pdir.unlock(clean=False)
+
+
+def release_unflushed(log) -> None:
+    """Release ``log`` as a dropped one is, without its warning (its owner warned once)."""
+    detached = log._release_unclosed.detach()
+    if detached is not None:
+        _, release, args, _ = detached
+        release(*args, warn=False)

@@ -1,6 +1,7 @@
 """``Log``: one partition directory in Apache Kafka's layout (docs/internals.md); Kafka's
 ``UnifiedLog``. The public API and the lock, composing ``LocalLog`` (segments and files),
-``LogOffsets`` (log start, high watermark, recovery point) and ``ProducerStateManager``.
+``LogOffsets`` (log start, high watermark, recovery point) and ``ProducerStateManager``;
+``LogAppender`` takes the steps of an append, a roll and a flush (pylog/log/appender.py).
 
 Appends go to the active segment under the lock; reads take it only to pick a segment.
 An append is durable once ``flush()`` returned (or the flush policy ran one); the offsets
@@ -15,22 +16,21 @@ from pylog import retention
 from pylog.arguments import check_choice, check_int, check_txn_marker
 from pylog.check import check_log
 from pylog.config import LogConfig, build_config
-from pylog.errors import InvalidOffsetError, OffsetOutOfRangeError, RecordTooLargeError, StorageError
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import INT64_MAX, OFFSET_RANGE
-from pylog.log.appends import AppendInfo, AppendSummary, assign_offsets, check_follower_batches, check_offset
-from pylog.log.appends import checked_records, client_batches, duplicate_info, encode_records, whole_batches
+from pylog.log.appender import LogAppender
+from pylog.log.appends import AppendInfo, assign_offsets, check_follower_batches, check_offset, checked_records
+from pylog.log.appends import client_batches, encode_records, whole_batches
 from pylog.log.cleaner_view import LogCleanerView
-from pylog.log.committed import CommittedReadState
-from pylog.log.loader import LoadedLog, lso_after, open_partition, while_files_vanish
-from pylog.log.local import EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP, LocalLog, unclosed_finalizer
+from pylog.log.committed import CommittedReadState, following_the_writer, last_stable_offset
+from pylog.log.loader import LoadedLog, open_partition
+from pylog.log.local import LATEST_TIERED_TIMESTAMP, LocalLog, unclosed_finalizer
 from pylog.log import tiered
 from pylog.log.reading import RecordReads
 from pylog.log.replica_view import LogReplicaView
-from pylog.log.validation import validate_timestamps
 from pylog.producer_state import ProducerState
-from pylog.record.batch import decode_batches
 from pylog.record.encode import encode_control_batch, now_ms
+from pylog.remote.location import check_read_only, local_path, open_remote_log, remote_target
 from pylog.segment.fetch import FetchData
 from pylog.segment.open_files import OpenFiles
 from pylog.segment.segment import Segment
@@ -67,7 +67,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         self._offsets = loaded.offsets
         self._producers = loaded.producers
         self._committed = CommittedReadState() if read_only else None
-        self._last_flush_ms = now_ms()
+        self._appender = LogAppender(self._local, self._offsets, self._producers, self._epochs, self._dir)
         self.cleaner_view = LogCleanerView(self)
         self.replica_view = LogReplicaView(self)
         self._release_unclosed = unclosed_finalizer(self, self._local, self._dir)
@@ -91,7 +91,6 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         An object-store URL (``s3://``, ``gs://``, ``az://``, ``abfss://``; ``file://`` of a
         tiered layout) opens a read-only :class:`~pylog.remote.log.RemoteLog` of the partition
         there (``storage_options``: fsspec's, as pandas takes them; docs/tiered.md)."""
-        from pylog.remote.log_dir import check_read_only, local_path, open_remote_log, remote_target
         if remote_target(path) is not None:
             check_read_only(read_only, path)
             return open_remote_log(path, storage_options=storage_options, remote_log_metadata=remote_log_metadata,
@@ -183,18 +182,16 @@ class Log(RecordReads, contextlib.AbstractContextManager):
     def _last_stable_offset(self, *, aborts: bool) -> int:
         """``aborts``: a read-only log also learns every aborted transaction (committed reads)."""
         self._producers_caught_up(aborts=aborts)
-        high_watermark = self._offsets.high_watermark
-        fuo = self._producers.first_unstable_offset(None if self.auto_high_watermark else high_watermark,
-                                                    self.local_log_start_offset)
-        return high_watermark if fuo is None else min(fuo, high_watermark)
+        return last_stable_offset(self._producers, self._offsets, auto_high_watermark=self.auto_high_watermark)
 
     def _producers_caught_up(self, *, aborts: bool) -> None:
         """A read-only log replays the producer batches it has not seen (``CommittedReadState``)."""
         if self.read_only:
-            def catch_up():
-                with self._lock:
-                    self._producers = self._committed.catch_up(self._local, self._offsets, aborts=aborts)
-            self._following_the_writer(catch_up)
+            self._producers = self._committed.caught_up(self._local, self._offsets, self._lock, aborts=aborts,
+                                                        relist=self._relist)
+
+    def _relist(self) -> None:
+        self.refresh(relist=True)
 
     def __repr__(self) -> str:
         return (f"Log({self.path!r}, log_start_offset={self.log_start_offset}, "
@@ -224,7 +221,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
             now = now_ms()
             data = encode_records(records, self.config, base_offset=self.log_end_offset,
                                   leader_epoch=self.replica_view.leader_epoch, now=now, codec=codec, **options)
-            return self._append_encoded(data, from_client=True, now=now)
+            return self._appender.append(data, self.config, from_client=True, now=now)
 
     def append_batches(self, raw) -> AppendInfo:
         """Append pre-encoded Kafka batches (magic 2), assigning offsets from the log end.
@@ -236,7 +233,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
             now = now_ms()
             data = assign_offsets(data, batches, self.config, base_offset=self.log_end_offset,
                                   leader_epoch=self.replica_view.leader_epoch, now=now)
-            return self._append_encoded(data, from_client=True, now=now)
+            return self._appender.append(data, self.config, from_client=True, now=now)
 
     def append_as_follower(self, raw) -> AppendInfo:
         """Append batches keeping their offsets (replication, copying a log). Offsets must
@@ -247,7 +244,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         batches = whole_batches(data)
         with self._lock:
             check_follower_batches(batches, self.log_end_offset)
-            return self._append_encoded(data, from_client=False, now=now_ms(), batches=batches)
+            return self._appender.append(data, self.config, from_client=False, now=now_ms(), batches=batches)
 
     def append_txn_marker(self, producer_id: int, producer_epoch: int, commit: bool,
                           coordinator_epoch: int = 0) -> AppendInfo:
@@ -260,51 +257,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         with self._lock:
             raw = encode_control_batch(1 if commit else 0, base_offset=self.log_end_offset,
                                        partition_leader_epoch=self.replica_view.leader_epoch, **marker)
-            return self._append_encoded(raw, from_client=False, now=now_ms())
-
-    def _append_encoded(self, data: bytes, *, from_client: bool, now: int, batches=None) -> AppendInfo:
-        """Write whole batches (offsets final), rolling first if needed, between producer
-        state's validation and its update. A failure after the write (``.txnindex``, flush)
-        takes the append back (an unflushed cut: a crash may bring the batches back).
-        ``batches``: ``data`` decoded, when the caller already did."""
-        batches = batches or list(decode_batches(data))
-        validate_timestamps(batches, self.config, now, from_client=from_client)
-        summary = AppendSummary.of(batches)
-        if summary.last_offset >= INT64_MAX:
-            raise InvalidOffsetError(f"append of offsets up to {summary.last_offset} refused: the log end offset "
-                                     f"after it must fit an int64, so the last offset a log holds is {INT64_MAX - 1}")
-        if len(data) > self.config.segment_bytes:
-            raise RecordTooLargeError(f"append of {len(data)} bytes exceeds segment_bytes {self.config.segment_bytes}")
-        producers = self._producers  # a writer's, always loaded
-        if batches[0].magic == 2 and batches[0].producer_id >= 0 or len(batches) > 1:
-            duplicate = producers.validate(batches, from_client=from_client)
-            if duplicate is not None:
-                return duplicate_info(duplicate)
-        if self._local.should_roll(append_bytes=len(data), max_timestamp=summary.max_timestamp,
-                                   last_offset=summary.last_offset, now=now):
-            self.roll(max(summary.first_offset, self.log_end_offset))
-        high_watermark, recovery_point = self.high_watermark, self.recovery_point
-        self._local.append(data, last_offset=summary.last_offset, max_timestamp=summary.max_timestamp,
-                           offset_of_max_timestamp=summary.offset_of_max_timestamp)
-        try:
-            self._epochs.assign_batches(batches)
-            producers.replay(batches, lambda txn: self._local.index_aborted(txn._replace(
-                last_stable_offset=lso_after(producers, self.high_watermark, txn.last_offset)), self.local_log_start_offset))
-            self._offsets.appended(self.log_end_offset)
-            if (self.log_end_offset - self.recovery_point >= self.config.flush_messages
-                    or now - self._last_flush_ms >= self.config.flush_ms):
-                self.flush()
-        except StorageError:
-            self._local.active.truncate_to(summary.first_offset)
-            self._offsets.restored(high_watermark=high_watermark, recovery_point=recovery_point,
-                                   log_end_offset=self.log_end_offset)
-            if summary.has_producer:
-                producers.truncate_and_reload(self.local_log_start_offset, self.log_end_offset,
-                                              self._local.batches_between, now_ms(),
-                                              read_back=self._local.batches_before)
-            self._epochs.truncate_from_end(summary.first_offset)  # last: a failed write leaves only the file stale
-            raise
-        return summary.info(len(data))
+            return self._appender.append(raw, self.config, from_client=False, now=now_ms())
 
     def roll(self, new_base_offset: int | None = None) -> Segment:
         """Start a new active segment (at the log end unless given). The old one gets its
@@ -312,16 +265,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         new segment is durable when this returns."""
         self._local.check_writable()
         with self._lock:
-            old = self._local.active
-            base = max(new_base_offset if new_base_offset is not None else 0, self.log_end_offset)
-            if base == old.base_offset and old.size_bytes == 0:
-                return old
-            old.on_become_inactive()
-            self._producers.take_snapshot(base)
-            self.flush()  # a failure up to here leaves the old segment active
-            new = self._local.roll(base)  # the old active segment is now one of the last two:
-            self._producers.delete_snapshots_below(self._local.min_snapshot_offset_to_retain(self.recovery_point))
-            return new
+            return self._appender.roll(new_base_offset)
 
     def update_config(self, config: LogConfig | dict) -> None:
         """Take new settings now, as a Kafka broker takes a topic's altered configs
@@ -343,11 +287,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         is durable."""
         self._local.check_writable()
         with self._lock:
-            self._local.flush(self.recovery_point)
-            self._offsets.flushed_to(self.log_end_offset, self.log_end_offset)
-            self._last_flush_ms = now_ms()
-            self._offsets.checkpoint(self._dir)
-            self._producers.delete_snapshots_below(self._local.min_snapshot_offset_to_retain(self.recovery_point))
+            self._appender.flush()
 
     def read(self, offset: int, max_bytes: int = 1 << 20, *, isolation: str = "uncommitted",
              max_offset: int | None = None, min_one_message: bool = True) -> FetchData:
@@ -393,24 +333,13 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         offset in remote storage); None if none. O(segments + index_interval)."""
         self._local.check_open()
         check_int(timestamp, "timestamp", (LATEST_TIERED_TIMESTAMP, INT64_MAX))
-        if timestamp in (EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP):
-            return tiered.local_or_tiered_offset(self.remote, timestamp, self.local_log_start_offset)
-        def local(ts: int) -> int | None:
-            return self._following_the_writer(lambda: self._local.offset_for_timestamp(ts, self.local_log_start_offset))
-        if self.remote is None:
-            return local(timestamp)
-        return tiered.offset_for_timestamp(self.remote, timestamp, self.local_log_start_offset, local,
-                                           max((s.max_timestamp for s in self.segments), default=-1))
+        return tiered.offset_for_timestamp(self.remote, timestamp, self.local_log_start_offset, self._local_offset,
+                                           lambda: max((s.max_timestamp for s in self.segments), default=-1))
 
-    def _following_the_writer(self, read):
-        """``read()``; for a read-only log whose writer renamed or deleted a file under it
-        (compaction, retention: ENOENT, ESTALE), again after listing the directory again,
-        up to RELIST_ATTEMPTS times. A writable log runs it once."""
-        def step(attempt: int):
-            if attempt > 1:
-                self.refresh(relist=True)
-            return read()
-        return while_files_vanish(step, read_only=self.read_only)
+    def _local_offset(self, timestamp: int) -> int | None:
+        """:meth:`offset_for_timestamp` in the local segments (again if the writer removed a file)."""
+        return following_the_writer(lambda: self._local.offset_for_timestamp(timestamp, self.local_log_start_offset),
+                                    read_only=self.read_only, relist=self._relist)
 
     def truncate_to(self, offset: int) -> None:
         """Remove every offset >= ``offset`` (whole batches: the batch holding ``offset``
@@ -425,9 +354,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
                 self._epochs.clear()
             self._epochs.truncate_from_end(self.log_end_offset)
             self._offsets.truncated(self.log_end_offset)
-            self._producers.truncate_and_reload(self.local_log_start_offset, self.log_end_offset,
-                                                self._local.batches_between, now_ms(),
-                                                read_back=self._local.batches_before)
+            self._local.reload_producers(self._producers, self.local_log_start_offset)
             self._local.active.flush()
             self._offsets.checkpoint(self._dir)
 
@@ -438,16 +365,10 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         self._local.check_writable()
         check_offset(before_offset, "before_offset")
         with self._lock:
-            if before_offset > self.high_watermark:
-                raise OffsetOutOfRangeError(
-                    f"cannot delete records before {before_offset}: past the high watermark {self.high_watermark}")
-            if before_offset <= self.local_log_start_offset:
+            if not self._offsets.delete_records_before(before_offset, self.log_end_offset):
                 return self.local_log_start_offset
-            self._offsets.delete_records_before(before_offset, self.log_end_offset)
             self._epochs.truncate_from_start(self.local_log_start_offset)
-            segments = self.segments  # a segment goes when the next one starts at or below the new log start
-            self.cleaner_view.delete_segments([s for s, nxt in zip(segments, segments[1:])
-                                               if nxt.base_offset <= before_offset])
+            self.cleaner_view.delete_segments(self._local.segments_below(before_offset))
             self._offsets.checkpoint(self._dir)
             return self.local_log_start_offset
 
@@ -474,11 +395,3 @@ class Log(RecordReads, contextlib.AbstractContextManager):
                 self._release_unclosed.detach()
                 self._local.close()
                 self._dir.unlock(clean=clean)
-
-
-def release_unflushed(log: Log) -> None:
-    """Release ``log`` as a dropped one is, without its warning (its owner warned once)."""
-    detached = log._release_unclosed.detach()
-    if detached is not None:
-        _, release, args, _ = detached
-        release(*args, warn=False)

@@ -10,7 +10,7 @@ Not thread-safe: the ``Log``'s lock guards it.
 
 from __future__ import annotations
 
-from pylog.errors import InvalidOffsetError
+from pylog.errors import InvalidOffsetError, OffsetOutOfRangeError
 from pylog.layout import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 
 
@@ -107,11 +107,17 @@ class LogOffsets:
             self._high_watermark = min(self._high_watermark, log_end_offset)
         self._check(log_end_offset)
 
-    def delete_records_before(self, offset: int, log_end_offset: int) -> None:
-        """Kafka's DeleteRecords: the log start moves up to ``offset``, which must not pass
-        the high watermark (checked by the caller, which words the error)."""
-        self._log_start = max(self._log_start, offset)
+    def delete_records_before(self, offset: int, log_end_offset: int) -> bool:
+        """Kafka's DeleteRecords: the log start moves up to ``offset``; False when it is
+        there already. Past the high watermark: :class:`OffsetOutOfRangeError`, nothing moves."""
+        if offset > self._high_watermark:
+            raise OffsetOutOfRangeError(
+                f"cannot delete records before {offset}: past the high watermark {self._high_watermark}")
+        if offset <= self._log_start:
+            return False
+        self._log_start = offset
         self._check(log_end_offset)
+        return True
 
     def advance_log_start(self, offset: int, log_end_offset: int) -> None:
         """Segments below ``offset`` are gone: the log start moves up to it if lower, and the

@@ -7,7 +7,7 @@ RemoteLogManager). A :class:`~pylog.log.log.Log` holds its remote part in ``log.
 from __future__ import annotations
 
 from pylog.errors import OffsetOutOfRangeError
-from pylog.log.local import EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP
+from pylog.log.local import EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP, MAX_TIMESTAMP
 
 
 def log_start_offset(remote, local_start: int) -> int:
@@ -57,10 +57,16 @@ def read(remote, offset: int, local_start: int, max_bytes: int, *, isolation: st
     return remote.read(offset, max_bytes, isolation=isolation, max_offset=bound, min_one_message=min_one_message)
 
 
-def offset_for_timestamp(remote, timestamp: int, local_start: int, local_answer, local_max_timestamp: int):
-    """Kafka's ListOffsets over both parts: the remote segments answer first for a
-    timestamp they hold, the local ones after (``local_answer(timestamp)``); the largest
-    timestamp is the earlier part's when both hold it."""
+def offset_for_timestamp(remote, timestamp: int, local_start: int, local_answer, local_max_timestamp):
+    """Kafka's ListOffsets over both parts (``remote`` None: the local one alone): the remote
+    segments answer first for a timestamp they hold, the local ones after
+    (``local_answer(timestamp)``); the largest timestamp is the earlier part's when both hold
+    it (``local_max_timestamp()``: the local segments' largest); -4 and -5 as
+    :func:`local_or_tiered_offset`."""
+    if timestamp in (EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP):
+        return local_or_tiered_offset(remote, timestamp, local_start)
+    if remote is None:
+        return local_answer(timestamp)
     start = log_start_offset(remote, local_start)
     if timestamp == EARLIEST_TIMESTAMP:
         return start
@@ -68,7 +74,7 @@ def offset_for_timestamp(remote, timestamp: int, local_start: int, local_answer,
         return local_answer(timestamp)
     if timestamp == MAX_TIMESTAMP:
         remote_max = max((s.max_timestamp for s in remote.segments), default=-1)
-        return remote.offset_for_timestamp(timestamp) if 0 <= remote_max >= local_max_timestamp \
+        return remote.offset_for_timestamp(timestamp) if 0 <= remote_max >= local_max_timestamp() \
             else local_answer(timestamp)
     if timestamp >= 0:
         found = remote.offset_for_timestamp(timestamp)

@@ -2,3 +2,5 @@
 
 - :mod:`pylog.remote.store`: ``ObjectStore``, the one seam to object storage (fsspec).
 """
+
+from pylog.remote import log_dir  # noqa: F401 - registers the opener that Log.open(url) calls (pylog.remote.location)

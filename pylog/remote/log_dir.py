@@ -10,25 +10,21 @@ read as it was when opened.
 from __future__ import annotations
 
 import contextlib
-import re
 from pathlib import Path
 
 from pylog.checkpoint import OffsetCheckpoint
 from pylog.config import build_config
 from pylog.errors import LogDirNotFoundError, ReadOnlyError, UnknownTopicError
-from pylog.layout import LOG_SUFFIX, OFFSET_DIGITS, SNAPSHOT_SUFFIX, TOPIC_CONFIGS_FILE
+from pylog.layout import OFFSET_DIGITS, SNAPSHOT_SUFFIX, TOPIC_CONFIGS_FILE
 from pylog.logdir.metadata import parse_topic_configs
 from pylog.producer_state import parse_snapshot
 from pylog.remote.layouts import LOG_DIR, list_store, live_entries
 from pylog.remote.log import RemoteLog
+from pylog.remote.location import AIVEN_PARTITION, LOCAL_TIERED_PARTITION, LOG_DIR_PARTITION, register_opener
 from pylog.remote.metadata import METADATA_TOPIC, RemoteLogMetadata
 from pylog.remote.store import ObjectStore, is_url, redact
 
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
-_UUID = r"[A-Za-z0-9_-]{22}"
-_AIVEN_PARTITION = re.compile(rf"(?P<root>.*/)?(?P<topic>[^/]+)-{_UUID}/(?P<partition>\d+)")
-_LOCAL_TIERED_PARTITION = re.compile(rf"(?P<root>.*/)?(?P<topic>[^/]+)-(?P<partition>\d+)-{_UUID}")
-_LOG_DIR_PARTITION = re.compile(r"(?P<root>.*/)?(?P<topic>[^/]+)-(?P<partition>\d+)")
 
 
 class RemoteLogDir(contextlib.AbstractContextManager):
@@ -193,7 +189,7 @@ def open_remote_log(url, *, storage_options: dict | None = None, remote_log_meta
     ``<dir>/<topic>-<partition>-<topicId>`` (Kafka's LocalTieredStorage). Lists that
     partition's objects only."""
     text = str(url).rstrip("/")
-    for pattern in (_AIVEN_PARTITION, _LOCAL_TIERED_PARTITION, _LOG_DIR_PARTITION):
+    for pattern in (AIVEN_PARTITION, LOCAL_TIERED_PARTITION, LOG_DIR_PARTITION):
         m = pattern.fullmatch(text)
         if m is None or not m["root"] or m["root"].endswith("://"):
             continue
@@ -213,50 +209,11 @@ def _tiered_partition(url) -> tuple:
     tiered layout (``<topic>-<topicId>/<partition>``, ``<topic>-<partition>-<topicId>``),
     else (``url``, ""). No I/O."""
     text = str(url).rstrip("/")
-    for pattern in (_AIVEN_PARTITION, _LOCAL_TIERED_PARTITION):
+    for pattern in (AIVEN_PARTITION, LOCAL_TIERED_PARTITION):
         m = pattern.fullmatch(text)
         if m is not None and m["root"] and not m["root"].endswith("://"):
             return m["root"].rstrip("/"), text[len(m["root"]):] + "/"
     return url, ""
 
 
-def remote_target(path) -> str | None:
-    """The URL to open in object storage for ``path`` (any scheme but ``file://``, or a
-    ``file://`` URL of a tiered layout), None for a local path or a ``file://`` URL of a
-    plain log dir or partition dir (opened as local files, :func:`local_path`). No I/O but a
-    directory listing for ``file://``."""
-    if not isinstance(path, str) or not is_url(path):
-        return None
-    if not path.lower().startswith("file://"):
-        return path
-    local = local_path(path)
-    tiered = _AIVEN_PARTITION.fullmatch(local) or _LOCAL_TIERED_PARTITION.fullmatch(local.rstrip("/"))
-    if tiered or not _holds_log_dir(local):
-        return path
-    return None
-
-
-def local_path(url: str) -> str:
-    """The local path of a ``file://`` URL (the URL itself otherwise)."""
-    return url[len("file://"):] if url.lower().startswith("file://") else url
-
-
-def _holds_log_dir(directory: str) -> bool:
-    """Whether ``directory`` is a plain partition dir or log dir (segments in it or one level down)."""
-    import os
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return True  # let the local open say what is wrong
-    if not names or any(n.endswith(LOG_SUFFIX) and n[:-len(LOG_SUFFIX)].isdigit() for n in names):
-        return True
-    return any(_LOG_DIR_PARTITION.fullmatch(n) and not _LOCAL_TIERED_PARTITION.fullmatch(n)
-               and os.path.isdir(os.path.join(directory, n)) for n in names)
-
-
-def check_read_only(read_only: bool, url) -> None:
-    if not read_only:
-        raise ReadOnlyError(f"{redact(str(url))} is in object storage: open it with read_only=True "
-                            f"(pylog reads Kafka data in object storage; it writes there by tiering)")
-
-
+register_opener(open_remote_log)

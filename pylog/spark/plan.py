@@ -18,7 +18,7 @@ import numpy as np
 
 from pylog.partition_dir import is_partition_dir
 from pylog.remote.layouts import LOG_DIR
-from pylog.remote.log_dir import local_path, remote_target
+from pylog.remote.location import local_path, remote_target
 from pylog.remote.store import redact
 from pylog.errors import (
     InvalidConfigError, LogDirNotFoundError, OffsetOutOfRangeError, PylogError, UnknownTopicError,

@@ -30,7 +30,7 @@ from pyspark.sql.types import (
 )
 
 from pylog.errors import InvalidConfigError
-from pylog.remote.log_dir import remote_target
+from pylog.remote.location import remote_target
 from pylog.remote.store import redact
 from pylog.spark import plan
 from pylog.spark.options import parse_read_options

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from pylog import Log
-from pylog.errors import InvalidOffsetError
+from pylog.errors import InvalidOffsetError, OffsetOutOfRangeError
 from pylog.layout import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 from pylog.log.offsets import LogOffsets
 from pylog.partition_dir import PartitionDir
@@ -127,3 +127,13 @@ def test_log_start_and_recovery_point_are_read_only_on_the_log(tmp_path):
             with pytest.raises(AttributeError):
                 setattr(log, name, 1)
         assert (log.log_start_offset, log.recovery_point) == before
+
+
+def test_delete_records_past_the_high_watermark_is_refused_and_below_the_log_start_moves_nothing():
+    offsets = _offsets(2, 6, 3, 10, auto=False)
+    with pytest.raises(OffsetOutOfRangeError, match="before 7: past the high watermark 6"):
+        offsets.delete_records_before(7, 10)
+    assert offsets.delete_records_before(2, 10) is False
+    assert _state(offsets) == (2, 6, 3)
+    assert offsets.delete_records_before(6, 10) is True
+    assert _state(offsets) == (6, 6, 3)
