@@ -52,7 +52,7 @@ def name_byte(name: str) -> int:
 
 class ByteLockFile:
     """One open lock file; ``byte`` arguments pick the range (one byte) locked. Created if
-    absent, unless ``read_only`` (then :class:`FileNotFoundError` for a missing file: a
+    absent, unless ``read_only`` (then ``FileNotFoundError`` for a missing file: a
     probe with :meth:`is_locked` needs no write access)."""
 
     def __init__(self, path: str, *, read_only: bool = False):
