@@ -92,7 +92,8 @@ class OffsetFetcher:
     def update_fetch_positions(self, coordinator, partitions=None, *, deleted_ok: bool = True) -> None:
         """Kafka's ``updateFetchPositions``, before each fetch: every assigned partition (or
         each of ``partitions``) without a position takes the group's committed offset (with a
-        ``coordinator``, the group's :class:`ConsumerCoordinator`), else where
+        ``coordinator``, the group's
+        :class:`~pylog.clients.consumer_coordinator.ConsumerCoordinator`), else where
         ``auto_offset_reset`` says (:meth:`reset_positions`), so the next commit covers all of them."""
         if coordinator is not None:
             coordinator.refresh_committed_offsets(partitions)
