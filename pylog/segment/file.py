@@ -195,7 +195,8 @@ class LogFile:
 
     @property
     def is_open(self) -> bool:
-        return self._handle is not None and self._handle.fd >= 0
+        handle = self._handle
+        return handle is not None and handle.fd >= 0
 
     # -- writes ----------------------------------------------------------------------
     def append(self, data) -> int:
@@ -207,7 +208,8 @@ class LogFile:
         position = self.size_bytes
         if position + len(data) > MAX_FILE_BYTES:
             raise StorageError(27, f"append would grow {self.path} past 2 GiB")
-        fd = self._open().fd
+        handle = self._open()  # held to the end (see read)
+        fd = handle.fd
         try:
             self.io.pwrite(fd, data, position)
         except StorageError:
@@ -223,20 +225,23 @@ class LogFile:
         """Cut the file to ``size`` bytes (only if it is larger). Durable after :meth:`flush`."""
         if not 0 <= size <= self.size_bytes:
             raise InvalidArgumentError(f"cannot truncate {self.path} to {size} bytes: its size is {self.size_bytes}")
-        fd = self._open().fd
+        handle = self._open()  # held to the end (see read)
+        fd = handle.fd
         if os.fstat(fd).st_size > size:
             self.io.truncate(fd, size)
         self.size_bytes = size
 
     def flush(self) -> None:
         """fsync the file (data and metadata)."""
-        if self._handle is not None and self._handle.fd >= 0 and self.writable:
-            self.io.fsync(self._handle.fd)
+        handle = self._handle  # one look: a release in another thread may drop it meanwhile
+        if handle is not None and handle.fd >= 0 and self.writable:
+            self.io.fsync(handle.fd)
 
     # -- reads ---------------------------------------------------------------------------
     def read(self, position: int, size: int) -> bytes:
         """Up to ``size`` bytes at ``position`` (fewer at the end). O(size), one syscall or more."""
-        return pread_fully(self._open().fd, position, size)
+        handle = self._open()  # held to the end: a release in another thread must not close its fd
+        return pread_fully(handle.fd, position, size)
 
     def headers(self, start: int = 0, end: int | None = None) -> Iterator[BatchHeader]:
         """Walk the batch headers in ``[start, end)``; a torn final batch ends the walk.

@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+import pylog.segment.file as file_module
 from pylog.errors import CorruptRecordError, StorageError
 from pylog.record.encode import encode_batch
 from pylog.record.record import Record
@@ -144,3 +145,22 @@ def test_headers_of_a_kafka_file_match_kafkas_batches(log_path):
     headers = list(LogFile(log_path, writable=False).headers())
     assert [(h.position, h.size, h.last_offset, h.magic) for h in headers] == expected
     assert all(h.max_timestamp == by_position[h.position]["max_timestamp"] for h in headers if h.magic == 2)
+
+
+def test_a_read_keeps_its_descriptor_open_while_another_thread_releases_the_file(path, monkeypatch):
+    """The bound on open files (and a segment's deletion) releases a file while another
+    thread reads it: the read holds its handle, so its descriptor is neither closed under
+    it (EBADF) nor reused by the next ``open`` (bytes of another file)."""
+    f = LogFile(path, writable=True)
+    f.append(batch(0, 3))
+    f.flush()
+    reader = LogFile(path, writable=False)
+    real_pread_fully = file_module.pread_fully
+
+    def released_first(fd, position, size):  # the interleaving: the release lands between open and read
+        reader.release()
+        return real_pread_fully(fd, position, size)
+
+    monkeypatch.setattr(file_module, "pread_fully", released_first)
+    assert reader.read(0, 20) == batch(0, 3)[:20]
+    assert [h.base_offset for h in reader.headers()] == [0]
