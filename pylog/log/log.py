@@ -301,9 +301,9 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         check_offset(offset, "offset")
         check_int(max_bytes, "max_bytes", OFFSET_RANGE)
         check_choice(isolation, "isolation", ISOLATIONS)
-        if self.remote is not None:  # tiered: below the local start, or once retention moved it past offset
+        if self.remote is not None or self.config.remote_storage_enable:  # tiered, or its first copy may land now
             return tiered.read_either(self, offset, max_bytes, isolation=isolation, max_offset=max_offset,
-                                      min_one_message=min_one_message, read_local=self._read_local)
+                                      min_one_message=min_one_message, read_local=self._read_local, lock=self._lock)
         return self._read_local(offset, max_bytes, isolation=isolation, max_offset=max_offset,
                                 min_one_message=min_one_message)
 

@@ -24,13 +24,14 @@ def reads_remote(remote, offset: int, local_start: int) -> bool:
 
 
 def read_either(log, offset: int, max_bytes: int, *, isolation: str, max_offset: int | None, min_one_message: bool,
-                read_local):
+                read_local, lock):
     """``log.read`` of a tiered log: the remote part below the local start, else the local
     one; a local read that local retention overtook (the offset fell below the local start
     while it ran, its segment now copied) is read again from the remote part: retention
-    moves the local start with the deletion, under the log's lock, so a read that started
-    before sees it moved once it is done. The local start is read before the remote part,
-    so a copy the remote part lists is never missed."""
+    moves the local start with the deletion, under the log's ``lock``, so a read that started
+    before sees it moved once it is done: the local read plans without the lock, so the
+    start is read again under it, after any deletion that began during the read. The local
+    start is read before the remote part, so a copy the remote part lists is never missed."""
     for attempt in range(2):
         local_start, remote = log.local_log_start_offset, log.remote
         if reads_remote(remote, offset, local_start):
@@ -43,7 +44,9 @@ def read_either(log, offset: int, max_bytes: int, *, isolation: str, max_offset:
             if attempt or offset >= log.local_log_start_offset:
                 raise
             continue
-        if attempt or offset >= log.local_log_start_offset:
+        with lock:  # a deletion under way holds it until the local start has moved
+            local_start = log.local_log_start_offset
+        if attempt or offset >= local_start:
             return fetch
         # local retention deleted the segment while the read planned on it (a read of a
         # deleted segment may skip to the next one): what was there is in the remote part now
