@@ -161,7 +161,7 @@ def test_looking_up_one_offset_in_each_segment_costs_no_private_copy_of_its_inde
 
 
 READER_HOLDING_MAPS = """
-import os, sys, time
+import sys
 from pylog import Log
 log = Log.open(sys.argv[1], read_only=True)
 for seg in log.segments[:-1]:
@@ -169,8 +169,7 @@ for seg in log.segments[:-1]:
         seg.translate_offset(seg.base_offset + k % 8)
         seg.offset_index.lookup(seg.base_offset + k)
 print("mapped", flush=True)
-while not os.path.exists(sys.argv[2]):  # until every reader holds its maps
-    time.sleep(0.01)
+sys.stdin.readline()  # until every reader holds its maps
 rss = shared = 0
 with open("/proc/self/smaps") as f:
     current = None
@@ -184,26 +183,27 @@ with open("/proc/self/smaps") as f:
             else:
                 shared += int(parts[1])
 print(rss, shared, flush=True)
-while not os.path.exists(sys.argv[3]):
-    time.sleep(0.01)
+sys.stdin.readline()  # holds its maps until told to stop
 """
 
 
 def test_eight_reader_processes_share_the_index_pages(tmp_path):
     d = tmp_path / "t-0"
     _synthetic_log(d, segments=16, entries=65536)
-    measure, stop = tmp_path / "measure", tmp_path / "stop"
-    readers = [subprocess.Popen([sys.executable, "-c", READER_HOLDING_MAPS, str(d), str(measure), str(stop)],
+    readers = [subprocess.Popen([sys.executable, "-c", READER_HOLDING_MAPS, str(d)], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env={**os.environ, "PYTHONPATH": str(ROOT)}) for _ in range(8)]
     try:
         assert [p.stdout.readline() for p in readers] == ["mapped\n"] * 8
-        measure.touch()  # all eight hold their maps now: each measures its share
+        for p in readers:  # all eight hold their maps now: each measures its share
+            p.stdin.write("measure\n")
+            p.stdin.flush()
         figures = [tuple(map(int, p.stdout.readline().split())) for p in readers]
         for rss_kib, shared_kib in figures:
             assert rss_kib > 0 and shared_kib >= 0.9 * rss_kib, figures
     finally:
-        stop.touch()
+        for p in readers:
+            p.stdin.close()  # end of input: the reader stops
         for p in readers:
             p.wait(timeout=60)
     assert [p.returncode for p in readers] == [0] * 8, [p.stderr.read() for p in readers]
