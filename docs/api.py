@@ -22,7 +22,8 @@ import pylog
 
 def public_modules() -> list[str]:
     """``pylog`` and every submodule whose dotted name has no ``_``-prefixed part and
-    that imports here."""
+    that imports here, with the names its ``__all__`` loads on first use loaded (pdoc reads
+    a module's ``__dict__``, where a lazy name appears only once it has been used)."""
     names = ["pylog"]
     for info in pkgutil.walk_packages(pylog.__path__, "pylog."):
         if any(part.startswith("_") for part in info.name.split(".")):
@@ -33,6 +34,10 @@ def public_modules() -> list[str]:
             print(f"api reference: leaving out {info.name} ({e})", file=sys.stderr)
             continue
         names.append(info.name)
+    for name in names:
+        module = sys.modules[name]
+        for public in getattr(module, "__all__", ()):
+            getattr(module, public, None)
     return names
 
 
