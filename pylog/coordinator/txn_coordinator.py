@@ -180,12 +180,14 @@ class TransactionCoordinator:
         finishing what the previous instance left open. Durable before it returns."""
         with self._mutex(transactional_id):
             meta = self.current(transactional_id)
-            if meta is None or meta.producer_epoch >= MAX_EPOCH - 1:
-                meta = TxnMetadata(allocate_producer_id(self.root), 0, timeout_ms)
-            else:
-                meta.producer_epoch += 1
+            if meta is not None:
+                # fences the previous instance, the markers carry it; MAX_EPOCH is the last
+                # (a restart between the abort and the new id finds it there)
+                meta.producer_epoch = min(meta.producer_epoch + 1, MAX_EPOCH)
                 if meta.state in ("Ongoing", "PrepareAbort", "PrepareCommit"):
                     self._complete(transactional_id, meta, commit=meta.state == "PrepareCommit")
+            if meta is None or meta.producer_epoch >= MAX_EPOCH:  # the id's epochs ran out
+                meta = TxnMetadata(allocate_producer_id(self.root), 0, timeout_ms)
             meta.timeout_ms = timeout_ms
             meta.state, meta.partitions, meta.start_ms = "Empty", set(), -1
             self._write(transactional_id, meta)

@@ -13,7 +13,9 @@ import pytest
 from pylog import Log, LogManager
 from pylog.clients import Consumer, Producer
 from pylog.logdir.producer_ids import allocate_producer_id
+from pylog.logdir.writers import WriterPool
 from pylog.clients.consumer import GroupMetadata
+from pylog.coordinator.txn_coordinator import MAX_EPOCH, TransactionCoordinator
 from pylog.errors import (
     InvalidArgumentError, InvalidConfigError, LogLockedError, ProducerFencedError, RecordTooLargeError,
     TransactionAbortableError, UnknownMemberIdError, UnknownTopicError,
@@ -183,6 +185,37 @@ def test_abort_hides_records_and_a_new_instance_aborts_what_a_crash_left_open(ro
         p.send("out", b"kept")
         p.commit_transaction()
     assert read(root, "out", 0, "committed") == [b"kept"]
+
+
+def test_a_new_instance_past_the_last_epoch_aborts_what_the_old_producer_id_left_open(root):
+    """When the epochs of a transactional id's producer id run out, the next instance gets
+    a new producer id; the transaction the old id left open is aborted first (at the last
+    epoch, fencing it), or its records would hold every read_committed reader back for ever."""
+    make_topic(root, "out", 1)
+    with Producer(root, transactional_id="a"):
+        pass
+    coordinator = TransactionCoordinator(root, WriterPool.for_root(root))
+    meta = coordinator.current("a")
+    meta.producer_epoch = MAX_EPOCH - 2  # as after 32,765 restarts of the id
+    coordinator._write("a", meta)
+    old = Producer(root, transactional_id="a")
+    assert old.producer_epoch == MAX_EPOCH - 1
+    old.begin_transaction()
+    old.send("out", b"left open", partition=0).get(5)
+    new = Producer(root, transactional_id="a")
+    assert (new.producer_id, new.producer_epoch) != (old.producer_id, old.producer_epoch)
+    assert new.producer_epoch == 0
+    with pytest.raises(ProducerFencedError):
+        old.commit_transaction()
+    new.begin_transaction()
+    new.send("out", b"kept", partition=0)
+    new.commit_transaction()
+    old.close()
+    new.close()
+    coordinator.close()
+    assert read(root, "out", 0, "committed") == [b"kept"]
+    with Log.open(os.path.join(root, "out-0"), read_only=True) as log:
+        assert log.last_stable_offset == log.log_end_offset
 
 
 def test_a_lingering_producer_appends_every_record_of_a_partition_in_send_order(root):
