@@ -20,7 +20,7 @@ from pylog.manager import LogManager
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("configs", help="describe or alter a topic's settings, as kafka-configs.sh does")
+    p = sub.add_parser("configs")
     p.add_argument("root", help="the log dir")
     action = p.add_mutually_exclusive_group(required=True)
     action.add_argument("--describe", dest="action", action="store_const", const="describe",

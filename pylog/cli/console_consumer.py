@@ -61,14 +61,11 @@ SETTINGS = {
 
 
 def add_console_consumer_parser(sub) -> None:
-    _add(sub.add_parser("console-consumer", help="print the records of a topic as kafka-console-consumer.sh does, "
-                                                 "following new ones until --max-messages, --timeout-ms or Ctrl-C"),
-         follow=True)
+    _add(sub.add_parser("console-consumer"), follow=True)
 
 
 def add_consume_parser(sub) -> None:
-    _add(sub.add_parser("consume", help="console-consumer with --from-beginning --no-follow as defaults: "
-                                        "print what a topic holds and stop"), follow=False)
+    _add(sub.add_parser("consume"), follow=False)
 
 
 def _add(p, *, follow: bool) -> None:

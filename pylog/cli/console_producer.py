@@ -49,11 +49,11 @@ SETTINGS = {
 
 
 def add_console_producer_parser(sub) -> None:
-    _add(sub.add_parser("console-producer", help="append stdin lines as records, as kafka-console-producer.sh does"))
+    _add(sub.add_parser("console-producer"))
 
 
 def add_produce_parser(sub) -> None:
-    _add(sub.add_parser("produce", help="the same as console-producer"))
+    _add(sub.add_parser("produce"))
 
 
 def _add(p) -> None:

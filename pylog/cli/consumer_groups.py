@@ -29,8 +29,7 @@ ISOLATION = "uncommitted"
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("consumer-groups", help="list, describe and reset consumer groups "
-                                               "(kafka-consumer-groups compatible)")
+    p = sub.add_parser("consumer-groups")
     p.add_argument("root", help="the log dir")
     action = p.add_mutually_exclusive_group(required=True)
     action.add_argument("--list", action="store_true", help="list the groups")

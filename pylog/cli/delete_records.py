@@ -29,7 +29,7 @@ from pylog.manager import LogManager
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("delete-records", help="delete records below offsets, as kafka-delete-records.sh does")
+    p = sub.add_parser("delete-records")
     p.add_argument("root", help="the log dir holding <topic>-<partition> directories")
     p.add_argument("--offset-json-file", required=True, metavar="FILE",
                    help='Kafka\'s JSON: {"partitions": [{"topic": "t", "partition": 0, "offset": 5}], "version": 1}')

@@ -28,8 +28,7 @@ HEADERS = {"log_start_offset": "start", "log_end_offset": "end", "high_watermark
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("describe", help="partitions, offsets, sizes, timestamps and topic configs of a log dir "
-                                        "or of one partition directory")
+    p = sub.add_parser("describe")
     p.add_argument("path", metavar="ROOT|PARTITION",
                    help="a broker log dir (every partition in it) or one <topic>-<partition> directory; or the "
                         "URL of one in object storage (s3://, s3a://, gs://, az://, abfss://, file://)")

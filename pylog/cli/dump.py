@@ -51,8 +51,7 @@ NOT_DECODED = {"--share-group-state-decoder": "__share_group_state"}
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("dump", help="print the batches, records and index entries of segment files "
-                                    "(kafka-dump-log compatible)")
+    p = sub.add_parser("dump")
     p.add_argument("paths", nargs="*", metavar="FILE",
                    help=".log/.index/.timeindex/.txnindex/.snapshot/.checkpoint files (or use --files), or their "
                         "URLs in object storage (s3://, s3a://, gs://, az://, abfss://, file://; Aiven's tiered "

@@ -37,7 +37,7 @@ KRAFT_METADATA_TOPIC = "__cluster_metadata"
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("get-offsets", help="print topic:partition:offset for a time, as kafka-get-offsets.sh does")
+    p = sub.add_parser("get-offsets")
     p.add_argument("root", help="the log dir holding <topic>-<partition> directories, or its URL in object storage "
                                 "(s3://, s3a://, gs://, az://, abfss://, file://)")
     p.add_argument("--topic", help="the topic, a regular expression (whole name); default: every topic")

@@ -1,6 +1,6 @@
 """``pylog``: the command-line entry point. Each subcommand lives in its own module
 with ``add_parser(subparsers)`` (or ``add_<command>_parser`` when a module holds several)
-and ``run(args) -> int``.
+and ``run(args) -> int``; its help line is the one :data:`COMMANDS` holds.
 
 Errors a user can cause (missing path, unknown topic, corrupt file, bad option) print
 one line on stderr and exit non-zero; no traceback.
@@ -20,7 +20,7 @@ from pylog.spark.jvm import reader_lines
 #: subcommand -> (module under pylog.cli, the line ``pylog --help`` shows for it), in the order
 #: ``pylog --help`` lists them: Kafka's everyday tools first, then inspection, maintenance and
 #: the benchmark. ``pylog COMMAND`` loads that command's module only (start-up time); the
-#: line is the one the module's parser gives (tests/cli/test_cli_options.py checks it).
+#: module's parser gets its line from here (:class:`_Commands`).
 COMMANDS = {
     "topics": ("topics", "create, list, describe, grow or delete topics, as kafka-topics.sh does"),
     "console-producer": ("console_producer", "append stdin lines as records, as kafka-console-producer.sh does"),
@@ -56,6 +56,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} ({command} --help lists the options)\n")
 
 
+class _Commands:
+    """The ``pylog`` subparsers as a command module sees them: ``add_parser(name, ...)``
+    gives the command the help line :data:`COMMANDS` holds for it."""
+
+    def __init__(self, subparsers):
+        self._subparsers = subparsers
+
+    def add_parser(self, name: str, **kwargs) -> argparse.ArgumentParser:
+        return self._subparsers.add_parser(name, help=COMMANDS[name][1], **kwargs)
+
+
 def build_parser(load=COMMANDS) -> argparse.ArgumentParser:
     """The ``pylog`` parser, with the full parsers of the commands named in ``load`` (all by
     default); the others are listed by name and help line only, their modules not loaded."""
@@ -71,7 +82,7 @@ def build_parser(load=COMMANDS) -> argparse.ArgumentParser:
             continue
         mod = importlib.import_module(f"pylog.cli.{module}")
         adder = getattr(mod, f"add_{name.replace('-', '_')}_parser", None) or mod.add_parser
-        adder(sub)
+        adder(_Commands(sub))
     parser.commands = sub.choices  # each command's parser, by name
     return parser
 

@@ -10,14 +10,14 @@ from pylog.manager import LogManager
 
 
 def add_retention_parser(sub) -> None:
-    p = sub.add_parser("retention", help="apply the delete policy once to every log")
+    p = sub.add_parser("retention")
     p.add_argument("root", help="the log dir holding <topic>-<partition> directories")
     add_timeout_argument(p)
     p.set_defaults(run=run_retention)
 
 
 def add_compact_parser(sub) -> None:
-    p = sub.add_parser("compact", help="compact every log whose policy includes compact")
+    p = sub.add_parser("compact")
     p.add_argument("root", help="the log dir holding <topic>-<partition> directories")
     p.add_argument("--force", action="store_true", help="ignore min_cleanable_dirty_ratio")
     add_timeout_argument(p)

@@ -43,8 +43,7 @@ BENCH_ROWS = {"produce": "append batch=1000 value=100B", "consume": "read sequen
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("perf", help="produce then consume N records and report throughput and latency",
-                       description="Producer/consumer performance test on a pylog partition: produce, consume "
+    p = sub.add_parser("perf", description="Producer/consumer performance test on a pylog partition: produce, consume "
                                    "as records, consume columnar; compared with docs/PERFORMANCE.md.")
     p.add_argument("--records", type=int, default=2_000_000, help="records to produce (default 2,000,000)")
     p.add_argument("--record-size", type=int, default=100, help="value bytes per record (default 100)")

@@ -16,7 +16,7 @@ from pylog.remote.restore import pull
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("tiered", help="tiered storage: restore tiered segments into partition directories")
+    p = sub.add_parser("tiered")
     actions = p.add_subparsers(dest="action", metavar="ACTION", help="what to do: pull (restore partition dirs)")
     actions.required = True
     pull = actions.add_parser("pull", help="rebuild partition directories from tiered segments at a URL")

@@ -27,7 +27,7 @@ ACTIONS = ("create", "list", "describe", "alter", "delete")
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("topics", help="create, list, describe, grow or delete topics, as kafka-topics.sh does")
+    p = sub.add_parser("topics")
     p.add_argument("root", help="the log dir holding <topic>-<partition> directories")
     action = p.add_mutually_exclusive_group(required=True)
     action.add_argument("--create", dest="action", action="store_const", const="create",

@@ -36,8 +36,7 @@ MAX_TRANSACTION_TIMEOUT_MIN = 15
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("transactions", help="list, describe, find hanging and abort transactions, as "
-                                            "kafka-transactions.sh does")
+    p = sub.add_parser("transactions")
     p.add_argument("root", help="the log dir holding <topic>-<partition> directories")
     commands = p.add_subparsers(dest="txn_command", metavar="COMMAND", required=True,
                                 help="list | describe | describe-producers | find-hanging | abort")

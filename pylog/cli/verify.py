@@ -33,7 +33,7 @@ SCAN_BYTES = 8 * 1024 * 1024
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("verify", help="check CRCs, indexes, offsets and checkpoints; exit 0 only when clean")
+    p = sub.add_parser("verify")
     p.add_argument("paths", nargs="+", metavar="ROOT|PARTITION",
                    help="broker log dirs (every partition in them) or partition directories; or their URLs in "
                         "object storage (s3://, s3a://, gs://, az://, abfss://, file://)")
