@@ -11,7 +11,7 @@
  *   scan_columns(parts) -> tuple of 8 bytes objects
  *       The columnar decode of v2 batches in one walk: offsets, timestamps and keys and values
  *       copied into Arrow's binary layout (data, int32 offsets, a valid byte each).
- *   scan_arrow(parts, outs, row, key_at, value_at) -> (row, key_at, value_at, key_nulls, value_nulls)
+ *   scan_arrow(parts, outs, row, key_at, value_at, key_nulls, value_nulls) -> the same five after
  *       scan_columns' walk into Arrow buffers the caller allocated (pyarrow's memory pool), from
  *       a given row and data positions on: a fetch is decoded chunk by chunk into one set.
  *   decode_records(buf, count, base_offset, base_timestamp, append_time, record_type[, topic,
@@ -828,14 +828,16 @@ bad_varint:
     return NULL;
 }
 
-/* scan_arrow(parts, outs, row, key_at, value_at) -> (row, key_at, value_at, key_nulls, value_nulls)
+/* scan_arrow(parts, outs, row, key_at, value_at, key_nulls, value_nulls)
+ *     -> (row, key_at, value_at, key_nulls, value_nulls)
  * scan_columns' walk, written into Arrow buffers the caller allocated (from pyarrow's memory pool,
  * whose pages are reused from one read to the next) instead of new bytes objects. ``parts`` is
  * scan_columns'; ``outs`` the writable buffers (offsets int64, timestamps int64 in microseconds,
  * timestamp types int32, key offsets int32, key validity bitmap, key data, value offsets int32,
  * value validity bitmap, value data), filled from row ``row`` and data positions ``key_at`` /
- * ``value_at`` on (the offsets' entry ``row`` is written too). Returns where the next call goes on
- * and the nulls it wrote. Every record is checked as decode_records checks it and every write is
+ * ``value_at`` on (the offsets' entry ``row`` is written too), ``key_nulls`` / ``value_nulls`` the
+ * nulls of the rows before: a bitmap is written only once its column has a null. Returns where
+ * the next call goes on. Every record is checked as decode_records checks it and every write is
  * bounded by its buffer's size (ValueError, nothing returned). */
 enum { A_OFFSETS, A_STAMPS, A_TYPES, A_KOFF, A_KBITS, A_KDATA, A_VOFF, A_VBITS, A_VDATA, A_COUNT };
 
@@ -844,10 +846,26 @@ static inline void arrow_bit(unsigned char *bits, Py_ssize_t i, int set) {
     bits[i >> 3] = set ? (unsigned char)(bits[i >> 3] | mask) : (unsigned char)(bits[i >> 3] & ~mask);
 }
 
+/* Row i's validity bit; a bitmap is written only from its first null on (Arrow needs none
+ * without nulls): then the rows before it are marked valid at once. */
+static inline void arrow_valid(unsigned char *bits, Py_ssize_t i, int valid, Py_ssize_t *nulls) {
+    if (valid) {
+        if (*nulls) arrow_bit(bits, i, 1);
+        return;
+    }
+    if (!*nulls) {
+        memset(bits, 0xFF, (size_t)(i >> 3));
+        bits[i >> 3] = (unsigned char)((1u << (i & 7)) - 1);
+    }
+    arrow_bit(bits, i, 0);
+    ++*nulls;
+}
+
 static PyObject *scan_arrow(PyObject *self, PyObject *args) {
     PyObject *parts, *outs;
-    Py_ssize_t row, key_at, value_at, key_nulls = 0, value_nulls = 0;
-    if (!PyArg_ParseTuple(args, "O!O!nnn", &PyList_Type, &parts, &PyTuple_Type, &outs, &row, &key_at, &value_at))
+    Py_ssize_t row, key_at, value_at, key_nulls, value_nulls;
+    if (!PyArg_ParseTuple(args, "O!O!nnnnn", &PyList_Type, &parts, &PyTuple_Type, &outs, &row, &key_at, &value_at,
+                          &key_nulls, &value_nulls))
         return NULL;
     if (PyTuple_GET_SIZE(outs) != A_COUNT) {
         PyErr_SetString(PyExc_TypeError, "scan_arrow: outs holds 9 buffers");
@@ -860,7 +878,8 @@ static PyObject *scan_arrow(PyObject *self, PyObject *args) {
         if (PyObject_GetBuffer(PyTuple_GET_ITEM(outs, taken), &ob[taken], PyBUF_WRITABLE) < 0) goto done;
     }
     Py_ssize_t rows = ob[A_OFFSETS].len / 8;
-    if (row < 0 || key_at < 0 || value_at < 0 || ob[A_STAMPS].len / 8 < rows || ob[A_TYPES].len / 4 < rows ||
+    if (row < 0 || key_at < 0 || value_at < 0 || key_nulls < 0 || value_nulls < 0 || key_nulls > row ||
+        value_nulls > row || ob[A_STAMPS].len / 8 < rows || ob[A_TYPES].len / 4 < rows ||
         ob[A_KOFF].len / 4 < rows + 1 || ob[A_VOFF].len / 4 < rows + 1 || ob[A_KBITS].len * 8 < rows ||
         ob[A_VBITS].len * 8 < rows || key_at > ob[A_KDATA].len || value_at > ob[A_VDATA].len ||
         ob[A_KDATA].len > INT32_MAX || ob[A_VDATA].len > INT32_MAX) {
@@ -907,12 +926,10 @@ static PyObject *scan_arrow(PyObject *self, PyObject *args) {
             offsets[row] = base_offset + r.off_delta;
             stamps[row] = (fixed ? fixed_ts : base_ts + r.ts_delta) * 1000;
             types[row] = type;
-            arrow_bit(kbits, row, r.key_len >= 0);
-            arrow_bit(vbits, row, r.val_len >= 0);
+            arrow_valid(kbits, row, r.key_len >= 0, &key_nulls);
+            arrow_valid(vbits, row, r.val_len >= 0, &value_nulls);
             if (r.key_len > 0) { memcpy(kd + key_at, base + r.key_pos, r.key_len); key_at += r.key_len; }
-            else if (r.key_len < 0) key_nulls++;
             if (r.val_len > 0) { memcpy(vd + value_at, base + r.val_pos, r.val_len); value_at += r.val_len; }
-            else if (r.val_len < 0) value_nulls++;
             ko[row + 1] = (int32_t)key_at;
             vo[row + 1] = (int32_t)value_at;
         }
