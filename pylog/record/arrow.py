@@ -124,6 +124,7 @@ class _ArrowColumns:
         self.pa = pa
         self.fetch_bytes = fetch_bytes
         self.buffers = None
+        self.room = None  # (rows, key bytes, value bytes) the buffers hold at least
         self.rows = self.key_bytes = self.value_bytes = self.key_nulls = self.value_nulls = 0
 
     def scan(self, scan, parts: list) -> None:
@@ -142,13 +143,16 @@ class _ArrowColumns:
     def _reserve(self, rows: int, key_bytes: int, value_bytes: int) -> None:
         """Room for ``rows`` rows, ``key_bytes`` of keys and ``value_bytes`` of values; a
         growth doubles at least (the pool moves a block only when it cannot grow in place)."""
+        if self.room is not None and rows <= self.room[0] and key_bytes <= self.room[1] and value_bytes <= self.room[2]:
+            return
         need = [self._size(k, rows, key_bytes if k == 5 else value_bytes) for k in range(len(self._ROW_BYTES))]
         if self.buffers is None:
             self.buffers = [self.pa.allocate_buffer(size, resizable=True) for size in need]
-            return
-        for buf, size in zip(self.buffers, need):
-            if buf.size < size:
-                buf.resize(max(size, 2 * buf.size))
+        else:
+            for buf, size in zip(self.buffers, need):
+                if buf.size < size:
+                    buf.resize(max(size, 2 * buf.size))
+        self.room = (rows, key_bytes, value_bytes)
 
     def _size(self, k: int, rows: int, data_bytes: int) -> int:
         per_row = self._ROW_BYTES[k]
