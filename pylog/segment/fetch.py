@@ -153,8 +153,9 @@ class FetchData:
         batch's CRC and that offsets follow (:class:`CorruptRecordError`).
 
         The batches view the reused buffer: each list is valid only until the next is asked
-        for. Reading a chunk and decoding it while it is in the processor's cache costs a
-        third of a read of the whole fetch into new memory, then a decode of it from memory.
+        for, and is decoded while it is in the processor's cache. Reads of 128 KiB copied a
+        126 MB segment out of the page cache in 19 ms where reads of 256 KiB to 8 MiB took
+        55-60 ms (their copies miss the second-level cache; measured on a 2-core EPYC).
         O(bytes) reads, one ``pread`` a chunk (a batch larger than a chunk is read whole)."""
         lo, hi = self.first_offset, self._bound
         aborted = _AbortFilter(self.aborted_transactions) if self.isolation == "committed" else None
