@@ -54,9 +54,11 @@ def read_arrow(log, start_offset: int | None = None, end_offset: int | None = No
     place = _Place(pa, log.topic, log.partition)
     for fetch in _fetches(log, start_offset, end_offset, isolation, max_bytes):
         if scan is not None:
-            batch = _fetch_arrow(pa, scan, fetch, place, schema)
+            batch = _fetch_arrow(pa, scan, fetch, place, schema, end_offset)
         else:
             cols = fetch.columns(include_headers=include_headers)
+            if end_offset is not None and cols.num_rows and cols.offsets[-1] >= end_offset:
+                cols = cols.slice(cols.offsets < end_offset)  # a legacy wrapper read_to gave whole
             batch = cols.to_arrow(log.topic, log.partition, include_headers=include_headers) if cols.num_rows else None
         if batch is not None and batch.num_rows:
             batches.append(batch)
@@ -71,11 +73,16 @@ def to_pandas(log, start_offset: int | None = None, end_offset: int | None = Non
 
 
 def _fetches(log, start_offset, end_offset, isolation: str, max_bytes: int):
-    """Each fetch from ``start_offset`` to ``end_offset``; the caller decodes it before the
-    next is asked for (its ``next_offset`` is then known without a second read)."""
+    """Each fetch from ``start_offset`` to ``end_offset`` (``Log.read_to``: a legacy
+    compressed wrapper holding ``end_offset`` comes whole, the caller cuts it); the caller
+    decodes it before the next is asked for (its ``next_offset`` is then known without a
+    second read)."""
     offset = log.log_start_offset if start_offset is None else max(start_offset, log.log_start_offset)
     while True:
-        fetch = log.read(offset, max_bytes, isolation=isolation, max_offset=end_offset)
+        if end_offset is None:
+            fetch = log.read(offset, max_bytes, isolation=isolation)
+        else:
+            fetch = log.read_to(offset, end_offset, max_bytes, isolation=isolation)
         if fetch.size_bytes == 0:
             return
         yield fetch
@@ -85,10 +92,10 @@ def _fetches(log, start_offset, end_offset, isolation: str, max_bytes: int):
         offset = nxt
 
 
-def _fetch_arrow(pa, scan, fetch, place: "_Place", schema):
-    """One fetch as a ``pyarrow.RecordBatch`` (None when it holds no data records): its
-    batches a cache-sized chunk at a time, each chunk's records decoded by one C call into
-    :class:`_ArrowColumns`. A fetch holding a legacy (magic 0/1) entry, rare in bulk data,
+def _fetch_arrow(pa, scan, fetch, place: "_Place", schema, end_offset: int | None):
+    """One fetch's rows below ``end_offset`` as a ``pyarrow.RecordBatch`` (None when it holds
+    no data records): its batches a cache-sized chunk at a time, each chunk's records decoded
+    by one C call into :class:`_ArrowColumns`. A fetch holding a legacy (magic 0/1) entry, rare in bulk data,
     is decoded through ``FetchData.columns``; a structure fault re-decodes the chunk with the
     object decoder, whose error names the batch."""
     from pylog.record.columnar import _decode_run
@@ -96,6 +103,8 @@ def _fetch_arrow(pa, scan, fetch, place: "_Place", schema):
     for chunk in fetch.data_batch_chunks():
         if any(b.magic != 2 for b in chunk):
             cols = fetch.columns()
+            if end_offset is not None and cols.num_rows and cols.offsets[-1] >= end_offset:
+                cols = cols.slice(cols.offsets < end_offset)
             return cols.to_arrow(place.topic, place.partition, include_headers=False) if cols.num_rows else None
         try:
             out.scan(scan, [(b.payload(fetch.path) if b.attributes & ATTR_COMPRESSION_MASK
@@ -107,7 +116,8 @@ def _fetch_arrow(pa, scan, fetch, place: "_Place", schema):
                                      path=fetch.path) from None
     if not out.rows:
         return None
-    return out.record_batch(place, schema, fetch.first_offset, fetch.next_offset)
+    hi = fetch.next_offset if end_offset is None else min(fetch.next_offset, end_offset)
+    return out.record_batch(place, schema, fetch.first_offset, hi)
 
 
 class _ArrowColumns:

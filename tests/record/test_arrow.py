@@ -175,3 +175,20 @@ def test_a_fetch_read_in_chunks_survives_the_deletion_of_its_segment(tmp_path):
         assert not any(p.name.startswith("00000000000000000000.") for p in (tmp_path / "d-0").iterdir())
         rest = [b.base_offset for chunk in chunks for b in chunk]
         assert first + rest == list(range(fetch.next_offset)) and fetch.next_offset > 1
+
+
+@pytest.mark.parametrize("sample", ["v0-none", "v1-lz4", "v2-gzip"])
+def test_read_arrow_of_kafka_written_logs_legacy_entries_included(tmp_path, sample):
+    """Kafka's own files: a fetch holding legacy (magic 0/1) entries goes through the
+    columnar decode, one of v2 batches through the chunked one; both give the records."""
+    import shutil
+
+    from tests.conftest import SAMPLES, needs_samples
+    if needs_samples.args[0]:
+        pytest.skip("Kafka samples are not available")
+    shutil.copytree(SAMPLES / "reference" / sample, tmp_path / "t-0")
+    with Log.open(tmp_path / "t-0", read_only=True) as log:
+        assert log.log_end_offset > 2
+        for start, end in ((None, None), (1, log.log_end_offset - 1)):
+            table = log.read_arrow(start, end)
+            assert _table_rows(table) == [row[:-1] + ([],) for row in _rows(log.records(start, end))]
