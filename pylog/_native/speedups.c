@@ -11,6 +11,9 @@
  *   scan_columns(parts) -> tuple of 8 bytes objects
  *       The columnar decode of v2 batches in one walk: offsets, timestamps and keys and values
  *       copied into Arrow's binary layout (data, int32 offsets, a valid byte each).
+ *   scan_arrow(parts, outs, row, key_at, value_at, key_nulls, value_nulls) -> the same five after
+ *       scan_columns' walk into Arrow buffers the caller allocated (pyarrow's memory pool), from
+ *       a given row and data positions on: a fetch is decoded chunk by chunk into one set.
  *   decode_records(buf, count, base_offset, base_timestamp, append_time, record_type[, topic,
  *                  partition, timestamp_type]) -> list
  *       Record objects (with headers), for the object decode: of this module's Record type
@@ -749,6 +752,199 @@ done:
     return result;
 }
 
+/* A varint of at most max_bytes at *pp (below lim), zigzag-decoded; one- and two-byte varints (most
+ * lengths and deltas) without a loop. 0 on success, else get_varint's -1 (ran off the end) or -2 (too long). */
+static inline int arrow_varint(const unsigned char **pp, const unsigned char *lim, int max_bytes, int64_t *out) {
+    const unsigned char *p = *pp;
+    if (p < lim && p[0] < 0x80) {
+        *out = (int64_t)(p[0] >> 1) ^ -(int64_t)(p[0] & 1);
+        *pp = p + 1;
+        return 0;
+    }
+    if (p + 1 < lim && p[1] < 0x80) {
+        uint64_t v = (uint64_t)(p[0] & 0x7F) | ((uint64_t)p[1] << 7);
+        *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+        *pp = p + 2;
+        return 0;
+    }
+    Py_ssize_t at = 0;
+    int rc = get_varint(p, lim - p, &at, max_bytes, out);
+    if (!rc) *pp = p + at;
+    return rc;
+}
+
+/* One record of a v2 batch for scan_arrow, checked as walk_record checks it (ValueError with the same
+ * messages); headers are skipped. Returns the record's end, NULL on error. */
+static const unsigned char *arrow_record(const unsigned char *p, const unsigned char *end, rec_t *r,
+                                         const unsigned char *base) {
+    int64_t length, v;
+    int rc;
+    if ((rc = arrow_varint(&p, end, 5, &length))) goto bad_varint;
+    if (length < 6 || length > end - p) {
+        PyErr_Format(PyExc_ValueError, "invalid record size %lld at byte %zd of the records", (long long)length,
+                     (Py_ssize_t)(p - base));
+        return NULL;
+    }
+    const unsigned char *rec_end = p + length;
+    p++;                                         /* attributes */
+    if ((rc = arrow_varint(&p, rec_end, 10, &r->ts_delta))) goto bad_varint;
+    if ((rc = arrow_varint(&p, rec_end, 5, &r->off_delta))) goto bad_varint;
+    if ((rc = arrow_varint(&p, rec_end, 5, &v))) goto bad_varint;
+    if (v < -1 || (v > 0 && v > rec_end - p)) {
+        PyErr_Format(PyExc_ValueError, "invalid key length %lld", (long long)v); return NULL;
+    }
+    r->key_pos = p - base; r->key_len = (Py_ssize_t)v; if (v > 0) p += v;
+    if ((rc = arrow_varint(&p, rec_end, 5, &v))) goto bad_varint;
+    if (v < -1 || (v > 0 && v > rec_end - p)) {
+        PyErr_Format(PyExc_ValueError, "invalid value length %lld", (long long)v); return NULL;
+    }
+    r->val_pos = p - base; r->val_len = (Py_ssize_t)v; if (v > 0) p += v;
+    if ((rc = arrow_varint(&p, rec_end, 5, &v))) goto bad_varint;
+    if (v < 0 || v > rec_end - p) {
+        PyErr_Format(PyExc_ValueError, "invalid header count %lld", (long long)v); return NULL;
+    }
+    for (int64_t h = 0; h < v; h++) {            /* skip headers, checking their lengths */
+        int64_t hl;
+        if ((rc = arrow_varint(&p, rec_end, 5, &hl))) goto bad_varint;
+        if (hl < 0 || hl > rec_end - p) {
+            PyErr_Format(PyExc_ValueError, "invalid header key length %lld", (long long)hl); return NULL;
+        }
+        p += hl;
+        if ((rc = arrow_varint(&p, rec_end, 5, &hl))) goto bad_varint;
+        if (hl < -1 || (hl > 0 && hl > rec_end - p)) {
+            PyErr_Format(PyExc_ValueError, "invalid header value length %lld", (long long)hl); return NULL;
+        }
+        if (hl > 0) p += hl;
+    }
+    if (p != rec_end) {
+        PyErr_Format(PyExc_ValueError, "invalid record size: expected to read %lld bytes but read %lld",
+                     (long long)length, (long long)(length + (p - rec_end)));
+        return NULL;
+    }
+    return rec_end;
+bad_varint:
+    if (rc == -2) PyErr_SetString(PyExc_ValueError, "varint is longer than its maximum size");
+    else PyErr_SetString(PyExc_ValueError, "records end before the declared record count (premature EOF)");
+    return NULL;
+}
+
+/* scan_arrow(parts, outs, row, key_at, value_at, key_nulls, value_nulls)
+ *     -> (row, key_at, value_at, key_nulls, value_nulls)
+ * scan_columns' walk, written into Arrow buffers the caller allocated (from pyarrow's memory pool,
+ * whose pages are reused from one read to the next) instead of new bytes objects. ``parts`` is
+ * scan_columns'; ``outs`` the writable buffers (offsets int64, timestamps int64 in microseconds,
+ * timestamp types int32, key offsets int32, key validity bitmap, key data, value offsets int32,
+ * value validity bitmap, value data), filled from row ``row`` and data positions ``key_at`` /
+ * ``value_at`` on (the offsets' entry ``row`` is written too), ``key_nulls`` / ``value_nulls`` the
+ * nulls of the rows before: a bitmap is written only once its column has a null. Returns where
+ * the next call goes on. Every record is checked as decode_records checks it and every write is
+ * bounded by its buffer's size (ValueError, nothing returned). */
+enum { A_OFFSETS, A_STAMPS, A_TYPES, A_KOFF, A_KBITS, A_KDATA, A_VOFF, A_VBITS, A_VDATA, A_COUNT };
+
+static inline void arrow_bit(unsigned char *bits, Py_ssize_t i, int set) {
+    unsigned char mask = (unsigned char)(1u << (i & 7));
+    bits[i >> 3] = set ? (unsigned char)(bits[i >> 3] | mask) : (unsigned char)(bits[i >> 3] & ~mask);
+}
+
+/* Row i's validity bit; a bitmap is written only from its first null on (Arrow needs none
+ * without nulls): then the rows before it are marked valid at once. */
+static inline void arrow_valid(unsigned char *bits, Py_ssize_t i, int valid, Py_ssize_t *nulls) {
+    if (valid) {
+        if (*nulls) arrow_bit(bits, i, 1);
+        return;
+    }
+    if (!*nulls) {
+        memset(bits, 0xFF, (size_t)(i >> 3));
+        bits[i >> 3] = (unsigned char)((1u << (i & 7)) - 1);
+    }
+    arrow_bit(bits, i, 0);
+    ++*nulls;
+}
+
+static PyObject *scan_arrow(PyObject *self, PyObject *args) {
+    PyObject *parts, *outs;
+    Py_ssize_t row, key_at, value_at, key_nulls, value_nulls;
+    if (!PyArg_ParseTuple(args, "O!O!nnnnn", &PyList_Type, &parts, &PyTuple_Type, &outs, &row, &key_at, &value_at,
+                          &key_nulls, &value_nulls))
+        return NULL;
+    if (PyTuple_GET_SIZE(outs) != A_COUNT) {
+        PyErr_SetString(PyExc_TypeError, "scan_arrow: outs holds 9 buffers");
+        return NULL;
+    }
+    Py_buffer ob[A_COUNT];
+    int taken = 0;
+    PyObject *result = NULL;
+    for (; taken < A_COUNT; taken++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(outs, taken), &ob[taken], PyBUF_WRITABLE) < 0) goto done;
+    }
+    Py_ssize_t rows = ob[A_OFFSETS].len / 8;
+    if (row < 0 || key_at < 0 || value_at < 0 || key_nulls < 0 || value_nulls < 0 || key_nulls > row ||
+        value_nulls > row || ob[A_STAMPS].len / 8 < rows || ob[A_TYPES].len / 4 < rows ||
+        ob[A_KOFF].len / 4 < rows + 1 || ob[A_VOFF].len / 4 < rows + 1 || ob[A_KBITS].len * 8 < rows ||
+        ob[A_VBITS].len * 8 < rows || key_at > ob[A_KDATA].len || value_at > ob[A_VDATA].len ||
+        ob[A_KDATA].len > INT32_MAX || ob[A_VDATA].len > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "scan_arrow: buffers too small for their rows");
+        goto done;
+    }
+    int64_t *offsets = ob[A_OFFSETS].buf, *stamps = ob[A_STAMPS].buf;
+    int32_t *types = ob[A_TYPES].buf, *ko = ob[A_KOFF].buf, *vo = ob[A_VOFF].buf;
+    unsigned char *kbits = ob[A_KBITS].buf, *vbits = ob[A_VBITS].buf;
+    char *kd = ob[A_KDATA].buf, *vd = ob[A_VDATA].buf;
+    Py_ssize_t kcap = ob[A_KDATA].len, vcap = ob[A_VDATA].len;
+    if (row < rows) { ko[row] = (int32_t)key_at; vo[row] = (int32_t)value_at; }
+    Py_ssize_t nparts = PyList_GET_SIZE(parts);
+    rec_t r;
+    for (Py_ssize_t b = 0; b < nparts; b++) {
+        Py_buffer view;
+        Py_ssize_t count;
+        long long base_offset, base_ts, fixed_ts = 0;
+        PyObject *append_time;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(parts, b), "y*nLLO;parts holds (records, count, base_offset, "
+                              "base_timestamp, append_time) tuples", &view, &count, &base_offset, &base_ts,
+                              &append_time))
+            goto done;
+        int fixed = append_time != Py_None;
+        if (fixed && (fixed_ts = PyLong_AsLongLong(append_time)) == -1 && PyErr_Occurred()) {
+            PyBuffer_Release(&view);
+            goto done;
+        }
+        if (count < 0 || count > view.len / 7 || count > rows - row) {
+            PyErr_Format(PyExc_ValueError, "record count %zd does not fit in %zd bytes of records or the rows left",
+                         count, view.len);
+            PyBuffer_Release(&view);
+            goto done;
+        }
+        const unsigned char *base = view.buf, *p = base, *end = base + view.len;
+        int32_t type = fixed ? 1 : 0;
+        for (Py_ssize_t c = 0; c < count; c++, row++) {
+            if (!(p = arrow_record(p, end, &r, base))) { PyBuffer_Release(&view); goto done; }
+            if ((r.key_len > 0 && r.key_len > kcap - key_at) || (r.val_len > 0 && r.val_len > vcap - value_at)) {
+                PyErr_SetString(PyExc_ValueError, "scan_arrow: data buffers too small");
+                PyBuffer_Release(&view);
+                goto done;
+            }
+            offsets[row] = base_offset + r.off_delta;
+            stamps[row] = (fixed ? fixed_ts : base_ts + r.ts_delta) * 1000;
+            types[row] = type;
+            arrow_valid(kbits, row, r.key_len >= 0, &key_nulls);
+            arrow_valid(vbits, row, r.val_len >= 0, &value_nulls);
+            if (r.key_len > 0) { memcpy(kd + key_at, base + r.key_pos, r.key_len); key_at += r.key_len; }
+            if (r.val_len > 0) { memcpy(vd + value_at, base + r.val_pos, r.val_len); value_at += r.val_len; }
+            ko[row + 1] = (int32_t)key_at;
+            vo[row + 1] = (int32_t)value_at;
+        }
+        PyBuffer_Release(&view);
+        if (p != end) {
+            PyErr_SetString(PyExc_ValueError, "incorrect declared batch size, records still remaining in the batch");
+            goto done;
+        }
+    }
+    result = Py_BuildValue("(nnnnn)", row, key_at, value_at, key_nulls, value_nulls);
+done:
+    for (int k = 0; k < taken; k++) PyBuffer_Release(&ob[k]);
+    return result;
+}
+
 /* gather(buf, positions int32 bytes, lengths int32 bytes) -> (data bytes, offsets int32 bytes [n+1])
  * Copies the byte ranges (a negative length is a null: no bytes) into one contiguous buffer. */
 static PyObject *gather(PyObject *self, PyObject *args) {
@@ -898,6 +1094,8 @@ static PyMethodDef methods[] = {
     {"scan_records", scan_records, METH_VARARGS, "Field positions of every v2 record, as native arrays."},
     {"scan_columns", scan_columns, METH_VARARGS,
      "Decode v2 batches' records into columns: offsets, timestamps, keys and values in Arrow's layout."},
+    {"scan_arrow", scan_arrow, METH_VARARGS,
+     "Decode v2 batches' records into caller-allocated Arrow buffers: offsets, timestamps, keys, values."},
     {"decode_records", decode_records, METH_VARARGS,
      "Decode v2 records into Record objects; optional topic, partition, timestamp_type stamped on each."},
     {"freed_as_record", freed_as_record, METH_O,

@@ -10,9 +10,15 @@ from __future__ import annotations
 
 import os
 
+from pylog.layout import ENTRY_PREFIX_BYTES, LOG_OVERHEAD_BYTES
 from pylog.platform import require_posix
 from pylog.record.batch import decode_batches
 from pylog.segment.file import _Handle, check_offsets_follow, pread_fully
+
+
+#: Bytes read at a time by :meth:`FetchData.data_batch_chunks`: a read and its decode stay
+#: in the processor's cache (a second-level cache holds 512 KiB to 2 MiB).
+READ_CHUNK_BYTES = 128 * 1024
 
 
 class FetchData:
@@ -138,6 +144,68 @@ class FetchData:
             else:  # no reference kept here: the list goes as soon as the caller is done with it
                 yield b.records(path=self._path, place=place, record_type=cls)
 
+    def data_batch_chunks(self, chunk_bytes: int = READ_CHUNK_BYTES):
+        """The batches whose records :meth:`records` returns, read ``chunk_bytes`` at a time
+        into one reused buffer: a list of the whole batches of each read. Control batches,
+        batches below ``first_offset`` or from the bound on, and (``isolation="committed"``)
+        aborted batches are left out; a batch's first or last records may still lie outside
+        [``first_offset``, ``next_offset``), known once the iteration ends. Checks every
+        batch's CRC and that offsets follow (:class:`CorruptRecordError`).
+
+        The batches view the reused buffer: each list is valid only until the next is asked
+        for, and is decoded while it is in the processor's cache. Reads of 128 KiB copied a
+        126 MB segment out of the page cache in 19 ms where reads of 256 KiB to 8 MiB took
+        55-60 ms (their copies miss the second-level cache; measured on a 2-core EPYC).
+        O(bytes) reads, one ``pread`` a chunk (a batch larger than a chunk is read whole)."""
+        lo, hi = self.first_offset, self._bound
+        aborted = _AbortFilter(self.aborted_transactions) if self.isolation == "committed" else None
+        previous_last, end_offset = self._offset_range[0] - 1, self._offset_range[1]
+        nxt = self.first_offset
+        for chunk in self._chunks(chunk_bytes):
+            kept = []
+            for b in chunk:
+                previous_last = check_offsets_follow(b, previous_last, end_offset=end_offset, path=self._path)
+                nxt = max(nxt, b.next_offset)
+                if b.next_offset <= lo or (hi is not None and b.base_offset >= hi):
+                    continue
+                if aborted is not None and aborted.skip(b):
+                    continue
+                b.ensure_valid(self._path)
+                if not b.is_control:
+                    kept.append(b)
+            if kept:
+                yield kept
+        if self._next_offset is None:
+            self._next_offset = max(hi, self.first_offset) if hi is not None and nxt > hi else nxt
+
+    def _chunks(self, chunk_bytes: int):
+        """The whole batches of the slice, a list per read into one reused buffer."""
+        if self._handle is None or self._raw is not None:
+            yield list(decode_batches(self.raw(), position_base=self._position, allow_incomplete=True,
+                                      path=self._path))
+            return
+        scratch = memoryview(bytearray(chunk_bytes))
+        position, end = self._position, self._position + self.size_bytes
+        kept = 0  # bytes at the start of scratch: the start of a batch the last read cut
+        while position + kept < end:
+            want = min(len(scratch), end - position)
+            got = kept + _pread_into(self._handle.fd, scratch[kept:want], position + kept)
+            batches = list(decode_batches(scratch[:got], position_base=position, allow_incomplete=True,
+                                          path=self._path))
+            used = batches[-1].position + batches[-1].size - position if batches else 0
+            if batches:
+                yield batches
+                del batches
+            elif got < want or got < ENTRY_PREFIX_BYTES or position + _entry_bytes(scratch) > end:
+                return  # the file or the fetch ends inside a batch: whole batches only
+            else:  # one batch larger than the buffer: a buffer its size
+                grown = memoryview(bytearray(_entry_bytes(scratch)))
+                grown[:got] = scratch[:got]
+                scratch = grown
+            kept = got - used
+            scratch[:kept] = scratch[used:got]
+            position += used
+
     def columns(self, *, include_headers: bool = False):
         """The records of :meth:`records` as :class:`~pylog.record.columnar.Columns`: the
         columnar decode, no object per record (``Columns.to_arrow`` wraps them for Arrow).
@@ -195,6 +263,23 @@ class FetchData:
     def __repr__(self) -> str:
         return (f"FetchData(first_offset={self.first_offset}, position={self._position}, "
                 f"size_bytes={self.size_bytes})")
+
+
+def _pread_into(fd: int, view: memoryview, position: int) -> int:
+    """Fill ``view`` with the bytes of ``fd`` at ``position``, looping over short reads; fewer
+    only at the end of the file. Returns the bytes read."""
+    done = 0
+    while done < len(view):
+        n = os.preadv(fd, [view[done:]], position + done)
+        if n == 0:
+            break
+        done += n
+    return done
+
+
+def _entry_bytes(buf) -> int:
+    """Bytes of the log entry whose header starts ``buf`` (its length field plus the overhead)."""
+    return int.from_bytes(buf[8:12], "big", signed=True) + LOG_OVERHEAD_BYTES
 
 
 def _write_all(out_fd: int, destination, data: bytes) -> int:
