@@ -90,9 +90,10 @@ def whole_batches(data) -> list:
 def checked_records(records, **options) -> list:
     """``records`` as a non-empty list, the options of ``Log.append`` checked;
     :class:`InvalidArgumentError` otherwise."""
-    check_records_iterable(records)
+    if type(records) is not list:  # a list is taken as it is: one encoder call reads it, under the log's lock
+        check_records_iterable(records)
+        records = list(records)
     check_append_options(**options)
-    records = list(records)
     if not records:
         raise InvalidArgumentError("cannot append an empty list of records")
     timestamp = options.get("timestamp")
@@ -103,10 +104,11 @@ def checked_records(records, **options) -> list:
 
 def encode_records(records: list, config: LogConfig, *, base_offset: int, leader_epoch: int, now: int, codec: str,
                    timestamp: int | list | None, producer_id: int, producer_epoch: int, base_sequence: int,
-                   is_transactional: bool) -> bytes:
-    """``records`` as batches from ``base_offset`` on: one batch, halved again and again
-    while one would pass ``max_message_bytes``. ``timestamp``: the create time of records
-    without one (one for all, or a list with one per record; None: ``now``). O(bytes)."""
+                   is_transactional: bool) -> tuple[bytes, list[RecordBatch]]:
+    """``records`` as batches from ``base_offset`` on, and those batches: one batch, halved
+    again and again while one would pass ``max_message_bytes``. ``timestamp``: the create
+    time of records without one (one for all, or a list with one per record; None: ``now``).
+    O(bytes)."""
     ts_type = "LogAppendTime" if config.message_timestamp_type == "LogAppendTime" else "CreateTime"
     if config.compact:
         for r in records:
@@ -135,7 +137,10 @@ def encode_records(records: list, config: LogConfig, *, base_offset: int, leader
         base += len(group)
         if seq >= 0:
             seq = (seq + len(group)) % SEQUENCE_MODULUS
-    return b"".join(out) if len(out) > 1 else out[0]
+    if len(out) == 1:
+        return out[0], [RecordBatch(out[0])]
+    data = b"".join(out)
+    return data, list(decode_batches(data))
 
 
 def client_batches(raw, max_message_bytes: int) -> tuple[bytearray, list[RecordBatch]]:
