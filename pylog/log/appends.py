@@ -50,6 +50,11 @@ class AppendSummary(NamedTuple):
 
     @classmethod
     def of(cls, batches: list) -> "AppendSummary":
+        if len(batches) == 1 and batches[0].magic == 2:  # the usual append: one batch
+            b = batches[0]
+            last = b.last_offset
+            return cls(b.base_offset, last, max(b.max_timestamp, -1), last, b.record_count,
+                       b.timestamp_type == "LogAppendTime", b.producer_id >= 0)
         first, last = batches[0], batches[-1]
         max_ts, offset_of_max = -1, last.last_offset
         for b in batches:
