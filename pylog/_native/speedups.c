@@ -6,6 +6,11 @@
  *       of values is a value or a (key, value) tuple); each timestamp
  *       delta is ts_deltas[i] - ts_base: given ts_base, ts_deltas holds the timestamps
  *       themselves (ints >= -1, else TypeError / OverflowError naming the record).
+ *   encode_batch(records, base_offset, partition_leader_epoch, attributes, base_timestamp,
+ *                max_timestamp, producer_id, producer_epoch, base_sequence) -> bytearray
+ *       One uncompressed v2 batch: the 61-byte header (its CRC left 0 for the caller to fill)
+ *       and the records of encode_records, every one stamped base_timestamp (delta 0);
+ *       records holds values or (key, value) tuples (TypeError for anything else).
  *   scan_records(buf, count) -> tuple of 8 bytes objects (native int64/int32 arrays)
  *       Positions and lengths of every record's fields, for a columnar decode.
  *   scan_columns(parts) -> tuple of 8 bytes objects
@@ -174,6 +179,75 @@ static PyObject *encode_records(PyObject *self, PyObject *args) {
         *p++ = 0;                                /* header count */
     }
     PyMem_Free(tsd);
+    return out;
+}
+
+/* encode_batch: a whole uncompressed v2 batch in one buffer, header first (docs/format/batch.md). */
+typedef struct { const char *kd, *vd; Py_ssize_t kl, vl, body; } plain_rec_t;
+
+static char *put_be(char *p, uint64_t v, int bytes) {
+    for (int i = bytes - 1; i >= 0; i--) { p[i] = (char)(v & 0xFF); v >>= 8; }
+    return p + bytes;
+}
+
+static PyObject *encode_batch(PyObject *self, PyObject *args) {
+    PyObject *records;
+    long long base_offset, base_ts, max_ts, producer_id;
+    int leader_epoch, attributes, base_sequence;
+    short producer_epoch;
+    if (!PyArg_ParseTuple(args, "O!LiiLLLhi", &PyList_Type, &records, &base_offset, &leader_epoch, &attributes,
+                          &base_ts, &max_ts, &producer_id, &producer_epoch, &base_sequence)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(records);
+    plain_rec_t *recs = PyMem_Malloc(sizeof(plain_rec_t) * (n ? n : 1));
+    if (!recs) return PyErr_NoMemory();
+    /* pass 1: each record's fields and size, read once from its objects */
+    Py_ssize_t total = 61;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        plain_rec_t *r = &recs[i];
+        if (record_at(records, Py_None, i, &r->kd, &r->kl, &r->vd, &r->vl) < 0) {
+            PyMem_Free(recs);
+            PyErr_Format(PyExc_TypeError, "record %zd: key and value must be bytes or None", i);
+            return NULL;
+        }
+        r->body = 1 + 1 + varint_size(zz64(i)) + varint_size(zz64(r->kl)) + (r->kl > 0 ? r->kl : 0)
+                + varint_size(zz64(r->vl)) + (r->vl > 0 ? r->vl : 0) + 1;
+        total += varint_size(zz64(r->body)) + r->body;
+    }
+    if (total - 12 > INT32_MAX) {
+        PyMem_Free(recs);
+        PyErr_SetString(PyExc_OverflowError, "batch larger than 2 GiB");
+        return NULL;
+    }
+    PyObject *out = PyByteArray_FromStringAndSize(NULL, total);
+    if (!out) { PyMem_Free(recs); return NULL; }
+    char *p = PyByteArray_AS_STRING(out);
+    p = put_be(p, (uint64_t)base_offset, 8);
+    p = put_be(p, (uint64_t)(total - 12), 4);
+    p = put_be(p, (uint64_t)(uint32_t)leader_epoch, 4);
+    *p++ = 2;                                    /* magic */
+    p = put_be(p, 0, 4);                         /* CRC: the caller's, over [21, end) */
+    p = put_be(p, (uint64_t)(uint16_t)attributes, 2);
+    p = put_be(p, (uint64_t)(uint32_t)(n ? n - 1 : 0), 4);
+    p = put_be(p, (uint64_t)base_ts, 8);
+    p = put_be(p, (uint64_t)max_ts, 8);
+    p = put_be(p, (uint64_t)producer_id, 8);
+    p = put_be(p, (uint64_t)(uint16_t)producer_epoch, 2);
+    p = put_be(p, (uint64_t)(uint32_t)base_sequence, 4);
+    p = put_be(p, (uint64_t)(uint32_t)n, 4);
+    /* pass 2: the records, every timestamp delta 0 */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const plain_rec_t *r = &recs[i];
+        p = put_varint(p, zz64(r->body));
+        *p++ = 0;                                /* attributes */
+        *p++ = 0;                                /* timestamp delta */
+        p = put_varint(p, zz64(i));
+        p = put_varint(p, zz64(r->kl));
+        if (r->kl > 0) { memcpy(p, r->kd, r->kl); p += r->kl; }
+        p = put_varint(p, zz64(r->vl));
+        if (r->vl > 0) { memcpy(p, r->vd, r->vl); p += r->vl; }
+        *p++ = 0;                                /* header count */
+    }
+    PyMem_Free(recs);
     return out;
 }
 
@@ -1091,6 +1165,8 @@ static PyMethodDef methods[] = {
     {"gather", gather, METH_VARARGS, "Copy byte ranges into one buffer with int32 offsets."},
     {"encode_records", encode_records, METH_VARARGS,
      "Encode v2 records (no headers): values (or (key, value) tuples), keys, ts deltas[, reserve[, ts base]]."},
+    {"encode_batch", encode_batch, METH_VARARGS,
+     "An uncompressed v2 batch of values or (key, value) tuples, one timestamp: header (CRC 0) and records."},
     {"scan_records", scan_records, METH_VARARGS, "Field positions of every v2 record, as native arrays."},
     {"scan_columns", scan_columns, METH_VARARGS,
      "Decode v2 batches' records into columns: offsets, timestamps, keys and values in Arrow's layout."},

@@ -38,7 +38,7 @@ class LogAppender:
         batches = batches or list(decode_batches(data))
         summary = self._validated(data, batches, config, from_client=from_client, now=now)
         producers = self._producers  # a writer's, always loaded
-        if batches[0].magic == 2 and batches[0].producer_id >= 0 or len(batches) > 1:
+        if summary.has_producer or len(batches) > 1:
             duplicate = producers.validate(batches, from_client=from_client)
             if duplicate is not None:
                 return duplicate_info(duplicate)

@@ -50,6 +50,11 @@ class AppendSummary(NamedTuple):
 
     @classmethod
     def of(cls, batches: list) -> "AppendSummary":
+        if len(batches) == 1 and batches[0].magic == 2:  # the usual append: one batch
+            b = batches[0]
+            last = b.last_offset
+            return cls(b.base_offset, last, max(b.max_timestamp, -1), last, b.record_count,
+                       b.timestamp_type == "LogAppendTime", b.producer_id >= 0)
         first, last = batches[0], batches[-1]
         max_ts, offset_of_max = -1, last.last_offset
         for b in batches:
@@ -90,9 +95,10 @@ def whole_batches(data) -> list:
 def checked_records(records, **options) -> list:
     """``records`` as a non-empty list, the options of ``Log.append`` checked;
     :class:`InvalidArgumentError` otherwise."""
-    check_records_iterable(records)
+    if type(records) is not list:  # a list is taken as it is: one encoder call reads it, under the log's lock
+        check_records_iterable(records)
+        records = list(records)
     check_append_options(**options)
-    records = list(records)
     if not records:
         raise InvalidArgumentError("cannot append an empty list of records")
     timestamp = options.get("timestamp")
@@ -103,10 +109,11 @@ def checked_records(records, **options) -> list:
 
 def encode_records(records: list, config: LogConfig, *, base_offset: int, leader_epoch: int, now: int, codec: str,
                    timestamp: int | list | None, producer_id: int, producer_epoch: int, base_sequence: int,
-                   is_transactional: bool) -> bytes:
-    """``records`` as batches from ``base_offset`` on: one batch, halved again and again
-    while one would pass ``max_message_bytes``. ``timestamp``: the create time of records
-    without one (one for all, or a list with one per record; None: ``now``). O(bytes)."""
+                   is_transactional: bool) -> tuple[bytes, list[RecordBatch]]:
+    """``records`` as batches from ``base_offset`` on, and those batches: one batch, halved
+    again and again while one would pass ``max_message_bytes``. ``timestamp``: the create
+    time of records without one (one for all, or a list with one per record; None: ``now``).
+    O(bytes)."""
     ts_type = "LogAppendTime" if config.message_timestamp_type == "LogAppendTime" else "CreateTime"
     if config.compact:
         for r in records:
@@ -135,7 +142,10 @@ def encode_records(records: list, config: LogConfig, *, base_offset: int, leader
         base += len(group)
         if seq >= 0:
             seq = (seq + len(group)) % SEQUENCE_MODULUS
-    return b"".join(out) if len(out) > 1 else out[0]
+    if len(out) == 1:
+        return out[0], [RecordBatch(out[0])]
+    data = b"".join(out)
+    return data, list(decode_batches(data))
 
 
 def client_batches(raw, max_message_bytes: int) -> tuple[bytearray, list[RecordBatch]]:

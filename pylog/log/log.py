@@ -219,9 +219,9 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         codec = self.config.target_compression or compression or "none"
         with self._lock:
             now = now_ms()
-            data = encode_records(records, self.config, base_offset=self.log_end_offset,
-                                  leader_epoch=self.replica_view.leader_epoch, now=now, codec=codec, **options)
-            return self._appender.append(data, self.config, from_client=True, now=now)
+            data, batches = encode_records(records, self.config, base_offset=self.log_end_offset,
+                                           leader_epoch=self.replica_view.leader_epoch, now=now, codec=codec, **options)
+            return self._appender.append(data, self.config, from_client=True, now=now, batches=batches)
 
     def append_batches(self, raw) -> AppendInfo:
         """Append pre-encoded Kafka batches (magic 2), assigning offsets from the log end.

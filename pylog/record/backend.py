@@ -6,7 +6,9 @@ the one place that picks among them:
 - decoding a batch to objects: ``c`` ``_speedups.decode_records``; ``numpy``
   ``vector_decode`` from ``VECTOR_MIN_RECORDS`` records on, else the Python loop;
   ``python`` ``python_codec.decode_records``.
-- encoding records without headers: ``c`` ``_speedups.encode_records``; ``numpy``
+- encoding records without headers: ``c`` ``_speedups.encode_records`` (an uncompressed
+  batch of values or ``(key, value)`` pairs of one timestamp, header and all:
+  ``_speedups.encode_batch``); ``numpy``
   ``vector_encode`` from ``VECTOR_MIN_RECORDS`` records on (with keys or timestamps), else
   the Python loop; ``python`` ``python_codec.encode_columns``.
 - the columnar scan and gather: ``c`` ``_speedups.scan_records`` and ``gather``; ``numpy``

@@ -169,14 +169,10 @@ def encode_batch_buffer(records, *, base_offset: int = 0, compression: str | int
     if isinstance(timestamp, list):
         return _encode_stamped(records, timestamp, codec, compression_level, options)
     default_ts = now_ms() if timestamp is None else timestamp
-    in_place = backend.c_function("encode_records") if codec == 0 else None
-    if in_place is not None and type(records) is list and records:
-        try:
-            buf = in_place(records, None, None, BATCH_HEADER_BYTES)
-        except TypeError:
-            buf = None
+    whole = backend.c_function("encode_batch") if codec == 0 else None
+    if whole is not None and type(records) is list and records:
+        buf = _batch_in_c(whole, records, default_ts, **options)
         if buf is not None:
-            _finish_in_place(buf, len(records), default_ts, default_ts, **options)
             return buf
     payload = _encode_plain(records)
     if payload is not None:
@@ -244,6 +240,26 @@ def _attributes(codec: int, timestamp_type, is_transactional: bool, is_control: 
         raise InvalidArgumentError(f"unknown timestamp type {timestamp_type!r}")
     return (codec | (ATTR_TIMESTAMP_TYPE if ts_type else 0) | (ATTR_TRANSACTIONAL if is_transactional else 0)
             | (ATTR_CONTROL if is_control else 0) | (ATTR_DELETE_HORIZON if delete_horizon_ms is not None else 0))
+
+
+def _batch_in_c(encode, records: list, timestamp: int, *, base_offset, producer_id, producer_epoch, base_sequence,
+                partition_leader_epoch, is_transactional, is_control, timestamp_type, log_append_time,
+                delete_horizon_ms) -> bytearray | None:
+    """An uncompressed batch of plain values or ``(key, value)`` pairs all stamped ``timestamp``,
+    header and records built by one call of the C extension (``encode``), its CRC added here;
+    None for other records or a header field out of range (the other encoders name it)."""
+    attributes = _attributes(0, timestamp_type, is_transactional, is_control, delete_horizon_ms)
+    max_ts = timestamp
+    if attributes & ATTR_TIMESTAMP_TYPE:
+        max_ts = now_ms() if log_append_time is None else log_append_time
+    base_ts = timestamp if delete_horizon_ms is None else delete_horizon_ms
+    try:
+        buf = encode(records, base_offset, partition_leader_epoch, attributes, base_ts, max_ts,
+                     producer_id, producer_epoch, base_sequence)
+    except (TypeError, OverflowError):
+        return None
+    UINT32.pack_into(buf, CRC_AT, _crc(memoryview(buf)[ATTRIBUTES_AT:]))
+    return buf
 
 
 def _finish_in_place(buf: bytearray, count: int, base_ts: int, max_ts: int, *, base_offset, producer_id,

@@ -410,9 +410,10 @@ class Segment:
                     segment_bytes: int, max_segment_ms: int, now_ms: int) -> bool:
         """Kafka's roll rule: size, time since the first batch (minus jitter), full indexes,
         relative-offset overflow."""
-        if self.log.size_bytes > segment_bytes - append_bytes:
+        size_bytes = self.log.size_bytes
+        if size_bytes > segment_bytes - append_bytes:
             return True
-        if self.log.size_bytes > 0:
+        if size_bytes > 0:
             first_ts = self.first_batch_timestamp()
             waited = (max_timestamp_in_append - first_ts if first_ts is not None and first_ts >= 0
                       else now_ms - self.created_ms)

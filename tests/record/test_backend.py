@@ -21,7 +21,7 @@ STAMPS = [1_700_000_000_000 + i % 7 for i in range(N)]
 
 #: The codec functions each backend must run (module.function), and those it must not.
 RUNS = {
-    "c": {"pylog._speedups.decode_records", "pylog._speedups.encode_records"},
+    "c": {"pylog._speedups.decode_records", "pylog._speedups.encode_records", "pylog._speedups.encode_batch"},
     "numpy": {"pylog.record.vector_decode.decode_records_vectorised",
               "pylog.record.vector_encode.encode_records_vectorised"},
     "python": {"pylog.record.python_codec.decode_records", "pylog.record.python_codec.encode_columns"},
@@ -74,7 +74,7 @@ def test_the_numpy_backend_runs_the_python_loops_below_the_vector_threshold():
 
 
 def test_only_the_c_backend_hands_out_c_functions(impl):
-    for name in ("scan_records", "gather", "segment_names", "encode_records"):
+    for name in ("scan_records", "gather", "segment_names", "encode_records", "encode_batch"):
         assert (backend.c_function(name) is not None) == (impl == "c")
 
 
@@ -85,6 +85,35 @@ def test_every_backend_writes_and_reads_what_the_python_one_does(impl):
     assert [bytes(b) for b in got[:2]] == [bytes(b) for b in want[:2]]
     assert got[2] == want[2]
     assert got[2][0][-1] == (PAIRS[-1][0], PAIRS[-1][1], 5) and got[2][1][-1][2] == STAMPS[-1]
+
+
+@pytest.mark.parametrize("records, options", [
+    ([b"v%d" % i * (i % 300) for i in range(N)], {}),
+    ([(None, b"v"), (b"k", None), (None, None), (b"", b"")], dict(base_offset=2**40, partition_leader_epoch=7)),
+    (PAIRS, dict(producer_id=9, producer_epoch=2, base_sequence=2**31 - 10, is_transactional=True)),
+    (PAIRS[:3], dict(timestamp_type="LogAppendTime", log_append_time=1_700_000_000_123)),
+    (PAIRS[:3], dict(delete_horizon_ms=1_700_000_000_456)),
+])
+def test_the_c_extension_builds_a_whole_batch_with_the_python_encoders_bytes(records, options):
+    if "c" not in backend.available():
+        pytest.skip("pylog._speedups is not built (or PYLOG_NO_SPEEDUPS is set)")
+    got = encode_batch_buffer(records, timestamp=1_700_000_000_000, **options)
+    with backend.use("python"):
+        want = encode_batch_buffer(records, timestamp=1_700_000_000_000, **options)
+    assert "pylog._speedups.encode_batch" in functions_called(lambda: encode_batch_buffer(records, **options))
+    assert bytes(got) == bytes(want)
+    [batch] = decode_batches(bytes(got))
+    assert batch.is_valid() and batch.record_count == len(records)
+
+
+def test_records_the_c_batch_does_not_take_go_to_the_other_encoders():
+    if "c" not in backend.available():
+        pytest.skip("pylog._speedups is not built (or PYLOG_NO_SPEEDUPS is set)")
+    with_headers = [Record(b"v", b"k", 5, [("h", b"x")])]
+    [batch] = decode_batches(bytes(encode_batch_buffer(with_headers, timestamp=5)))
+    assert [(r.key, r.value, r.headers) for r in batch] == [(b"k", b"v", (("h", b"x"),))]
+    with pytest.raises(InvalidArgumentError, match="cannot append str"):
+        encode_batch_buffer([b"ok", "text"], timestamp=5)
 
 
 def _with_bad_value_length(raw: bytes, record: int) -> bytes:
