@@ -49,8 +49,7 @@ class Fetcher:
         self.offsets = OffsetFetcher(self.logs, subscriptions, isolation=isolation,
                                      auto_offset_reset=auto_offset_reset)
         self._buffered: dict[TopicPartition, CompletedFetch] = {}  # records read, not yet returned
-        self._iterated: collections.deque = collections.deque()  # (tp, records) fetched for an iteration
-        self._iterated_next = 0  # the first list's next record to yield
+        self._iterated: collections.deque = collections.deque()  # (tp, record) fetched for an iteration, not yielded
         self._deserialization_error: RecordDeserializationError | None = None  # raised by the next fetch
         self._txn_coordinator = None
         self._next_txn_check = 0.0
@@ -61,7 +60,7 @@ class Fetcher:
         for tp in [tp for tp in self._buffered if not self._subscriptions.is_assigned(tp)]:
             del self._buffered[tp]
         if self._iterated:
-            self._keep_iterated(self._subscriptions.is_assigned)
+            self._iterated = collections.deque(i for i in self._iterated if self._subscriptions.is_assigned(i[0]))
 
     def assign(self, partitions: set) -> None:
         """Read exactly ``partitions`` (Kafka's ``assignFromUser``): each is opened first, so
@@ -100,7 +99,7 @@ class Fetcher:
         ``tp`` that failed to deserialize (it is read again, or passed)."""
         self._buffered.pop(tp, None)
         if self._iterated:
-            self._keep_iterated(lambda other: other != tp)
+            self._iterated = collections.deque(item for item in self._iterated if item[0] != tp)
         error = self._deserialization_error
         if seeked and error is not None and (error.topic, error.partition) == tuple(tp):
             self._deserialization_error = None
@@ -112,30 +111,15 @@ class Fetcher:
         record, and moves past each as it is yielded, so a commit covers what was yielded."""
         for tp, records in fetched.items():
             self._subscriptions.seek(tp, records[0].offset)
-            self._iterated.append((tp, records))
+            self._iterated.extend((tp, r) for r in records)
 
     def next_iterated(self):
-        """The next record :meth:`iterate` holds, its position moved past it; None when none
-        is left. O(1): the lists are walked by an index, not copied."""
-        iterated = self._iterated
-        if not iterated:
+        """The next record :meth:`iterate` holds, its position moved past it; None when none is left."""
+        if not self._iterated:
             return None
-        tp, records = iterated[0]  # never empty: fetched_records gives no empty list
-        i = self._iterated_next
-        record = records[i]
-        if i + 1 < len(records):
-            self._iterated_next = i + 1
-        else:
-            iterated.popleft()
-            self._iterated_next = 0
+        tp, record = self._iterated.popleft()
         self._subscriptions.consumed(tp, record)
         return record
-
-    def _keep_iterated(self, keep) -> None:
-        """Drop the records fetched for an iteration of the partitions ``keep(tp)`` refuses."""
-        if not keep(self._iterated[0][0]):
-            self._iterated_next = 0
-        self._iterated = collections.deque(item for item in self._iterated if keep(item[0]))
 
     def stop_iteration(self) -> None:
         """A direct poll ends an iteration: records fetched for it and not yielded are read
@@ -143,7 +127,6 @@ class Fetcher:
         if self._iterated:
             partitions = {tp for tp, _ in self._iterated}
             self._iterated.clear()
-            self._iterated_next = 0
             for tp in partitions:
                 self._buffered.pop(tp, None)
 
