@@ -27,7 +27,9 @@ class CompletedFetch:
         """Up to ``max_records`` records, the next in offset order; ``[]`` once the read
         has no more. Decodes (and checks the CRC of) the batches it reaches: an error of a
         batch is raised when a take reaches it, after the records before it were taken.
-        O(records taken), plus a copy of their references when a batch is cut."""
+        The rest of a batch is returned as the list its decode built (the records given out
+        before are cut from its front), so only a batch cut at its end is copied: O(records
+        taken) in all."""
         out: list = []
         while len(out) < max_records:
             records, start = self._records, self._start
@@ -38,14 +40,18 @@ class CompletedFetch:
                 self._records, self._start = records, 0
                 continue
             end = start + max_records - len(out)
-            if not out and start == 0 and end >= len(records):
-                out = records  # a whole batch: the list its decode built
-            else:
-                out += records[start:end]
-            if end >= len(records):
-                self._records, self._start = [], 0  # the caller owns the list it was given
-            else:
+            if end < len(records):
+                part = records[start:end]
                 self._start = end
+            else:  # the rest of the batch: its own list, which the caller owns from here
+                if start:
+                    del records[:start]
+                part = records
+                self._records, self._start = [], 0
+            if out:
+                out += part
+            else:
+                out = part
         if out:
             self.position = out[-1].offset + 1
         return out

@@ -239,16 +239,17 @@ class Consumer:
 
     def _poll(self, timeout_ms: int, max_records: int, *, columnar: bool) -> dict:
         """kafka-python's ``_poll_once`` in a loop until records or ``timeout_ms``: the
-        group's turn, positions, a fetch, then a wait for an append or the next duty."""
+        group's turn, positions, a fetch, then a wait for an append or the next duty. The
+        wait reads inotify's events, no look before it: a poll that finds records makes no
+        system call for them; events of appends a look saw end the next wait at once."""
         self._check_open()
         check_poll_arguments(timeout_ms, max_records)
-        coordinator = self._coordinator
-        if not self._subscriptions.user_assigned and not (coordinator is not None and coordinator.active):
+        coordinator, user_assigned = self._coordinator, self._subscriptions.user_assigned
+        if not user_assigned and not (coordinator is not None and coordinator.active):
             raise ClientStateError("poll() before subscribe() or assign(): the consumer reads no partition")
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
-            self._watch.drain()
-            if self._subscriptions.user_assigned:
+            if user_assigned:
                 self._fetcher.logs.recreated()
             if coordinator is not None:
                 coordinator.poll()

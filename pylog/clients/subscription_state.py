@@ -247,7 +247,7 @@ class SubscriptionState:
         """The partitions to fetch from, neither paused nor deleted, starting one further
         on at each call, so that ``max_records`` does not always favour the first."""
         tps = [tp for tp, s in self._states.items() if s.fetchable()]
-        if tps:
+        if len(tps) > 1:
             self._rotation = (self._rotation + 1) % len(tps)
             tps = tps[self._rotation:] + tps[:self._rotation]
         return tps

@@ -4,6 +4,7 @@ appends, and reading at the tail of a segment a writer is appending to."""
 from __future__ import annotations
 
 import os
+import select
 import threading
 import time
 
@@ -118,6 +119,25 @@ def test_poll_returns_as_soon_as_another_process_appends(root):
         polling.set()
         got = c.poll(timeout_ms=20_000)
         assert values(got) == [b"late"] and time.monotonic() - start < 10
+
+
+def test_a_poll_that_finds_records_leaves_the_wake_up_events_and_one_that_finds_none_drains_them(root):
+    """A poll looks for records before it reads the inotify events: one that returns
+    records makes no system call for them. One that finds nothing waits on them: the
+    events of appends already read end its wait at once, are read away, and it looks
+    again before waiting for new ones."""
+    make_topic(root, "t", 1, [(0, [b"a"])])
+    with Consumer(root, auto_offset_reset="earliest") as c:
+        c.assign([TP])
+        assert values(c.poll(1000)) == [b"a"]
+        with LogManager(root) as m:
+            m.log("t", 0).append([b"b"])
+        events = c._watch._fd
+        assert select.select([events], [], [], 5)[0]  # the append's events are there
+        assert values(c.poll(1000)) == [b"b"]
+        assert select.select([events], [], [], 0)[0]  # still there: not read by a poll that had records
+        assert c.poll(300) == {}
+        assert not select.select([events], [], [], 0)[0]
 
 
 def test_iteration_stops_after_consumer_timeout(root):
@@ -284,6 +304,21 @@ def test_a_seek_or_pause_while_iterating_drops_what_was_fetched_for_the_partitio
         assert list(it) == [] and c.position(TP) == 6
         c.resume(TP)
         assert [r.offset for r in c] == [6, 7, 8, 9]
+
+
+def test_a_seek_of_one_partition_while_iterating_keeps_what_was_fetched_of_the_others(root):
+    make_topic(root, "t", 2, [(p, [b"%d-%d" % (p, i) for i in range(5)]) for p in range(2)])
+    one = TopicPartition("t", 1)
+    with Consumer(root, auto_offset_reset="earliest", consumer_timeout_ms=100) as c:
+        c.assign([TP, one])
+        it = iter(c)
+        first = next(it)
+        c.seek(TopicPartition(first.topic, first.partition), 3)  # its records fetched are dropped
+        rest = [(r.partition, r.offset) for r in it]
+        other = 1 - first.partition
+        assert [o for p, o in rest if p == first.partition] == [3, 4]
+        assert [o for p, o in rest if p == other] == [0, 1, 2, 3, 4]
+        assert c.position(TP) == c.position(one) == 5
 
 
 def test_a_poll_after_a_partial_iteration_returns_the_records_not_yet_yielded(root):
