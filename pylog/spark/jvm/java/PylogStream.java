@@ -36,7 +36,7 @@ import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow
  *  ranges, with the aborted transactions of a read_committed query). */
 final class PylogStream implements MicroBatchStream, SupportsTriggerAvailableNow, ReportsSourceMetrics {
     /** Options only the Python source reads: a stream giving one is served by it. */
-    private static final List<String> PYTHON_ONLY = List.of("groupid", "commitoffsetstogroup", "remote_storage");
+    private static final List<String> PYTHON_ONLY = List.of("groupId", "commitOffsetsToGroup", "remote_storage");
     /** Admission options this stream applies itself; the planner is not sent them. */
     private static final List<String> ADMISSION = List.of("minoffsetspertrigger", "maxtriggerdelay");
     static final String DEFAULT_MAX_TRIGGER_DELAY = "15m";
@@ -74,7 +74,7 @@ final class PylogStream implements MicroBatchStream, SupportsTriggerAvailableNow
         Map<String, String> lower = lowerCased(options);
         if ("group".equalsIgnoreCase(lower.getOrDefault("startingoffsets", ""))) return "startingOffsets=group";
         for (String name : PYTHON_ONLY) {
-            if (lower.containsKey(name)) return name;
+            if (lower.containsKey(name.toLowerCase(Locale.ROOT))) return name;
         }
         return null;
     }
