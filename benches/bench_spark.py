@@ -71,10 +71,26 @@ QUERIES = {"count": lambda df: df.count(),
            "sum_length": lambda df: df.selectExpr("sum(length(value))").collect(),
            "full_scan": lambda df: df.write.format("noop").mode("overwrite").save(),
            "parquet": lambda df: df.write.mode("overwrite").parquet(parquet)}
+schemas = {}
+def stream_available_now(reader):  # the whole backlog as a stream, from a new checkpoint, into the noop sink
+    import shutil, tempfile
+    if reader == "parquet":
+        schema = schemas.setdefault("parquet", spark.read.parquet(parquet).schema)  # first (warm-up) round only
+        df = spark.readStream.schema(schema).parquet(parquet)
+    else:
+        df = spark.readStream.format("pylog").option("reader", reader).option("startingOffsets", "earliest").load(root)
+    ckpt = tempfile.mkdtemp()
+    try:
+        q = df.writeStream.format("noop").option("checkpointLocation", ckpt).trigger(availableNow=True).start()
+        q.awaitTermination()
+        assert sum(p["numInputRows"] for p in q.recentProgress) == int(rows), q.recentProgress
+    finally:
+        shutil.rmtree(ckpt, ignore_errors=True)
+STREAMS = {"stream_available_now": stream_available_now}
 for line in sys.stdin:
     query, reader = line.split()
     t = time.perf_counter()
-    QUERIES[query](frame(reader))
+    STREAMS[query](reader) if query in STREAMS else QUERIES[query](frame(reader))
     print("took", time.perf_counter() - t, flush=True)
 spark.stop()
 """
@@ -270,3 +286,47 @@ def test_spark_stream_write_vs_batch_write(benchmark, tmp_path):
     spread = _spread(out["write_stream"], out["write_batch"])
     record_ratio(f"spark write {size}: writeStream (exactly once) vs df.write", spread[1], 0.8,
                  "min %.2f / median %.2f / max %.2f over %d rounds" % (*spread, WRITE_ROUNDS))
+
+
+#: records of the streaming benchmark's backlog, and its rounds
+STREAM_RECORDS = 2_000_000
+STREAM_ROUNDS = 5
+#: the stream readers: pylog's JVM stream, its Python source, and Spark's parquet file-stream source
+STREAM_READERS = ("jvm", "python", "parquet")
+
+
+def test_spark_stream_available_now_backlog(benchmark, tmp_path):
+    """``readStream`` of a 2M-record backlog with ``Trigger.AvailableNow`` into the noop sink,
+    each run from a new checkpoint: pylog's JVM stream, its Python source (``reader=python``)
+    and ``spark.readStream.parquet`` over the same records, in turns on one ``local[2]``
+    driver (round 0 warms up), ratios per round. A run's time is the query's: its start,
+    planning, the micro-batch (one: no admission limit) and its checkpoint writes."""
+    pytest.importorskip("pyspark")
+    from pylog.spark import jar_path
+    if jar_path() is None:
+        pytest.skip("no JVM reader (no JDK): only the Python source could be measured")
+    root, parquet = tmp_path / "root", tmp_path / "bench.parquet"
+    _write(root, STREAM_RECORDS)
+    driver = _Driver("local[2]", root, parquet, STREAM_RECORDS)
+
+    def measure():
+        driver.time("parquet", "jvm")
+        out = {r: [] for r in STREAM_READERS}
+        for n in range(STREAM_ROUNDS + 1):
+            for reader in STREAM_READERS:
+                t = driver.time("stream_available_now", reader)
+                if n:
+                    out[reader].append(t)
+        return out
+
+    try:
+        out = benchmark.pedantic(measure, rounds=1)
+    finally:
+        driver.close()
+    size = f"{STREAM_RECORDS // 1_000_000}M"
+    record_figure(f"spark stream AvailableNow {size} x 100 B backlog (median s, local[2])",
+                  **{r: round(statistics.median(ts), 3) for r, ts in out.items()})
+    for other, name, goal in (("python", "Python source", 3.0), ("parquet", "parquet file stream", 1.0)):
+        spread = _spread(out["jvm"], out[other])
+        record_ratio(f"spark stream AvailableNow {size}: JVM stream vs {name}", spread[1], goal,
+                     "min %.2f / median %.2f / max %.2f over %d rounds" % (*spread, STREAM_ROUNDS))

@@ -22,7 +22,7 @@ def test_version_says_when_each_spark_reader_is_used():
     if jvm.startswith("Spark JVM reader: off"):
         assert python == "Spark Python source: every query"
     else:
-        assert "pylog.spark.session()" in jvm and "spark.jars=pylog.spark.jar_path()" in jvm, jvm
+        assert "pylog.spark.session()" in jvm and "spark.jars=pylog.spark.jar_path()" in jvm and "streams" in jvm, jvm
         assert "plain SparkSession" in python and "streams" in python and "writes" in python, python
 
 

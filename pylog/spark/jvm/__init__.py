@@ -114,10 +114,10 @@ def jar_path(*, build: bool = True) -> str | None:
 
 
 #: which sessions the JVM reader serves, and what the Python source serves besides
-JVM_USE = ("batch reads of sessions made by pylog.spark.session() or given spark.jars=pylog.spark.jar_path(); "
-           "option reader=python turns it off per read")
-PYTHON_USE = ("streams, writes, and batch reads of any other session (a plain SparkSession: 3-12x slower; "
-              "its first read warns)")
+JVM_USE = ("batch reads and streams of sessions made by pylog.spark.session() or given "
+           "spark.jars=pylog.spark.jar_path(); option reader=python turns it off per read")
+PYTHON_USE = ("writes, streams with startingOffsets=group, groupId, commitOffsetsToGroup or remote_storage, and "
+              "reads and streams of any other session (a plain SparkSession: 3-12x slower; its first read warns)")
 
 
 def reader_state() -> str:

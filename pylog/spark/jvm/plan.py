@@ -18,6 +18,7 @@ serve both readers (docs/spark.md).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 
@@ -25,7 +26,8 @@ from pylog.errors import InvalidConfigError, PylogError
 from pylog.remote.log import RemoteLog
 from pylog.remote.segment import segment_at
 from pylog.spark.options import parse_read_options, storage_options
-from pylog.spark.plan import open_log, plan_ranges, prune_ranges, require_log_dir
+from pylog.errors import OffsetOutOfRangeError
+from pylog.spark.plan import OffsetReader, open_log, plan_ranges, prune_ranges, require_log_dir, split_ranges
 
 
 def plan_request(request: dict) -> dict:
@@ -35,20 +37,72 @@ def plan_request(request: dict) -> dict:
         require_log_dir(request["check"], storage_options(options),
                         plain=options.get("reader", "auto").lower() != "python")
         return {}
+    if "stream" in request:
+        return _stream_request(request)
     opts = parse_read_options(request["options"])
-    if opts.remote_storage is not None:
-        raise InvalidConfigError("option remote_storage (tiered segments below the local log start) is read by the "
-                                 "Python source: add option reader=python")
+    _require_plain(opts)
     pruned = dict(request.get("pruned") or {})
     for key in ("topic", "partition"):
         if key in pruned:
             pruned[key] = set(pruned[key])
-    ranges = prune_ranges(plan_ranges(opts), pruned)
+    return _reply(opts, prune_ranges(plan_ranges(opts), pruned))
+
+
+def _require_plain(opts) -> None:
+    if opts.remote_storage is not None:
+        raise InvalidConfigError("option remote_storage (tiered segments below the local log start) is read by the "
+                                 "Python source: add option reader=python")
+
+
+def _reply(opts, ranges) -> dict:
+    """A plan's reply: the ranges, with their aborted transactions for ``read_committed``."""
     committed = opts.isolation == "committed"
     aborted = _aborted_transactions(ranges) if committed else {}
     return {"root": opts.root, "committed": committed, "failOnDataLoss": opts.fail_on_data_loss,
             "ranges": [[r.topic, r.partition, r.start, r.end, aborted.get(r, []), r.directory]
                        for r in ranges]}
+
+
+def _stream_request(request: dict) -> dict:
+    """A JVM stream's request (see the module docstring)."""
+    opts = parse_read_options(request["options"], streaming=True)
+    _require_plain(opts)
+    with OffsetReader.open(opts) as reader:
+        if request["stream"] == "initial":
+            return {"offsets": _nested(reader.partition_offsets(starting=True))}
+        if request["stream"] == "latest":
+            return {"offsets": _nested(reader.latest())}
+        start, end = request["start"], request["end"]
+        ranges = [_checked_start(reader.manager.log(r.topic, r.partition), r, str(r.partition) in
+                                 start.get(r.topic, {}), opts.fail_on_data_loss)
+                  for r in reader.ranges_from_resolved(start, end)]
+        ranges = [r for r in ranges if r.end > r.start]
+        return _reply(opts, split_ranges(reader.manager, ranges, opts.min_partitions,
+                                         opts.max_records_per_partition))
+
+
+def _nested(offsets: dict) -> dict:
+    """``{(topic, partition): offset}`` as a stream's offset: ``{"topic": {"partition": offset}}``."""
+    out: dict = {}
+    for (t, p), offset in offsets.items():
+        out.setdefault(t, {})[str(p)] = offset
+    return out
+
+
+def _checked_start(log, r, known: bool, fail_on_data_loss: bool):
+    """Micro-batch range ``r`` from where ``log`` can still be read: a partition the stream
+    did not know (``known`` false) from its log start; else a start below the log start is
+    data loss, an :class:`OffsetOutOfRangeError` naming the first missing offset unless
+    ``fail_on_data_loss`` is false."""
+    first = log.log_start_offset
+    if r.start >= first:
+        return r
+    if known and fail_on_data_loss:
+        raise OffsetOutOfRangeError(
+            f"{r.topic}-{r.partition}: offsets {r.start} to {first - 1} were removed before the stream read them "
+            f"(the log now starts at {first}: retention, DeleteRecords or deleted segments); set "
+            f"failOnDataLoss=false to skip them")
+    return dataclasses.replace(r, start=min(first, r.end))
 
 
 def _aborted_transactions(ranges) -> dict:

@@ -33,12 +33,39 @@ final class Planner {
     }
 
     static Plan plan(Map<String, String> options, ObjectNode pruned) {
+        ObjectNode request = request(options);
+        request.set("pruned", pruned);
+        return plan(run(request));
+    }
+
+    /** A stream's offsets: where a new query starts ({@code "initial"}) or each partition's
+     *  latest offset at the query's isolation level ({@code "latest"}). */
+    static StreamOffset streamOffsets(String which, Map<String, String> options) {
+        ObjectNode request = request(options);
+        request.put("stream", which);
+        return StreamOffset.of(run(request).get("offsets"));
+    }
+
+    /** A micro-batch's ranges, from offsets {@code start} to {@code end}; fails on records lost
+     *  below {@code start} unless failOnDataLoss is false (the planner's rule). */
+    static Plan streamRanges(Map<String, String> options, StreamOffset start, StreamOffset end) {
+        ObjectNode request = request(options);
+        request.put("stream", "ranges");
+        request.set("start", start.node());
+        request.set("end", end.node());
+        return plan(run(request));
+    }
+
+    /** A request carrying the query's options (and the session's S3A settings for a URL). */
+    private static ObjectNode request(Map<String, String> options) {
         ObjectNode request = JSON.createObjectNode();
         ObjectNode opts = request.putObject("options");
         options.forEach(opts::put);
         if (!PartitionDir.isLocal(options.getOrDefault("path", ""))) putHadoop(opts, options);
-        request.set("pruned", pruned);
-        JsonNode reply = run(request);
+        return request;
+    }
+
+    private static Plan plan(JsonNode reply) {
         Plan plan = new Plan();
         boolean committed = reply.get("committed").asBoolean();
         boolean failOnDataLoss = reply.get("failOnDataLoss").asBoolean();

@@ -22,9 +22,10 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
-/** {@code format("pylog")} when pylog's jar is on the classpath: batch reads by the JVM reader,
- *  everything else (writes, {@code readStream}, {@code reader=python}) by the Python source,
- *  registered in the session under the same name (docs/spark.md). */
+/** {@code format("pylog")} when pylog's jar is on the classpath: batch reads and streams by the
+ *  JVM reader, everything else (writes, {@code reader=python}, streams with options only the
+ *  Python source reads: {@link PylogStream#pythonOnly}) by the Python source, registered in the
+ *  session under the same name (docs/spark.md). */
 public final class PylogProvider implements TableProvider, DataSourceRegister {
     static final String NAME = "pylog";
 
@@ -66,7 +67,7 @@ public final class PylogProvider implements TableProvider, DataSourceRegister {
         return new PylogTable(schema, pythonTable, !reader.equals("python"));
     }
 
-    /** Batch reads here (unless {@code jvm} is false), the rest delegated to the Python source's
+    /** Reads here (unless {@code jvm} is false), the rest delegated to the Python source's
      *  table, which is given the session's S3A settings for a log dir in object storage. */
     private static final class PylogTable implements Table, SupportsRead, SupportsWrite {
         private final StructType schema;

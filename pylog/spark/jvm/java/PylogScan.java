@@ -39,6 +39,7 @@ import org.apache.spark.sql.sources.LessThan;
 import org.apache.spark.sql.sources.LessThanOrEqual;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /** A batch scan of pylog partition dirs: pruned columns, pushed bounds, planned in Python.
@@ -46,7 +47,7 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  *  same rules as the Python source: docs/spark.md); every filter is still evaluated by Spark.
  *  A {@code count()} of the whole scan is pushed down: each task counts its range from batch
  *  headers (CRCs checked, aborted and control batches skipped, as the scan would) and
- *  returns one row, which Spark sums. */
+ *  returns one row, which Spark sums. A stream ({@code readStream}) is a {@link PylogStream}. */
 final class PylogScan implements ScanBuilder, SupportsPushDownRequiredColumns, SupportsPushDownFilters,
         SupportsPushDownAggregates, Scan, Batch {
     /** Columns that are never null: a COUNT of one is the count of rows. */
@@ -166,8 +167,17 @@ final class PylogScan implements ScanBuilder, SupportsPushDownRequiredColumns, S
         return this;
     }
 
+    /** The JVM stream, unless the options name something only the Python source reads
+     *  ({@link PylogStream#pythonOnly}): then the Python source's stream, or with option
+     *  {@code reader=jvm} an error naming the option. */
     @Override
     public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
+        String python = PylogStream.pythonOnly(options);
+        if (python == null) return new PylogStream(options, createReaderFactory());
+        if ("jvm".equalsIgnoreCase(new CaseInsensitiveStringMap(options).getOrDefault("reader", "auto"))) {
+            throw new IllegalArgumentException("option " + python + " is read by the Python stream only: drop option "
+                + "reader=jvm (or use reader=python)");
+        }
         return streaming.get().toMicroBatchStream(checkpointLocation);
     }
 
