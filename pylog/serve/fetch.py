@@ -61,9 +61,9 @@ def _read_all(apis, body, isolation: str):
     fetches in the order of their placeholders, and whether any partition failed."""
     topics, fetches, failed = [], [], False
     left = body.max_bytes if body.max_bytes > 0 else 0
-    for topic in body.topics:
+    for topic in body.topics or ():  # a null array (a malformed request) is an empty one
         answers = []
-        for part in topic.partitions:
+        for part in topic.partitions or ():
             answer, fetch = _read_one(apis, topic.topic, part, isolation, left=left, first=not fetches)
             failed |= answer.error_code != NONE
             if fetch is not None and fetch.size_bytes:

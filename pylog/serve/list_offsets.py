@@ -28,8 +28,8 @@ def handle_list_offsets(apis, request) -> ListOffsetsResponse:
     """Every partition's answer, in the order asked."""
     body = request.body
     isolation = ISOLATIONS.get(body.isolation_level, "uncommitted")
-    topics = [_Topic(name=t.name, partitions=[_answer(apis, t.name, p, isolation) for p in t.partitions])
-              for t in body.topics]
+    topics = [_Topic(name=t.name, partitions=[_answer(apis, t.name, p, isolation) for p in t.partitions or ()])
+              for t in body.topics or ()]
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
 
 

@@ -41,6 +41,8 @@ async def handle_metadata(apis, request) -> MetadataResponse:
 async def _topic(apis, name: str, *, create: bool) -> _Topic:
     """One topic's entry: its partitions led by this node, or the error that names why not."""
     manager = apis.manager
+    if not isinstance(name, str):  # a null name asks by topic id, which this server does not know
+        return _Topic(error_code=UNKNOWN_TOPIC_OR_PARTITION, name=name, partitions=[])
     try:
         if create:
             await apis.run_blocking(manager.create_topic, name, apis.config.num_partitions)

@@ -35,9 +35,9 @@ async def handle_produce(apis, request) -> ProduceResponse | None:
     refused = (INVALID_REQUIRED_ACKS if body.acks not in ACKS
                else TRANSACTIONAL_ID_AUTHORIZATION_FAILED if body.transactional_id is not None else NONE)
     topics = []
-    for topic in body.topic_data:
+    for topic in body.topic_data or ():  # a null array (a malformed request) is an empty one
         answers = []
-        for partition in topic.partition_data:
+        for partition in topic.partition_data or ():
             answer = (_Partition(index=partition.index, error_code=refused, base_offset=-1) if refused
                       else await _append(apis, topic.name, partition))
             answers.append(answer)

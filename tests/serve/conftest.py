@@ -34,3 +34,32 @@ def file_digests(root) -> dict[str, str]:
             with open(path, "rb") as f:
                 out[os.path.relpath(path, root)] = hashlib.sha256(f.read()).hexdigest()
     return out
+
+
+def request_frame(request, version: int, correlation_id: int = 1) -> bytes:
+    """``request`` (a kafka-python request message) framed with its header, as a client sends it."""
+    request.API_VERSION = version
+    request.with_header(correlation_id=correlation_id, client_id="tests")
+    return bytes(request.encode(header=True, framed=True))
+
+
+def read_frame(sock) -> bytes | None:
+    """One response frame (after its size) from ``sock``, or None if the server closed it
+    (a reset too: the server closed it with bytes of ours unread)."""
+    try:
+        head = _read_exactly(sock, 4)
+    except ConnectionResetError:
+        return None
+    if head is None:
+        return None
+    return _read_exactly(sock, int.from_bytes(head, "big"))
+
+
+def _read_exactly(sock, size: int) -> bytes | None:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
