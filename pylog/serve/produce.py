@@ -52,8 +52,7 @@ async def _append(apis, topic: str, partition) -> _Partition:
     """One partition's append, answered: its base offset, log append time and log start,
     or the Kafka error code of what refused it (nothing written then)."""
     try:
-        log = apis.manager.log(topic, partition.index)
-        info = await apis.run_blocking(log.append_batches, partition.records or b"")
+        info, log_start_offset = await apis.run_blocking(_append_batches, apis.manager, topic, partition)
     except PylogError as e:
         return _Partition(index=partition.index, error_code=error_code(e), base_offset=-1,
                           error_message=str(e)[:500])
@@ -61,4 +60,11 @@ async def _append(apis, topic: str, partition) -> _Partition:
         apis.log_failure(f"append to {topic}-{partition.index}", e)
         return _Partition(index=partition.index, error_code=UNKNOWN_SERVER_ERROR, base_offset=-1)
     return _Partition(index=partition.index, error_code=NONE, base_offset=info.first_offset,
-                      log_append_time_ms=info.log_append_time, log_start_offset=log.log_start_offset)
+                      log_append_time_ms=info.log_append_time, log_start_offset=log_start_offset)
+
+
+def _append_batches(manager, topic: str, partition):
+    """In the disk pool: the partition's log (opened, and recovered if it was not closed
+    cleanly, on first use) and the append to it."""
+    log = manager.log(topic, partition.index)
+    return log.append_batches(partition.records or b""), log.log_start_offset

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
+from pylog.errors import InvalidConfigError
 from pylog.manager import LogManager
 from pylog.serve.kafka_apis import KafkaApis
 from pylog.serve.serve_config import ServeConfig
@@ -35,6 +36,10 @@ class Server:
 
     def __init__(self, root, *, listen: tuple[str, int] = DEFAULT_LISTEN, **config):
         self.root = root
+        unknown = sorted(set(config) - set(ServeConfig.__dataclass_fields__))
+        if unknown:
+            raise InvalidConfigError(f"unknown server settings {', '.join(unknown)}: the settings are "
+                                     f"{', '.join(ServeConfig.__dataclass_fields__)}")
         self.config = ServeConfig(**config)
         self._listen = listen
         self._thread: threading.Thread | None = None

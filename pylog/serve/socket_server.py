@@ -127,7 +127,7 @@ class SocketServer:
 
 async def _recv_exactly(conn, size: int, *, eof_ok: bool) -> bytearray | None:
     """``size`` bytes from ``conn``; None if the stream ends before the first (``eof_ok``),
-    else :class:`ConnectionError` for a stream that ends early."""
+    else ``ConnectionError`` for a stream that ends early."""
     loop = asyncio.get_running_loop()
     buffer = bytearray(size)
     view, got = memoryview(buffer), 0
