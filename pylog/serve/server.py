@@ -85,8 +85,9 @@ class Server:
         thread, self._thread = self._thread, None
         if thread is None:
             return
-        self._loop.call_soon_threadsafe(self._stopping.set)
-        thread.join()
+        if thread.is_alive():  # else its loop already ended (a failure, logged by the thread)
+            self._loop.call_soon_threadsafe(self._stopping.set)
+            thread.join()
         self.manager.close()
 
     def wait(self) -> None:
