@@ -55,7 +55,8 @@ def test_records_produced_through_the_server_read_back_identically_with_the_log_
     with LogManager(pylog_server.root, read_only=True) as manager:
         log = manager.log("events", 0)
         read = list(log.records())
-        assert {b.compression for b in log.read(0, 1 << 20).batches()} == {codec}
+        # kafka-python sends a batch uncompressed when compressing does not shrink it
+        assert codec in {b.compression for b in log.read(0, 1 << 20).batches()}
     assert [(r.offset, r.key, r.value, [tuple(h) for h in r.headers], r.timestamp) for r in read] == [
         (i, k, v, h, ts) for i, (k, v, h, ts) in enumerate(records)]
     verify = pylog_cli("verify", pylog_server.root)
