@@ -43,6 +43,7 @@ async def handle_fetch(apis, request) -> list:
     :class:`~pylog.segment.fetch.FetchData` slices)."""
     body = request.body
     isolation = ISOLATIONS.get(body.isolation_level, "high_watermark")
+    await apis.open_logs((t.topic, p.partition) for t in body.topics or () for p in t.partitions or ())
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(body.max_wait_ms, 0) / 1000
     while True:

@@ -22,6 +22,7 @@ from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
 
+from pylog.errors import PylogError
 from pylog.serve.error_codes import NONE, UNSUPPORTED_VERSION
 from pylog.serve.fetch import handle_fetch, new_marker
 from pylog.serve.list_offsets import handle_list_offsets
@@ -102,6 +103,13 @@ class KafkaApis:
         """``function(*args)`` in the disk thread pool, awaited."""
         return await asyncio.get_running_loop().run_in_executor(self.io_pool, function, *args)
 
+    async def open_logs(self, pairs) -> None:
+        """Open the logs of ``pairs`` (topic, partition) in the disk pool, so that a first
+        use, which may recover a log not closed cleanly, never runs on the event loop. A
+        partition that does not exist is left for the handler to answer. Cost: one hop to
+        the pool; nothing for logs already open."""
+        await self.run_blocking(_open_each, self.manager, list(pairs))
+
     @staticmethod
     def log_failure(what: str, exc: BaseException) -> None:
         """A failure that is a bug, not the client's: logged with its traceback."""
@@ -111,3 +119,11 @@ class KafkaApis:
         """Wait for the appends and sends in flight, then stop the pools."""
         self.io_pool.shutdown(wait=True)
         self.network_pool.shutdown(wait=True)
+
+
+def _open_each(manager, pairs) -> None:
+    for topic, partition in pairs:
+        try:
+            manager.log(topic, partition)
+        except PylogError:  # not there, or a bad name: the handler answers it
+            pass

@@ -24,9 +24,10 @@ ISOLATIONS = {0: "uncommitted", 1: "committed"}
 _NO_RECORD = (LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP)
 
 
-def handle_list_offsets(apis, request) -> ListOffsetsResponse:
-    """Every partition's answer, in the order asked."""
+async def handle_list_offsets(apis, request) -> ListOffsetsResponse:
+    """Every partition's answer, in the order asked (the logs opened in the disk pool first)."""
     body = request.body
+    await apis.open_logs((t.name, p.partition_index) for t in body.topics or () for p in t.partitions or ())
     isolation = ISOLATIONS.get(body.isolation_level, "uncommitted")
     topics = [_Topic(name=t.name, partitions=[_answer(apis, t.name, p, isolation) for p in t.partitions or ()])
               for t in body.topics or ()]
