@@ -16,7 +16,7 @@ import pytest
 import pylog
 
 #: Modules that cannot be imported without an optional dependency, and that dependency.
-_OPTIONAL = {"pylog.spark": "pyspark"}
+_OPTIONAL = {"pylog.spark": "pyspark", "pylog.serve": "kafka", "pylog.cli.serve": "kafka", "pylog.testing": "kafka"}
 
 
 def _module_names() -> list[str]:

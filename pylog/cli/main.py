@@ -42,6 +42,7 @@ COMMANDS = {
     "verify": ("verify", "check CRCs, indexes, offsets and checkpoints; exit 0 only when clean"),
     "retention": ("maintenance", "apply the delete policy once to every log"),
     "compact": ("maintenance", "compact every log whose policy includes compact"),
+    "serve": ("serve", "serve a log dir with Kafka's protocol, for Kafka's clients and tools"),
     "tiered": ("tiered", "tiered storage: restore tiered segments into partition directories"),
     "perf": ("perf", "produce then consume N records and report throughput and latency"),
 }

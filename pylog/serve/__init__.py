@@ -1,0 +1,16 @@
+"""``pylog serve``: Kafka's wire protocol over a log dir, so Kafka's clients read and write
+pylog's topics (docs/serve.md).
+
+One module per part of Kafka's broker it mirrors: :mod:`~pylog.serve.socket_server` (the
+acceptor and the connections, Kafka's ``SocketServer``), :mod:`~pylog.serve.request_channel`
+(a frame to a request and a response to bytes, with kafka-python's message classes
+generated from Kafka's JSON definitions), :mod:`~pylog.serve.kafka_apis` (the dispatcher,
+Kafka's ``KafkaApis``) and one module per API family (:mod:`~pylog.serve.produce`,
+:mod:`~pylog.serve.fetch`, :mod:`~pylog.serve.metadata`, :mod:`~pylog.serve.list_offsets`,
+:mod:`~pylog.serve.producer_ids`); :mod:`~pylog.serve.server` starts and stops it all.
+Needs kafka-python 3 (``pip install 'pylog-kafka[serve]'``).
+"""
+
+from pylog.serve.server import Server
+
+__all__ = ["Server"]

@@ -1,0 +1,53 @@
+"""pylog's errors as Kafka's error codes (the numbers come from kafka-python's
+``kafka.errors``, which mirrors Kafka's ``Errors`` enum): what a partition's answer says
+when its append or read failed."""
+
+from __future__ import annotations
+
+import kafka.errors as kafka_errors
+
+from pylog import errors
+
+NONE = kafka_errors.NoError.errno
+UNKNOWN_SERVER_ERROR = kafka_errors.UnknownError.errno
+UNKNOWN_TOPIC_OR_PARTITION = kafka_errors.UnknownTopicOrPartitionError.errno
+INVALID_TOPIC = kafka_errors.InvalidTopicError.errno
+OFFSET_OUT_OF_RANGE = kafka_errors.OffsetOutOfRangeError.errno
+UNSUPPORTED_VERSION = kafka_errors.UnsupportedVersionError.errno
+INVALID_REQUIRED_ACKS = kafka_errors.InvalidRequiredAcksError.errno
+INVALID_REQUEST = kafka_errors.InvalidRequestError.errno
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = kafka_errors.TransactionalIdAuthorizationFailedError.errno
+
+#: pylog's error classes, most specific first, and the Kafka error each becomes
+_CODES = [
+    (errors.UnknownTopicError, kafka_errors.UnknownTopicOrPartitionError),
+    (errors.InvalidTopicError, kafka_errors.InvalidTopicError),
+    (errors.OffsetOutOfRangeError, kafka_errors.OffsetOutOfRangeError),
+    (errors.UnsupportedCompressionError, kafka_errors.UnsupportedCompressionTypeError),
+    (errors.CorruptRecordError, kafka_errors.CorruptRecordError),
+    (errors.RecordTooLargeError, kafka_errors.MessageSizeTooLargeError),
+    (errors.InvalidTimestampError, kafka_errors.InvalidTimestampError),
+    (errors.DuplicateSequenceError, kafka_errors.DuplicateSequenceNumberError),
+    (errors.OutOfOrderSequenceError, kafka_errors.OutOfOrderSequenceNumberError),
+    (errors.ProducerFencedError, kafka_errors.InvalidProducerEpochError),
+    (errors.InvalidTxnStateError, kafka_errors.InvalidTxnStateError),
+    (errors.RecordFormatError, kafka_errors.InvalidRecordError),
+    (errors.InvalidOffsetError, kafka_errors.InvalidRecordError),
+    (errors.InvalidArgumentError, kafka_errors.InvalidRecordError),
+    (errors.StorageError, kafka_errors.KafkaStorageError),
+    (errors.LogLockedError, kafka_errors.NotLeaderForPartitionError),
+    (errors.ReadOnlyError, kafka_errors.NotLeaderForPartitionError),
+]
+
+
+def error_code(exc: BaseException) -> int:
+    """Kafka's error code for ``exc``: the first of :data:`_CODES` it is an instance of,
+    else ``UNKNOWN_SERVER_ERROR``.
+
+    >>> error_code(errors.UnknownTopicError("t")), error_code(errors.CorruptRecordError("crc"))
+    (3, 2)
+    """
+    for pylog_class, kafka_class in _CODES:
+        if isinstance(exc, pylog_class):
+            return kafka_class.errno
+    return UNKNOWN_SERVER_ERROR

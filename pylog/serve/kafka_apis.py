@@ -1,0 +1,129 @@
+"""``KafkaApis``: a request to its handler and the handler's answer to frame parts, as
+Kafka's ``KafkaApis.handle`` dispatches on the api key.
+
+:data:`SUPPORTED_VERSIONS` is the one list of what this server implements; ApiVersions
+advertises exactly it, and a request outside it is not answered (the connection closes,
+as Kafka's broker does for a request it cannot handle), but for ApiVersions itself, which
+answers ``UNSUPPORTED_VERSION`` at version 0 with the list, so the client can ask again.
+The versions' lower ends are those Kafka's JSON definitions still list (Kafka 4 dropped
+the oldest); the upper ends stop before the versions that need what is not served yet
+(topic ids in Produce 13 and Fetch 13+, transactions V2 in Produce 12).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+from kafka.protocol.api_key import ApiKey
+from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
+from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest
+from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
+
+from pylog.errors import PylogError
+from pylog.serve.error_codes import NONE, UNSUPPORTED_VERSION
+from pylog.serve.fetch import handle_fetch, new_marker
+from pylog.serve.list_offsets import handle_list_offsets
+from pylog.serve.metadata import handle_metadata
+from pylog.serve.produce import handle_produce
+from pylog.serve.producer_ids import handle_init_producer_id
+from pylog.serve.purgatory import AppendNotifier
+from pylog.serve.request_channel import UnsupportedVersion, encode_body, encode_response, parse_request
+
+LOG = logging.getLogger("pylog.serve")
+
+#: api key -> (request class, lowest version, highest version) this server answers
+SUPPORTED_VERSIONS = {
+    ApiKey.Produce: (ProduceRequest, 3, 11),
+    ApiKey.Fetch: (FetchRequest, 4, 12),
+    ApiKey.ListOffsets: (ListOffsetsRequest, 1, 9),
+    ApiKey.Metadata: (MetadataRequest, 0, 12),
+    ApiKey.ApiVersions: (ApiVersionsRequest, 0, 4),
+    ApiKey.InitProducerId: (InitProducerIdRequest, 0, 4),
+}
+REQUEST_CLASSES = {int(k): cls for k, (cls, _, _) in SUPPORTED_VERSIONS.items()}
+VERSIONS = {int(k): (low, high) for k, (_, low, high) in SUPPORTED_VERSIONS.items()}
+
+
+def handle_api_versions(apis, request) -> ApiVersionsResponse:
+    """Every api key of :data:`SUPPORTED_VERSIONS` with its version range."""
+    return api_versions_response(NONE)
+
+
+def api_versions_response(error: int) -> ApiVersionsResponse:
+    keys = [ApiVersionsResponse.ApiVersion(api_key=int(k), min_version=low, max_version=high)
+            for k, (_, low, high) in sorted(SUPPORTED_VERSIONS.items())]
+    return ApiVersionsResponse(error_code=error, api_keys=keys, throttle_time_ms=0)
+
+
+HANDLERS = {
+    ApiKey.Produce: handle_produce,
+    ApiKey.Fetch: handle_fetch,
+    ApiKey.ListOffsets: handle_list_offsets,
+    ApiKey.Metadata: handle_metadata,
+    ApiKey.ApiVersions: handle_api_versions,
+    ApiKey.InitProducerId: handle_init_producer_id,
+}
+
+
+class KafkaApis:
+    """The handlers' shared state: the log dir's ``manager``, the server's ``config``
+    (:class:`~pylog.serve.serve_config.ServeConfig`), the address clients are told to use,
+    the notifier fetches wait on, and the thread pools for disk writes (``io_pool``) and
+    ``sendfile`` (``network_pool``). Created and used on the event loop's thread."""
+
+    def __init__(self, manager, config, *, advertised_host: str, advertised_port: int):
+        self.manager, self.config = manager, config
+        self.advertised_host, self.advertised_port = advertised_host, advertised_port
+        self.appends = AppendNotifier()
+        self.marker = new_marker()
+        self.io_pool = ThreadPoolExecutor(config.num_io_threads, thread_name_prefix="pylog-serve-io")
+        self.network_pool = ThreadPoolExecutor(config.num_network_threads, thread_name_prefix="pylog-serve-send")
+
+    async def handle(self, frame: bytes) -> list | None:
+        """The answer to one request frame as parts to send (bytes, and fetched file ranges),
+        or None when none is due (``acks=0``). Raises
+        :class:`~pylog.serve.request_channel.BadRequest` when the connection should close."""
+        try:
+            request = parse_request(frame, REQUEST_CLASSES, VERSIONS)
+        except UnsupportedVersion as e:
+            if e.header.request_api_key != ApiKey.ApiVersions:
+                raise
+            return [encode_body(api_versions_response(UNSUPPORTED_VERSION), 0, e.header.correlation_id)]
+        result = HANDLERS[request.api_key](self, request)
+        if inspect.isawaitable(result):
+            result = await result
+        if result is None or isinstance(result, list):
+            return result
+        return [encode_response(request, result)]
+
+    async def run_blocking(self, function, *args):
+        """``function(*args)`` in the disk thread pool, awaited."""
+        return await asyncio.get_running_loop().run_in_executor(self.io_pool, function, *args)
+
+    async def open_logs(self, pairs) -> None:
+        """Open the logs of ``pairs`` (topic, partition) in the disk pool, so that a first
+        use, which may recover a log not closed cleanly, never runs on the event loop. A
+        partition that does not exist is left for the handler to answer. Cost: one hop to
+        the pool; nothing for logs already open."""
+        await self.run_blocking(_open_each, self.manager, list(pairs))
+
+    @staticmethod
+    def log_failure(what: str, exc: BaseException) -> None:
+        """A failure that is a bug, not the client's: logged with its traceback."""
+        LOG.error("%s failed", what, exc_info=exc)
+
+    def close(self) -> None:
+        """Wait for the appends and sends in flight, then stop the pools."""
+        self.io_pool.shutdown(wait=True)
+        self.network_pool.shutdown(wait=True)
+
+
+def _open_each(manager, pairs) -> None:
+    for topic, partition in pairs:
+        try:
+            manager.log(topic, partition)
+        except PylogError:  # not there, or a bad name: the handler answers it
+            pass

@@ -1,0 +1,70 @@
+"""Produce: each partition's record batches appended as they arrive, as Kafka's
+``ReplicaManager.appendRecords`` does on a leader: offsets assigned from the log end,
+CRCs, sizes and timestamps validated, and a producer's sequence and epoch checked by the
+partition's producer state (an exact retry of an idempotent batch answers its first
+offsets and writes nothing). The appends run in the server's disk thread pool, so a slow
+disk never stalls the event loop.
+
+Durability is pylog's flush policy, as it is Kafka's: ``acks`` 1 and -1 answer once the
+batches are written to the segment file (this node is the only replica, so -1 waits for
+nothing more); an fsync follows when the topic's ``flush_messages``/``flush_ms`` say so.
+``acks=0`` gets no response at all. Transactional produce (a ``transactional_id``) is not
+implemented yet and is refused with ``TRANSACTIONAL_ID_AUTHORIZATION_FAILED``.
+Cost: O(bytes) per partition, one write each.
+"""
+
+from __future__ import annotations
+
+from kafka.protocol.producer import ProduceResponse
+
+from pylog.errors import PylogError
+from pylog.serve.error_codes import (
+    INVALID_REQUIRED_ACKS, NONE, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, UNKNOWN_SERVER_ERROR, error_code,
+)
+
+_Topic = ProduceResponse.TopicProduceResponse
+_Partition = _Topic.PartitionProduceResponse
+#: Kafka's ``acks`` values: none, the leader, all in-sync replicas
+ACKS = (0, 1, -1)
+
+
+async def handle_produce(apis, request) -> ProduceResponse | None:
+    """Append every partition's batches (one partition after the other, each in the disk
+    thread pool), then answer each partition's first offset or error; None for ``acks=0``."""
+    body = request.body
+    refused = (INVALID_REQUIRED_ACKS if body.acks not in ACKS
+               else TRANSACTIONAL_ID_AUTHORIZATION_FAILED if body.transactional_id is not None else NONE)
+    topics = []
+    for topic in body.topic_data or ():  # a null array (a malformed request) is an empty one
+        answers = []
+        for partition in topic.partition_data or ():
+            answer = (_Partition(index=partition.index, error_code=refused, base_offset=-1) if refused
+                      else await _append(apis, topic.name, partition))
+            answers.append(answer)
+        topics.append(_Topic(name=topic.name, partition_responses=answers))
+    apis.appends.notify()
+    if body.acks == 0:
+        return None
+    return ProduceResponse(responses=topics, throttle_time_ms=0)
+
+
+async def _append(apis, topic: str, partition) -> _Partition:
+    """One partition's append, answered: its base offset, log append time and log start,
+    or the Kafka error code of what refused it (nothing written then)."""
+    try:
+        info, log_start_offset = await apis.run_blocking(_append_batches, apis.manager, topic, partition)
+    except PylogError as e:
+        return _Partition(index=partition.index, error_code=error_code(e), base_offset=-1,
+                          error_message=str(e)[:500])
+    except Exception as e:  # a bug: the client hears it, the server lives on
+        apis.log_failure(f"append to {topic}-{partition.index}", e)
+        return _Partition(index=partition.index, error_code=UNKNOWN_SERVER_ERROR, base_offset=-1)
+    return _Partition(index=partition.index, error_code=NONE, base_offset=info.first_offset,
+                      log_append_time_ms=info.log_append_time, log_start_offset=log_start_offset)
+
+
+def _append_batches(manager, topic: str, partition):
+    """In the disk pool: the partition's log (opened, and recovered if it was not closed
+    cleanly, on first use) and the append to it."""
+    log = manager.log(topic, partition.index)
+    return log.append_batches(partition.records or b""), log.log_start_offset

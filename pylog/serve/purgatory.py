@@ -1,0 +1,40 @@
+"""Waiting for appends, as Kafka's ``DelayedOperationPurgatory`` holds a ``DelayedFetch``
+until data arrives or ``max_wait_ms`` passes: a fetch that found less than ``min_bytes``
+waits on :class:`AppendNotifier` instead of polling.
+
+Only appends made through this server wake a fetch early; one made by another process in
+the same log dir is seen at the fetch's deadline (its next read finds it). Cost: one
+``asyncio.Event`` per round of appends; waking is O(waiting fetches).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+
+class AppendNotifier:
+    """Wakes every fetch waiting when any partition was appended to. Event-loop thread only."""
+
+    def __init__(self):
+        self._event = asyncio.Event()
+
+    def waiter(self) -> asyncio.Event:
+        """The event the next :meth:`notify` sets: take it *before* reading, so an append
+        between the read and the wait is not missed."""
+        return self._event
+
+    def notify(self) -> None:
+        """Wake everyone waiting on the current event; later waiters get a fresh one."""
+        event, self._event = self._event, asyncio.Event()
+        event.set()
+
+
+async def wait_for(event: asyncio.Event, timeout_s: float) -> bool:
+    """True once ``event`` is set, False after ``timeout_s`` without it."""
+    if timeout_s <= 0:
+        return event.is_set()
+    try:
+        await asyncio.wait_for(event.wait(), timeout_s)
+        return True
+    except asyncio.TimeoutError:
+        return False

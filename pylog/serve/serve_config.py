@@ -1,0 +1,45 @@
+"""``ServeConfig``: the server's settings, named after the Kafka broker settings they
+mirror (``node.id``, ``auto.create.topics.enable``, ``num.partitions``,
+``socket.request.max.bytes``, ``max.connections``, ``num.io.threads``), with Kafka's
+defaults where Kafka has one that fits a single node."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pylog.arguments import check_int
+from pylog.errors import InvalidConfigError
+from pylog.layout import INT32_MAX
+
+#: Kafka's ``socket.request.max.bytes`` default: 100 MiB
+SOCKET_REQUEST_MAX_BYTES = 100 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """``node_id``: this broker's id in Metadata answers. ``cluster_id``: the cluster id
+    it reports. ``auto_create_topics_enable``: create a topic a Metadata request names
+    (Kafka's default: yes) with ``num_partitions`` partitions. ``socket_request_max_bytes``:
+    a request frame larger than this closes its connection before any byte of it is
+    buffered. ``max_connections``: connections past it are closed as they are accepted.
+    ``num_io_threads``: threads that append and allocate producer ids off the event loop.
+    ``num_network_threads``: threads that send fetched file ranges with ``sendfile`` (one
+    per response in flight)."""
+
+    node_id: int = 0
+    cluster_id: str = "pylog"
+    auto_create_topics_enable: bool = True
+    num_partitions: int = 1
+    socket_request_max_bytes: int = SOCKET_REQUEST_MAX_BYTES
+    max_connections: int = 1000
+    num_io_threads: int = 8
+    num_network_threads: int = 8
+
+    def __post_init__(self):
+        check_int(self.node_id, "node_id", (0, INT32_MAX), error=InvalidConfigError)
+        for name in ("num_partitions", "socket_request_max_bytes", "max_connections", "num_io_threads",
+                     "num_network_threads"):
+            check_int(getattr(self, name), name, (1, INT32_MAX), error=InvalidConfigError)
+        if not isinstance(self.auto_create_topics_enable, bool):
+            raise InvalidConfigError(f"auto_create_topics_enable must be a bool, got "
+                                     f"{self.auto_create_topics_enable!r}")

@@ -1,0 +1,144 @@
+"""Frames no client should send: each closes its connection (or, for ApiVersions at a
+version not served, is answered UNSUPPORTED_VERSION), never crashes the server or changes
+a file; a fuzzer sends random and mutated frames for a few seconds, then a normal client
+still works."""
+
+from __future__ import annotations
+
+import logging
+import random
+import socket
+import time
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
+from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest
+from kafka.protocol.producer import ProduceRequest
+
+from pylog.logdir.producer_ids import PRODUCER_IDS_FILE
+from pylog.manager import LogManager
+from pylog.record import encode_batch
+from pylog.serve import Server
+from tests.serve.conftest import file_digests, read_frame, request_frame
+
+FUZZ_SECONDS = 3.0
+
+
+@pytest.fixture
+def server(tmp_path):
+    """A server that creates no topic on its own, over a log dir holding the topic "kept"."""
+    root = str(tmp_path / "data")
+    with LogManager(root) as manager:
+        manager.create_topic("kept").append([(b"k", b"v")] * 3)
+    with Server(root, listen=("127.0.0.1", 0), auto_create_topics_enable=False,
+                socket_request_max_bytes=1 << 20) as server:
+        yield server
+
+
+def _closed_after(server, frame: bytes) -> bool:
+    """Whether the server closes the connection after ``frame`` without answering."""
+    with socket.create_connection(server.address, timeout=30) as sock:
+        sock.sendall(frame)
+        return read_frame(sock) is None
+
+
+def _seeds() -> list[bytes]:
+    """Valid requests to mutate: ApiVersions, Metadata, Fetch and ListOffsets of "kept", and
+    Produce to a topic that does not exist (so a mutation that stays valid writes nothing)."""
+    fetch_topic = FetchRequest.FetchTopic(topic="kept", partitions=[FetchRequest.FetchTopic.FetchPartition(
+        partition=0, fetch_offset=0, partition_max_bytes=1 << 16)])
+    produce_topic = ProduceRequest.TopicProduceData(name="absent", partition_data=[
+        ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=encode_batch([b"x", b"y"]))])
+    list_topic = ListOffsetsRequest.ListOffsetsTopic(name="kept", partitions=[
+        ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(partition_index=0, timestamp=-2)])
+    return [
+        request_frame(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3),
+        request_frame(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="kept")]), 12),
+        request_frame(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="kept")]), 4),
+        request_frame(FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=[fetch_topic]), 12),
+        request_frame(FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=[fetch_topic]), 4),
+        request_frame(ListOffsetsRequest(replica_id=-1, topics=[list_topic]), 7),
+        request_frame(ProduceRequest(acks=1, timeout_ms=1000, topic_data=[produce_topic]), 9),
+        request_frame(ProduceRequest(acks=1, timeout_ms=1000, topic_data=[produce_topic]), 3),
+    ]
+
+
+def _mutated(rng: random.Random, frame: bytes) -> bytes:
+    data = bytearray(frame)
+    choice = rng.randrange(5)
+    if choice == 0:  # flip bytes of the body (the size stays right)
+        for _ in range(rng.randint(1, 8)):
+            at = rng.randrange(4, len(data))
+            data[at] = rng.randrange(256)
+    elif choice == 1:  # cut short, size unchanged: the server waits for bytes that never come
+        data = data[:rng.randrange(1, len(data))]
+    elif choice == 2:  # the size says less than the frame: the rest is read as the next frame
+        cut = rng.randrange(1, len(data) - 4)
+        data[:4] = cut.to_bytes(4, "big")
+    elif choice == 3:  # random bytes, a right size
+        body = rng.randbytes(rng.randrange(0, 200))
+        data = bytearray(len(body).to_bytes(4, "big") + body)
+    else:  # a random api key and version on a valid body
+        data[4:8] = rng.randrange(-5, 100).to_bytes(2, "big", signed=True) + rng.randrange(-2, 30).to_bytes(
+            2, "big", signed=True)
+    return bytes(data)
+
+
+def test_sizes_past_the_limit_or_below_one_close_the_connection(server):
+    assert _closed_after(server, (1 << 20 | 1).to_bytes(4, "big") + b"x" * 64)
+    assert _closed_after(server, (-1).to_bytes(4, "big", signed=True))
+    assert _closed_after(server, (0).to_bytes(4, "big"))
+
+
+def test_an_api_not_served_or_a_version_not_served_closes_the_connection(server):
+    join_group = (11).to_bytes(2, "big") + (5).to_bytes(2, "big") + (1).to_bytes(4, "big") + b"\x00\x00"
+    assert _closed_after(server, len(join_group).to_bytes(4, "big") + join_group)
+    produce_v2 = bytearray(_seeds()[-1])
+    produce_v2[6:8] = (2).to_bytes(2, "big")
+    assert _closed_after(server, bytes(produce_v2))
+
+
+def test_api_versions_at_a_version_not_served_answers_unsupported_version_with_the_list(server):
+    frame = bytearray(request_frame(ApiVersionsRequest(), 0, correlation_id=42))
+    frame[6:8] = (99).to_bytes(2, "big")
+    with socket.create_connection(server.address, timeout=30) as sock:
+        sock.sendall(frame)
+        answer = read_frame(sock)
+    response = ApiVersionsResponse.decode(answer, version=0, header=True)
+    assert response.header.correlation_id == 42 and response.error_code == 35  # UNSUPPORTED_VERSION
+    assert {k.api_key for k in response.api_keys} == {0, 1, 2, 3, 18, 22}
+
+
+def test_random_and_mutated_frames_change_no_file_and_a_client_works_after(server, caplog):
+    rng, seeds, sent = random.Random(35), _seeds(), 0
+    for seed in seeds:  # each valid once: "kept" is open for writing (its clean-shutdown marker gone) from here
+        with socket.create_connection(server.address, timeout=30) as sock:
+            sock.sendall(seed)
+            assert read_frame(sock) is not None
+    before = file_digests(server.root)
+    deadline = time.monotonic() + FUZZ_SECONDS
+    while time.monotonic() < deadline:
+        with socket.create_connection(server.address, timeout=30) as sock:
+            for _ in range(rng.randint(1, 4)):
+                frame = _mutated(rng, rng.choice(seeds)) if rng.random() < 0.9 else rng.choice(seeds)
+                try:
+                    sock.sendall(frame)
+                except OSError:  # the server closed it after an earlier frame
+                    break
+                sent += 1
+    assert sent > 50
+    failures = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert not failures, failures  # every bad frame is a closed connection or an error code, not a bug
+    after = file_digests(server.root)
+    # a mutation may turn into a valid InitProducerId, which hands out a producer id
+    before.pop(PRODUCER_IDS_FILE, None), after.pop(PRODUCER_IDS_FILE, None)
+    assert after == before
+    producer = KafkaProducer(bootstrap_servers=server.bootstrap_servers)
+    producer.send("kept", b"after").get(timeout=60)
+    producer.close()
+    consumer = KafkaConsumer(bootstrap_servers=server.bootstrap_servers, consumer_timeout_ms=30_000)
+    consumer.assign([TopicPartition("kept", 0)])
+    consumer.seek(TopicPartition("kept", 0), 3)
+    assert next(consumer).value == b"after"
+    consumer.close()

@@ -1,0 +1,84 @@
+"""``pylog serve`` as a process: it says where it listens, Kafka's clients use it, and
+SIGTERM stops it with exit code 0 and the log dir's clean-shutdown marker written."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from pylog.layout import CLEAN_SHUTDOWN_FILE
+from tests.serve.conftest import ROOT_DIR, pylog_cli
+
+
+def _start(root, *options) -> tuple[subprocess.Popen, str]:
+    env = dict(os.environ, PYTHONPATH=ROOT_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-m", "pylog", "serve", str(root), "--listen", "127.0.0.1:0", *options],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    ready, _, _ = select.select([proc.stdout], [], [], 60)
+    line = proc.stdout.readline().decode() if ready else ""
+    if not line.startswith("listening on "):
+        proc.kill()
+        raise AssertionError(f"no 'listening on' line: {line!r} {proc.stderr.read().decode()}")
+    return proc, line.split()[-1]
+
+
+def _stop(proc: subprocess.Popen, sig=signal.SIGTERM) -> int:
+    proc.send_signal(sig)
+    return proc.wait(timeout=60)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+def test_the_command_serves_clients_and_stops_cleanly_on_a_signal(tmp_path, sig):
+    root = tmp_path / "data"
+    proc, address = _start(root)
+    try:
+        producer = KafkaProducer(bootstrap_servers=address)
+        for i in range(10):
+            producer.send("cli", key=b"%d" % i, value=b"line %d" % i)
+        producer.flush(timeout=60)
+        producer.close()
+        consumer = KafkaConsumer(bootstrap_servers=address, enable_auto_commit=False, consumer_timeout_ms=30_000)
+        consumer.assign([TopicPartition("cli", 0)])
+        consumer.seek_to_beginning()
+        values = [m.value for _, m in zip(range(10), consumer)]
+        consumer.close()
+    finally:
+        code = _stop(proc, sig)
+    assert values == [b"line %d" % i for i in range(10)]
+    assert code == 0, proc.stderr.read().decode()
+    assert os.path.exists(root / CLEAN_SHUTDOWN_FILE)
+    verify = pylog_cli("verify", str(root))
+    assert verify.returncode == 0, verify.stdout.decode()
+
+
+def test_the_port_accepts_as_soon_as_the_listening_line_is_printed(tmp_path):
+    proc, address = _start(tmp_path / "data")
+    try:
+        host, port = address.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=10):  # refused if not yet listening
+            pass
+        consumer = KafkaConsumer(bootstrap_servers=address)
+        assert consumer.topics() == set()
+        consumer.close()
+    finally:
+        assert _stop(proc) == 0
+
+
+def test_a_bad_listen_address_is_a_one_line_error(tmp_path):
+    result = pylog_cli("serve", str(tmp_path), "--listen", "nowhere")
+    assert result.returncode == 1
+    assert result.stderr.decode().strip() == ("pylog serve: error: --listen 'nowhere' is not HOST:PORT "
+                                              "(such as 127.0.0.1:9092)")
+
+
+def test_a_taken_port_is_a_one_line_error(tmp_path, pylog_server):
+    result = pylog_cli("serve", str(tmp_path), "--listen", pylog_server.bootstrap_servers)
+    assert result.returncode == 1
+    assert "Address already in use" in result.stderr.decode() and "Traceback" not in result.stderr.decode()
