@@ -128,6 +128,7 @@ LAZY_IMPORTS = {
     ("pylog.record.backend", "pylog._speedups"): "the optional C extension (absent without a compiler, "
                                                 "or switched off by PYLOG_NO_SPEEDUPS), loaded by the backend alone",
     ("pylog.spark", "pylog.spark.source"): "pyspark's entry point: importing pylog.spark loads no Spark code until used",
+    ("pylog.cli.serve", "pylog.serve"): "kafka-python, of the extra 'serve': `pylog serve` without it says so in one line",
 }
 
 

@@ -9,7 +9,6 @@ import logging
 import signal
 
 from pylog.errors import InvalidArgumentError
-from pylog.serve import Server
 
 #: the signals that stop the server
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -45,6 +44,8 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 
 def run(args) -> int:
+    from pylog.serve import Server  # kafka-python, of the extra 'serve': a one-line error without it
+
     logging.basicConfig(level=logging.WARNING, format="pylog serve: %(message)s")
     listen = parse_listen(args.listen)
     # blocked before the server's threads start (they inherit the mask): only sigwait sees them

@@ -11,6 +11,14 @@ Kafka's ``KafkaApis``) and one module per API family (:mod:`~pylog.serve.produce
 Needs kafka-python 3 (``pip install 'pylog-kafka[serve]'``).
 """
 
-from pylog.serve.server import Server
+from pylog.errors import MissingDependencyError
+
+try:
+    import kafka.protocol.api_key  # noqa: F401 - kafka-python 3's message classes
+except ImportError as e:
+    raise MissingDependencyError(f"pylog serve needs kafka-python 3, of the extra 'serve': "
+                                 f"pip install 'pylog-kafka[serve]' ({e})") from None
+
+from pylog.serve.server import Server  # noqa: E402 - after the check of its dependency
 
 __all__ = ["Server"]

@@ -82,3 +82,26 @@ def test_a_taken_port_is_a_one_line_error(tmp_path, pylog_server):
     result = pylog_cli("serve", str(tmp_path), "--listen", pylog_server.bootstrap_servers)
     assert result.returncode == 1
     assert "Address already in use" in result.stderr.decode() and "Traceback" not in result.stderr.decode()
+
+
+BLOCK_KAFKA_PYTHON = """
+import sys
+class Absent:
+    def find_spec(self, name, path=None, target=None):
+        if name == "kafka" or name.startswith("kafka."):
+            raise ImportError(f"No module named {name!r}")
+sys.meta_path.insert(0, Absent())
+from pylog.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_without_kafka_python_serve_says_which_extra_to_install_in_one_line(tmp_path):
+    env = dict(os.environ, PYTHONPATH=ROOT_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-c", BLOCK_KAFKA_PYTHON, "serve", str(tmp_path / "root")],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines() == [
+        "pylog serve: error: pylog serve needs kafka-python 3, of the extra 'serve': "
+        "pip install 'pylog-kafka[serve]' (No module named 'kafka')"]
+    assert not (tmp_path / "root").exists()
