@@ -120,7 +120,7 @@ def test_the_circle_finder_finds_a_circle_through_a_function_level_import(tmp_pa
 _NUMPY = "loads numpy on first use: ``import pylog`` does not need it (~0.1 s)"
 #: The imports of pylog's own modules a function may make, each with its reason.
 LAZY_IMPORTS = {
-    ("pylog.clients.fetcher", "pylog.record.columnar"): _NUMPY,
+    ("pylog.clients.fetcher", "pylog.record.columns_scratch"): _NUMPY,
     ("pylog.segment.fetch", "pylog.record.columnar"): _NUMPY,
     ("pylog.record.arrow", "pylog.record.columnar"): _NUMPY,
     ("pylog.record.backend", "pylog.record.vector_decode"): _NUMPY,

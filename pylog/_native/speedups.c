@@ -16,6 +16,8 @@
  *   scan_columns(parts) -> tuple of 8 bytes objects
  *       The columnar decode of v2 batches in one walk: offsets, timestamps and keys and values
  *       copied into Arrow's binary layout (data, int32 offsets, a valid byte each).
+ *   scan_columns_exact(parts) -> tuple of 8 bytes objects
+ *       scan_columns' result, the key and value data allocated at their exact size (two walks).
  *   scan_arrow(parts, outs, row, key_at, value_at, key_nulls, value_nulls) -> the same five after
  *       scan_columns' walk into Arrow buffers the caller allocated (pyarrow's memory pool), from
  *       a given row and data positions on: a fetch is decoded chunk by chunk into one set.
@@ -847,6 +849,118 @@ static inline int arrow_varint(const unsigned char **pp, const unsigned char *li
     return rc;
 }
 
+/* The key and value bytes of ``count`` records at p (below lim) added to *kbytes and *vbytes: a walk
+ * reading only each record's length, deltas and key and value lengths. -1 when they do not parse within
+ * the records' bounds (a record walk_record accepts always parses here). */
+static int sum_data_lengths(const unsigned char *p, const unsigned char *lim, Py_ssize_t count,
+                            Py_ssize_t *kbytes, Py_ssize_t *vbytes) {
+    int64_t length, delta, kl, vl;
+    for (Py_ssize_t c = 0; c < count; c++) {
+        if (arrow_varint(&p, lim, 5, &length) || length < 1 || length > lim - p) return -1;
+        const unsigned char *end = p + length, *q = p + 1;  /* past the attributes */
+        if (arrow_varint(&q, end, 10, &delta) || arrow_varint(&q, end, 5, &delta) || arrow_varint(&q, end, 5, &kl))
+            return -1;
+        if (kl > 0) {
+            if (kl > end - q) return -1;
+            q += kl;
+            *kbytes += kl;
+        }
+        if (arrow_varint(&q, end, 5, &vl)) return -1;
+        if (vl > 0) {
+            if (vl > end - q) return -1;
+            *vbytes += vl;
+        }
+        p = end;
+    }
+    return 0;
+}
+
+/* scan_columns_exact(parts) -> scan_columns(parts)'s 8 bytes objects, the key and value data
+ * allocated at their exact size: a first, light walk sums the key and value lengths
+ * (sum_data_lengths) where scan_columns allocates the records' size for each and cuts it after.
+ * A reader decoding fetch after fetch then takes no more memory than it returns, where
+ * over-sized blocks are mapped and unmapped by the C library and their pages faulted in again
+ * at every fetch. Same checks and errors as scan_columns. */
+static PyObject *scan_columns_exact(PyObject *self, PyObject *args) {
+    PyObject *parts;
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &parts)) return NULL;
+    Py_ssize_t nparts = PyList_GET_SIZE(parts);
+    typedef struct { Py_buffer view; Py_ssize_t count; long long base_offset, base_ts, fixed_ts; int fixed; } part_t;
+    part_t *ps = PyMem_Calloc(nparts ? nparts : 1, sizeof(part_t));
+    if (!ps) return PyErr_NoMemory();
+    Py_ssize_t n = 0, total = 0, kbytes = 0, vbytes = 0;
+    PyObject *out[8] = {0}, *result = NULL;
+    rec_t r;
+    for (Py_ssize_t b = 0; b < nparts; b++) {
+        part_t *p = &ps[b];
+        PyObject *append_time;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(parts, b), "y*nLLO;parts holds (records, count, base_offset, "
+                              "base_timestamp, append_time) tuples", &p->view, &p->count, &p->base_offset,
+                              &p->base_ts, &append_time))
+            goto done;
+        if (p->count < 0 || p->count > p->view.len / 7) {
+            PyErr_Format(PyExc_ValueError, "record count %zd does not fit in %zd bytes of records", p->count,
+                         p->view.len);
+            goto done;
+        }
+        p->fixed = append_time != Py_None;
+        if (p->fixed && (p->fixed_ts = PyLong_AsLongLong(append_time)) == -1 && PyErr_Occurred()) goto done;
+        n += p->count;
+        total += p->view.len;
+        if (sum_data_lengths(p->view.buf, (const unsigned char *)p->view.buf + p->view.len, p->count, &kbytes,
+                             &vbytes) < 0) {
+            PyErr_SetString(PyExc_ValueError, "record lengths do not parse");
+            goto done;
+        }
+    }
+    if (total > INT32_MAX) { PyErr_SetString(PyExc_OverflowError, "more than 2 GiB of records in one run"); goto done; }
+    out[0] = PyBytes_FromStringAndSize(NULL, n * 8);       /* offsets */
+    out[1] = PyBytes_FromStringAndSize(NULL, n * 8);       /* timestamps */
+    out[2] = PyBytes_FromStringAndSize(NULL, kbytes);      /* key data */
+    out[3] = PyBytes_FromStringAndSize(NULL, (n + 1) * 4); /* key offsets */
+    out[4] = PyBytes_FromStringAndSize(NULL, n);           /* key valid */
+    out[5] = PyBytes_FromStringAndSize(NULL, vbytes);      /* value data */
+    out[6] = PyBytes_FromStringAndSize(NULL, (n + 1) * 4); /* value offsets */
+    out[7] = PyBytes_FromStringAndSize(NULL, n);           /* value valid */
+    for (int k = 0; k < 8; k++) if (!out[k]) goto done;
+    int64_t *offsets = (int64_t *)PyBytes_AS_STRING(out[0]), *stamps = (int64_t *)PyBytes_AS_STRING(out[1]);
+    char *kd = PyBytes_AS_STRING(out[2]), *vd = PyBytes_AS_STRING(out[5]);
+    int32_t *ko = (int32_t *)PyBytes_AS_STRING(out[3]), *vo = (int32_t *)PyBytes_AS_STRING(out[6]);
+    char *kv = PyBytes_AS_STRING(out[4]), *vv = PyBytes_AS_STRING(out[7]);
+    int32_t kat = 0, vat = 0;
+    Py_ssize_t i = 0;
+    for (Py_ssize_t b = 0; b < nparts; b++) {
+        const unsigned char *buf = ps[b].view.buf;
+        Py_ssize_t end = ps[b].view.len, pos = 0;
+        for (Py_ssize_t c = 0; c < ps[b].count; c++, i++) {
+            if (walk_record(buf, end, &pos, &r) < 0) goto done;
+            offsets[i] = ps[b].base_offset + r.off_delta;
+            stamps[i] = ps[b].fixed ? ps[b].fixed_ts : ps[b].base_ts + r.ts_delta;
+            if (kat + r.key_len > kbytes || vat + r.val_len > vbytes) {  /* not the lengths first read */
+                PyErr_SetString(PyExc_ValueError, "record lengths changed between two walks");
+                goto done;
+            }
+            ko[i] = kat; kv[i] = r.key_len >= 0;
+            if (r.key_len > 0) { memcpy(kd + kat, buf + r.key_pos, r.key_len); kat += (int32_t)r.key_len; }
+            vo[i] = vat; vv[i] = r.val_len >= 0;
+            if (r.val_len > 0) { memcpy(vd + vat, buf + r.val_pos, r.val_len); vat += (int32_t)r.val_len; }
+        }
+        if (pos != end) {
+            PyErr_SetString(PyExc_ValueError, "incorrect declared batch size, records still remaining in the batch");
+            goto done;
+        }
+    }
+    ko[n] = kat; vo[n] = vat;
+    result = PyTuple_New(8);
+    if (!result) goto done;
+    for (int k = 0; k < 8; k++) { PyTuple_SET_ITEM(result, k, out[k]); out[k] = NULL; }
+done:
+    for (Py_ssize_t b = 0; b < nparts; b++) if (ps[b].view.obj) PyBuffer_Release(&ps[b].view);  /* those taken */
+    PyMem_Free(ps);
+    for (int k = 0; k < 8; k++) Py_XDECREF(out[k]);
+    return result;
+}
+
 /* One record of a v2 batch for scan_arrow, checked as walk_record checks it (ValueError with the same
  * messages); headers are skipped. Returns the record's end, NULL on error. */
 static const unsigned char *arrow_record(const unsigned char *p, const unsigned char *end, rec_t *r,
@@ -1170,6 +1284,8 @@ static PyMethodDef methods[] = {
     {"scan_records", scan_records, METH_VARARGS, "Field positions of every v2 record, as native arrays."},
     {"scan_columns", scan_columns, METH_VARARGS,
      "Decode v2 batches' records into columns: offsets, timestamps, keys and values in Arrow's layout."},
+    {"scan_columns_exact", scan_columns_exact, METH_VARARGS,
+     "scan_columns with the key and value data allocated at their exact size (the records walked twice)."},
     {"scan_arrow", scan_arrow, METH_VARARGS,
      "Decode v2 batches' records into caller-allocated Arrow buffers: offsets, timestamps, keys, values."},
     {"decode_records", decode_records, METH_VARARGS,

@@ -246,7 +246,7 @@ class Fetcher:
         """Up to ``max_records`` rows in all, as :class:`~pylog.record.columnar.Columns`
         per partition, decoded from the positions (records an earlier fetch kept are read
         again, as columns)."""
-        from pylog.record.columnar import decode_columns  # numpy, loaded on first use
+        from pylog.record.columns_scratch import decode_fetch_columns  # numpy, loaded on first use
         out = {}
         left = max_records
         for tp in self._subscriptions.fetchable():
@@ -262,12 +262,10 @@ class Fetcher:
             if not fetch.size_bytes:
                 continue
             position = state.position
-            cols = decode_columns(fetch.raw(), min_offset=position, max_offset=position + left)
+            cols, epoch = decode_fetch_columns(fetch, position, position + left)
             if cols.num_rows:
                 out[tp] = cols
-                last = int(cols.offsets[-1]) + 1
-                self._subscriptions.seek(tp, last, next(b.partition_leader_epoch for b in fetch.batches()
-                                                        if b.last_offset >= last - 1 and not b.is_control))
+                self._subscriptions.seek(tp, int(cols.offsets[-1]) + 1, epoch)
                 left -= cols.num_rows
                 if left <= 0:
                     break

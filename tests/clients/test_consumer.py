@@ -155,6 +155,15 @@ def test_columnar_poll_returns_the_same_records(root):
         assert cols.offsets.tolist() == list(range(50)) and cols.values() == [b"v%d" % i for i in range(50)]
 
 
+def test_columns_of_an_earlier_poll_stay_whole_after_later_polls(root):
+    make_topic(root, "t", 1, [(0, [(b"k%d" % i, b"v%04d" % i) for i in range(300)])])
+    with Consumer(root, auto_offset_reset="earliest") as c:
+        c.assign([TP])
+        polls = [c.poll_columns(1000, max_records=100)[TP] for _ in range(3)]
+        assert [p.values() for p in polls] == [[b"v%04d" % i for i in range(k, k + 100)] for k in (0, 100, 200)]
+        assert [p.keys()[0] for p in polls] == [b"k0", b"k100", b"k200"]
+
+
 def test_a_reader_at_the_tail_reads_a_new_batch_without_walking_from_the_index(root):
     """A follower that loaded the index long ago reads each new batch at its position:
     it walks one batch header, not every batch since the last index entry it knows."""
