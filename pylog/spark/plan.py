@@ -27,8 +27,8 @@ from pylog.layout import INTERNAL_TOPICS
 from pylog.log import Log
 from pylog.manager import LogManager
 from pylog.partition_dir import nested_log_dirs, parse_partition_dir, partition_dir_name
-from pylog.spark import gaps
-from pylog.spark.options import EARLIEST, LATEST, ReadOptions
+from pylog.spark import gaps, group_offsets
+from pylog.spark.options import EARLIEST, GROUP, LATEST, ReadOptions
 
 #: Bytes fetched per read call; one Arrow batch per fetch.
 FETCH_BYTES = 8 << 20
@@ -174,9 +174,21 @@ class OffsetReader:
 
     def partition_offsets(self, *, starting: bool) -> dict[tuple[str, int], int]:
         """``{(topic, partition): offset}`` of every partition the query reads, where its
-        starting (``starting``) or ending options put it (Spark's ``fetchPartitionOffsets``)."""
-        return {(t, p): self._resolve(self.manager.log(t, p), t, p, starting=starting)
-                for t, p in topic_partitions(self.manager, self.opts)}
+        starting (``starting``) or ending options put it (Spark's ``fetchPartitionOffsets``).
+        ``startingOffsets="group"``: the offsets option ``groupId`` committed, checked
+        against the log as given offsets are (:func:`_check_data_loss`); a partition the
+        group has no offset for starts at latest (Kafka's ``auto.offset.reset`` default)."""
+        partitions = topic_partitions(self.manager, self.opts)
+        if starting and self.opts.starting == GROUP:
+            committed = group_offsets.committed(self.opts.root, self.opts.group_id)
+            return {(t, p): self._from_group(self.manager.log(t, p), t, p, committed.get((t, p)))
+                    for t, p in partitions}
+        return {(t, p): self._resolve(self.manager.log(t, p), t, p, starting=starting) for t, p in partitions}
+
+    def _from_group(self, log, topic: str, partition: int, committed: int | None) -> int:
+        if committed is None:
+            return log.list_offset("latest", isolation=self.opts.isolation)
+        return _check_data_loss(log, topic, partition, committed, self.opts)
 
     def latest(self) -> dict[tuple[str, int], int]:
         """``{(topic, partition): latest offset}`` of every partition the query reads."""
