@@ -172,3 +172,34 @@ def test_retention_between_micro_batches_is_reported_exactly(spark, tmp_path, fa
     else:
         assert q.exception() is None
         assert sorted(seen) == list(range(20)) + list(range(50, 100))
+
+
+@pytest.mark.spark
+def test_a_stream_over_a_compacted_transactional_topic_is_never_data_loss(spark, tmp_path):
+    """Compaction gaps, markers and an aborted transaction in every micro-batch of a
+    ``read_committed`` stream with ``failOnDataLoss=true``: the committed records, all of them."""
+    root = tmp_path / "log"
+    config = dict(segment_bytes=2000, cleanup_policy="compact", min_cleanable_dirty_ratio=0.0,
+                  file_delete_delay_ms=0, delete_retention_ms=1000)
+    with LogManager(root) as m:
+        log = m.create_topic("ct", 1, config=config).log(0)
+        for i in range(40):
+            log.append([Record(b"v%d" % i, key=b"k%d" % (i % 4))])
+        log.append([Record(b"aborted", key=b"a")], producer_id=3, producer_epoch=0, base_sequence=0,
+                   is_transactional=True)
+        log.append_txn_marker(3, 0, commit=False)
+        log.append([Record(b"committed", key=b"c")], producer_id=4, producer_epoch=0, base_sequence=0,
+                   is_transactional=True)
+        log.append_txn_marker(4, 0, commit=True)
+        log.roll()
+        log.compact()
+        expected = sorted(r.offset for r in log.records() if r.value != b"aborted")
+    assert len(expected) == 5  # the last value of each of the 4 keys, and the committed one
+    got = []
+    q = (spark.readStream.format("pylog").option("reader", "python").option("startingOffsets", "earliest")
+         .option("isolationLevel", "read_committed").option("maxOffsetsPerTrigger", "7").load(str(root))
+         .writeStream.foreachBatch(lambda df, _: got.extend(r.offset for r in df.select("offset").collect()))
+         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+    q.awaitTermination(300)
+    assert q.exception() is None
+    assert sorted(got) == expected
