@@ -200,8 +200,8 @@ class PylogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     ``maxTriggerDelay`` passed since the last trigger that fired (the first one always
     fires). ``Trigger.AvailableNow`` ends at the offsets of its start and ignores
     ``minOffsetsPerTrigger`` (it would wait for records that are not coming).
-    ``commitOffsetsToGroup``: :meth:`commit` writes each committed micro-batch's end as
-    the group's offsets."""
+    ``commitOffsetsToGroup``: each committed micro-batch's end becomes the group's
+    offsets at the next trigger (:meth:`_commit_to_group`)."""
 
     def __init__(self, opts):
         self.opts = opts
