@@ -20,6 +20,7 @@ from pylog.coordinator.partitioning import DEFAULT_PARTITIONS, partition_for_gro
 from pylog.errors import InvalidConfigError
 from pylog.partition_dir import partition_dir_name
 from pylog.remote.location import local_path, remote_target
+from pylog.spark.options import GROUP
 
 
 def _local_root(root: str, option: str) -> str:
@@ -27,6 +28,16 @@ def _local_root(root: str, option: str) -> str:
         raise InvalidConfigError(f"option {option} needs a local log dir: consumer groups live in its "
                                  f"{OFFSETS_TOPIC} partitions")
     return local_path(root)
+
+
+def require_local(opts) -> None:
+    """:class:`InvalidConfigError` when the read options ``opts`` use a consumer group
+    (``startingOffsets="group"``, ``commitOffsetsToGroup``) on a log dir in object storage:
+    said when the stream is created, not at its first trigger."""
+    if opts.starting == GROUP:
+        _local_root(opts.root, 'startingOffsets="group"')
+    if opts.commit_offsets_to_group:
+        _local_root(opts.root, "commitOffsetsToGroup")
 
 
 def committed(root: str, group_id: str) -> dict[tuple[str, int], int]:

@@ -108,7 +108,9 @@ class PylogDataSource(DataSource):
         return PylogReader(opts)
 
     def streamReader(self, schema):
-        return PylogStreamReader(parse_read_options(self.options, streaming=True))
+        opts = parse_read_options(self.options, streaming=True)
+        group_offsets.require_local(opts)
+        return PylogStreamReader(opts)
 
     def streamWriter(self, schema, overwrite: bool):
         if overwrite:

@@ -97,11 +97,13 @@ def test_group_and_duration_options_are_checked():
     assert parse_read_options({"path": "/x"}, streaming=True).max_trigger_delay_ms == 15 * 60_000
 
 
-def test_a_group_start_needs_a_local_log_dir(tmp_path):
-    reader = _reader("s3://bucket/log", startingOffsets="group", groupId="g")
-    from pylog.spark import group_offsets
-    with pytest.raises(InvalidConfigError, match='startingOffsets="group" needs a local log dir'):
-        group_offsets.committed(reader.opts.root, "g")
+@pytest.mark.parametrize("options, named", [({"startingOffsets": "group", "groupId": "g"}, 'startingOffsets="group"'),
+                                            ({"commitOffsetsToGroup": "g"}, "commitOffsetsToGroup")])
+def test_a_stream_using_a_group_needs_a_local_log_dir(options, named):
+    from pylog.spark.source import PylogDataSource
+    source = PylogDataSource({"path": "s3://bucket/log", **options})
+    with pytest.raises(InvalidConfigError, match=f"option {named} needs a local log dir"):
+        source.streamReader(None)
 
 
 # -- on a SparkSession -----------------------------------------------------------------------
