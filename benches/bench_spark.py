@@ -14,6 +14,7 @@ timings go to ``docs/perf/spark_scan_<n>M.json``; ``spark_plot.py`` draws them."
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -87,8 +88,36 @@ def stream_available_now(reader):  # the whole backlog as a stream, from a new c
     finally:
         shutil.rmtree(ckpt, ignore_errors=True)
 STREAMS = {"stream_available_now": stream_available_now}
+def latencies(samples):  # append -> row in a pylog sink, for a query that keeps running
+    import tempfile
+    from pylog import Log, LogManager
+    src, out = tempfile.mkdtemp(), tempfile.mkdtemp()
+    with LogManager(src) as m:
+        m.create_topic("lat", 1)
+    q = (spark.readStream.format("pylog").option("startingOffsets", "earliest").load(src)
+         .selectExpr("key", "value").writeStream.format("pylog").option("topic", "lat-out")
+         .option("checkpointLocation", tempfile.mkdtemp()).trigger(processingTime="0 seconds").start(out))
+    def seen():  # rows the sink committed so far
+        if not os.path.isdir(os.path.join(out, "lat-out-0")):
+            return 0
+        with Log.open(os.path.join(out, "lat-out-0"), read_only=True) as sink:
+            return sum(1 for _ in sink.records(isolation="committed"))
+    took = []
+    with LogManager(src) as m:
+        log = m.topic("lat").log(0)
+        for i in range(samples + 1):  # the first is the query's warm-up
+            t = time.perf_counter()
+            log.append([b"sample-%d" % i])
+            while seen() <= i:
+                time.sleep(0.002)
+            took.append(time.perf_counter() - t)
+    q.stop()
+    print("latencies", json.dumps(took[1:]), flush=True)
 for line in sys.stdin:
     query, reader = line.split()
+    if query == "latency":
+        latencies(int(reader))
+        continue
     t = time.perf_counter()
     STREAMS[query](reader) if query in STREAMS else QUERIES[query](frame(reader))
     print("took", time.perf_counter() - t, flush=True)
@@ -114,6 +143,17 @@ class _Driver:
         for line in self.proc.stdout:
             if line.startswith("took "):
                 return float(line.split()[1])
+        self.stderr.seek(0)
+        raise RuntimeError(self.stderr.read()[-3000:])
+
+    def latencies(self, samples: int) -> list[float]:
+        """Seconds from each of ``samples`` appends to its row in a pylog sink, for one query
+        that keeps running (pylog -> pylog, ``processingTime=0``)."""
+        self.proc.stdin.write(f"latency {samples}\n")
+        self.proc.stdin.flush()
+        for line in self.proc.stdout:
+            if line.startswith("latencies "):
+                return json.loads(line.split(" ", 1)[1])
         self.stderr.seek(0)
         raise RuntimeError(self.stderr.read()[-3000:])
 
@@ -330,3 +370,26 @@ def test_spark_stream_available_now_backlog(benchmark, tmp_path):
         spread = _spread(out["jvm"], out[other])
         record_ratio(f"spark stream AvailableNow {size}: JVM stream vs {name}", spread[1], goal,
                      "min %.2f / median %.2f / max %.2f over %d rounds" % (*spread, STREAM_ROUNDS))
+#: appends timed by the latency benchmark (``PYLOG_BENCH_LATENCY_SAMPLES``)
+LATENCY_SAMPLES = int(os.environ.get("PYLOG_BENCH_LATENCY_SAMPLES", "40"))
+
+
+def test_spark_stream_end_to_end_latency(benchmark, tmp_path):
+    """One record appended at a time to a topic that a running query (Python source ->
+    ``writeStream.format("pylog")``, exactly once, ``processingTime=0``) copies to another
+    log dir: seconds from the append until the row is readable (``read_committed``) in the
+    output, p50 and p99 over the samples (the first, the query's warm-up, left out). A
+    figure, not a ratio: the floor is a micro-batch's fixed cost in Spark (planning in a
+    Python worker, a task, a commit)."""
+    pytest.importorskip("pyspark")
+    root, parquet = tmp_path / "root", tmp_path / "unused.parquet"
+    root.mkdir()
+    driver = _Driver("local[2]", root, parquet, 0)
+    try:
+        took = benchmark.pedantic(lambda: driver.latencies(LATENCY_SAMPLES), rounds=1)
+    finally:
+        driver.close()
+    ordered = sorted(took)
+    p50, p99 = ordered[len(ordered) // 2], ordered[min(len(ordered) - 1, math.ceil(len(ordered) * 0.99) - 1)]
+    record_figure(f"spark stream end-to-end latency, append -> pylog sink ({len(took)} samples, local[2])",
+                  p50_s=round(p50, 3), p99_s=round(p99, 3), max_s=round(ordered[-1], 3))

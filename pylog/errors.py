@@ -90,6 +90,21 @@ class OffsetOutOfRangeError(PylogError, IndexError):
     """Raised when a read starts below the log start offset or past the log end offset."""
 
 
+class DataLossError(OffsetOutOfRangeError):
+    """Raised by a Spark read with ``failOnDataLoss=true`` (the default) when offsets it was
+    to read are gone from the log: ``offset`` is the first missing offset of partition
+    ``partition`` of ``topic``, ``reason`` why it is missing (removed by retention or
+    ``delete_records``; past the end of a truncated or recreated partition)."""
+
+    def __init__(self, topic: str, partition: int, offset: int, reason: str):
+        self.topic, self.partition, self.offset, self.reason = topic, partition, offset, reason
+        super().__init__(f"{topic}-{partition}: offset {offset} is missing: {reason}; set failOnDataLoss=false "
+                         f"to skip missing offsets (each skipped range is logged)")
+
+    def __reduce__(self):  # raised in Spark's Python workers: pickled with its fields
+        return type(self), (self.topic, self.partition, self.offset, self.reason)
+
+
 class InvalidTimestampError(PylogError, ValueError):
     """Raised when a record of a CreateTime topic carries a timestamp further from the log's
     clock than ``message_timestamp_before_max_ms`` (in the past) or

@@ -21,8 +21,8 @@ EARLIEST, LATEST = -2, -1
 _CANONICAL = ["path", "subscribe", "subscribePattern", "assign", "startingOffsets", "endingOffsets",
               "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
               "startingOffsetsByTimestampStrategy", "minPartitions", "maxRecordsPerPartition", "isolationLevel",
-              "failOnDataLoss", "includeHeaders", "maxOffsetsPerTrigger", "topic", "partitions", "reader",
-              "storage_options", "remote_storage"]
+              "failOnDataLoss", "includeHeaders", "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
+              "groupId", "commitOffsetsToGroup", "topic", "partitions", "reader", "storage_options", "remote_storage"]
 #: option names as users write them (Spark hands them over lower-cased)
 DISPLAY = {name.lower(): name for name in _CANONICAL}
 
@@ -35,13 +35,21 @@ KNOWN = {
     "path", "subscribe", "subscribepattern", "assign", "startingoffsets", "endingoffsets",
     "startingtimestamp", "endingtimestamp", "startingoffsetsbytimestamp", "endingoffsetsbytimestamp",
     "startingoffsetsbytimestampstrategy", "minpartitions", "maxrecordsperpartition", "isolationlevel",
-    "kafka.isolation.level", "failondataloss", "includeheaders", "maxoffsetspertrigger", "topic",
-    "partitions", "pushdown", "reader", "storage_options", "remote_storage",
+    "kafka.isolation.level", "failondataloss", "includeheaders", "maxoffsetspertrigger", "minoffsetspertrigger",
+    "maxtriggerdelay", "groupid", "commitoffsetstogroup", "topic", "partitions", "pushdown", "reader",
+    "storage_options", "remote_storage",
 }
 #: option names taken as Hadoop settings (as Spark's file sources take them)
 HADOOP_PREFIX = "fs."
 #: values of option ``reader``: which implementation reads a batch query (docs/spark.md)
 READERS = ("auto", "jvm", "python")
+#: ``startingOffsets="group"``: a stream starts at the committed offsets of option ``groupId``
+GROUP = "group"
+#: Spark's default ``maxTriggerDelay`` (15m)
+MAX_TRIGGER_DELAY_MS = 15 * 60_000
+#: the units of a duration option, in ms (Spark's ``timeStringAsMs``; no unit is ms)
+_DURATION_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "mins": 60_000, "h": 3_600_000,
+                "d": 86_400_000}
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,13 @@ class ReadOptions:
     fail_on_data_loss: bool = True
     include_headers: bool = False
     max_offsets_per_trigger: int | None = None
+    #: streaming: skip a trigger with fewer new offsets, unless ``max_trigger_delay_ms`` passed
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = MAX_TRIGGER_DELAY_MS
+    #: the group whose committed offsets ``startingOffsets="group"`` starts from
+    group_id: str | None = None
+    #: streaming: the group whose committed offsets each committed micro-batch's end becomes
+    commit_offsets_to_group: str | None = None
     reader: str = "auto"
     #: Kafka's consumer setting (option ``kafka.exclude.internal.topics``): the default (all
     #: topics) and ``subscribePattern`` leave Kafka's internal topics out
@@ -105,8 +120,15 @@ def parse_read_options(options: dict, *, streaming: bool = False) -> ReadOptions
     if isolation not in ("read_uncommitted", "read_committed"):
         raise InvalidConfigError(f"option isolationLevel must be read_uncommitted or read_committed, got {isolation!r}")
     starting = _offsets_option(opts, "startingoffsets", "latest" if streaming else "earliest", allow_latest=True)
-    if not streaming and starting == "latest":
-        raise InvalidConfigError("option startingOffsets=latest is for streaming queries only")
+    if not streaming and starting in ("latest", GROUP):
+        raise InvalidConfigError(f"option startingOffsets={starting} is for streaming queries only")
+    if not streaming and "commitoffsetstogroup" in opts:
+        raise InvalidConfigError("option commitOffsetsToGroup is for streaming queries only (a batch query commits "
+                                 "no offsets)")
+    group_id = opts.get("groupid") or None
+    if starting == GROUP and group_id is None:
+        raise InvalidConfigError('option startingOffsets="group" needs option groupId: the group whose committed '
+                                 'offsets the stream starts from')
     ending = _offsets_option(opts, "endingoffsets", "latest", allow_latest=True)
     if streaming and "endingoffsets" in opts:
         raise InvalidConfigError("option endingOffsets is not valid in streaming queries")
@@ -134,6 +156,10 @@ def parse_read_options(options: dict, *, streaming: bool = False) -> ReadOptions
         fail_on_data_loss=_bool_option(opts, "failondataloss", True),
         include_headers=_bool_option(opts, "includeheaders", False),
         max_offsets_per_trigger=_int_option(opts, "maxoffsetspertrigger", minimum=1),
+        min_offsets_per_trigger=_int_option(opts, "minoffsetspertrigger", minimum=1),
+        max_trigger_delay_ms=_duration_ms_option(opts, "maxtriggerdelay", MAX_TRIGGER_DELAY_MS),
+        group_id=group_id,
+        commit_offsets_to_group=opts.get("commitoffsetstogroup") or None,
         reader=reader,
         exclude_internal_topics=_bool_option(opts, "kafka.exclude.internal.topics", True),
         storage_options=storage_options(opts),
@@ -201,7 +227,7 @@ def _partition_map(opts, name) -> dict | None:
 
 def _offsets_option(opts, name, default, *, allow_latest):
     raw = opts.get(name, default)
-    if raw in ("earliest", "latest"):
+    if raw in ("earliest", "latest") or (raw == GROUP and name == "startingoffsets"):
         return raw
     return _partition_map({name: raw}, name)
 
@@ -216,6 +242,21 @@ def _int_option(opts, name, *, minimum) -> int | None:
     if value < minimum:
         raise InvalidConfigError(f"option {_name(name)} must be at least {minimum}, got {value}")
     return value
+
+
+def _duration_ms_option(opts, name, default_ms: int) -> int:
+    """A duration as Spark writes them (``15m``, ``30s``, ``500ms``, ``2h``; no unit: ms), in ms.
+
+    >>> _duration_ms_option({"d": "15m"}, "d", 0), _duration_ms_option({"d": "250"}, "d", 0)
+    (900000, 250)
+    """
+    if name not in opts:
+        return default_ms
+    m = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", str(opts[name]).lower())
+    if m is None or m[2] not in _DURATION_MS and m[2] != "":
+        raise InvalidConfigError(f"option {_name(name)} must be a duration such as 15m, 30s or 500ms, "
+                                 f"got {opts[name]!r}")
+    return int(int(m[1]) * _DURATION_MS.get(m[2] or "ms"))
 
 
 def _bool_option(opts, name, default: bool) -> bool:

@@ -21,13 +21,14 @@ from pylog.remote.layouts import LOG_DIR
 from pylog.remote.location import local_path, remote_target
 from pylog.remote.store import redact
 from pylog.errors import (
-    InvalidConfigError, LogDirNotFoundError, OffsetOutOfRangeError, PylogError, UnknownTopicError,
+    DataLossError, InvalidConfigError, LogDirNotFoundError, OffsetOutOfRangeError, PylogError, UnknownTopicError,
 )
 from pylog.layout import INTERNAL_TOPICS
 from pylog.log import Log
 from pylog.manager import LogManager
 from pylog.partition_dir import nested_log_dirs, parse_partition_dir, partition_dir_name
-from pylog.spark.options import EARLIEST, LATEST, ReadOptions
+from pylog.spark import gaps, group_offsets
+from pylog.spark.options import EARLIEST, GROUP, LATEST, ReadOptions
 
 #: Bytes fetched per read call; one Arrow batch per fetch.
 FETCH_BYTES = 8 << 20
@@ -173,9 +174,21 @@ class OffsetReader:
 
     def partition_offsets(self, *, starting: bool) -> dict[tuple[str, int], int]:
         """``{(topic, partition): offset}`` of every partition the query reads, where its
-        starting (``starting``) or ending options put it (Spark's ``fetchPartitionOffsets``)."""
-        return {(t, p): self._resolve(self.manager.log(t, p), t, p, starting=starting)
-                for t, p in topic_partitions(self.manager, self.opts)}
+        starting (``starting``) or ending options put it (Spark's ``fetchPartitionOffsets``).
+        ``startingOffsets="group"``: the offsets option ``groupId`` committed, checked
+        against the log as given offsets are (:func:`_check_data_loss`); a partition the
+        group has no offset for starts at latest (Kafka's ``auto.offset.reset`` default)."""
+        partitions = topic_partitions(self.manager, self.opts)
+        if starting and self.opts.starting == GROUP:
+            committed = group_offsets.committed(self.opts.root, self.opts.group_id)
+            return {(t, p): self._from_group(self.manager.log(t, p), t, p, committed.get((t, p)))
+                    for t, p in partitions}
+        return {(t, p): self._resolve(self.manager.log(t, p), t, p, starting=starting) for t, p in partitions}
+
+    def _from_group(self, log, topic: str, partition: int, committed: int | None) -> int:
+        if committed is None:
+            return log.list_offset("latest", isolation=self.opts.isolation)
+        return _check_data_loss(log, topic, partition, committed, self.opts)
 
     def latest(self) -> dict[tuple[str, int], int]:
         """``{(topic, partition): latest offset}`` of every partition the query reads."""
@@ -246,12 +259,16 @@ def plan_ranges(opts: ReadOptions) -> list[OffsetRange]:
 
 
 def _check_data_loss(log, topic, p, start, opts) -> int:
-    if start < log.log_start_offset or start > log.log_end_offset:
+    """A batch query's start on ``log``: ``start``, or where it goes on when ``start`` is
+    outside the log (:func:`gaps.check_lost`: :class:`DataLossError`, or logged)."""
+    if start < log.log_start_offset:
+        return gaps.check_lost(log, topic, p, start, log.log_start_offset, fail=opts.fail_on_data_loss)
+    if start > log.log_end_offset:  # the log lost what it had up to start: truncated or recreated
+        reason = gaps.truncation_reason(log.log_end_offset)
         if opts.fail_on_data_loss:
-            raise OffsetOutOfRangeError(
-                f"{topic}-{p}: offset {start} is outside [{log.log_start_offset}, {log.log_end_offset}] "
-                f"(data removed by retention?); set failOnDataLoss=false to skip it")
-        return min(max(start, log.log_start_offset), log.log_end_offset)
+            raise DataLossError(topic, p, start, reason)
+        gaps.lost(topic, p, log.log_end_offset, start, reason, fail=False)
+        return log.log_end_offset
     return start
 
 
@@ -349,16 +366,22 @@ def _seek_timestamps(ranges, timestamp_ms: int):
 
 def read_range(r: OffsetRange, *, include_headers: bool = False, isolation: str = "uncommitted",
                fail_on_data_loss: bool = True):
-    """Yield Arrow batches of the records in the range (Spark's Kafka schema)."""
+    """Yield Arrow batches of the records in the range (Spark's Kafka schema). Offsets gone
+    from the log (retention, truncation) raise :class:`DataLossError` naming the first,
+    or with ``fail_on_data_loss=False`` are skipped and logged; the gaps the log holds by
+    design (compaction, transaction markers, aborted transactions) are skipped and logged
+    at INFO (pylog/spark/gaps.py)."""
     with open_log(r) as log:
         offset = r.start
-        if offset < log.log_start_offset:
-            if fail_on_data_loss:
-                raise OffsetOutOfRangeError(f"{r.topic}-{r.partition}: offset {offset} was removed "
-                                            f"(log start is {log.log_start_offset})")
-            offset = log.log_start_offset
         while offset < r.end:
-            fetch = log.read_to(offset, r.end, FETCH_BYTES, isolation=isolation)
+            try:
+                fetch = log.read_to(offset, r.end, FETCH_BYTES, isolation=isolation)
+            except OffsetOutOfRangeError:  # retention or a truncation since the range was planned
+                resume = gaps.check_lost(log, r.topic, r.partition, offset, r.end, fail=fail_on_data_loss)
+                if resume is None:
+                    raise
+                offset = resume
+                continue
             if fetch.size_bytes == 0:
                 break
             cols = fetch.columns(include_headers=include_headers)
@@ -367,7 +390,9 @@ def read_range(r: OffsetRange, *, include_headers: bool = False, isolation: str 
                 batch = cols.to_arrow(r.topic, r.partition, include_headers=include_headers)
                 yield batch if in_range == cols.num_rows else batch.slice(0, in_range)
             nxt = fetch.next_offset
+            gaps.log_gaps(r.topic, r.partition, fetch, cols.offsets[:in_range], offset, min(nxt, r.end))
             if nxt <= offset:
                 break
             offset = nxt
-
+        if offset < r.end:
+            gaps.check_lost(log, r.topic, r.partition, offset, r.end, fail=fail_on_data_loss)

@@ -15,6 +15,7 @@ import math
 import os
 import shutil
 import sys
+import time
 import uuid
 import warnings
 from dataclasses import dataclass
@@ -32,15 +33,17 @@ from pyspark.sql.types import (
 from pylog.errors import InvalidConfigError
 from pylog.remote.location import remote_target
 from pylog.remote.store import redact
-from pylog.spark import plan
+from pylog.spark import group_offsets, plan
 from pylog.spark.options import parse_read_options
 from pylog.spark.stream_write import write_task
 from pylog.spark.write import commit_staged, stage_rows
 
 try:  # 4.2+: admission control and Trigger.AvailableNow
-    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable, ReadMaxRows, ReadMinRows, SupportsTriggerAvailableNow,
+    )
 except ImportError:  # pragma: no cover - older PySpark
-    ReadAllAvailable = ReadMaxRows = None
+    ReadAllAvailable = ReadMaxRows = ReadMinRows = None
     SupportsTriggerAvailableNow = object
 
 KAFKA_SCHEMA = StructType([
@@ -105,7 +108,9 @@ class PylogDataSource(DataSource):
         return PylogReader(opts)
 
     def streamReader(self, schema):
-        return PylogStreamReader(parse_read_options(self.options, streaming=True))
+        opts = parse_read_options(self.options, streaming=True)
+        group_offsets.require_local(opts)
+        return PylogStreamReader(opts)
 
     def streamWriter(self, schema, overwrite: bool):
         if overwrite:
@@ -189,11 +194,22 @@ def _timestamp_ms(value) -> int | None:
 
 
 class PylogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Micro-batches of new records. Offsets: ``{"topic": {"partition": next_offset}}``."""
+    """Micro-batches of new records. Offsets: ``{"topic": {"partition": next_offset}}``.
+
+    Admission control is Spark's Kafka source's: ``maxOffsetsPerTrigger`` caps a
+    micro-batch (split across partitions by backlog); ``minOffsetsPerTrigger`` skips a
+    trigger (:meth:`latestOffset` returns its start) while fewer offsets are new, unless
+    ``maxTriggerDelay`` passed since the last trigger that fired (the first one always
+    fires). ``Trigger.AvailableNow`` ends at the offsets of its start and ignores
+    ``minOffsetsPerTrigger`` (it would wait for records that are not coming).
+    ``commitOffsetsToGroup``: each committed micro-batch's end becomes the group's
+    offsets at the next trigger (:meth:`_commit_to_group`)."""
 
     def __init__(self, opts):
         self.opts = opts
         self.available_now_end = None
+        self.last_trigger_ms = -math.inf  # monotonic ms of the last trigger that fired
+        self.group_end = None  # the offsets last committed to option commitOffsetsToGroup's group
 
     def _latest(self) -> dict:
         with plan.OffsetReader.open(self.opts) as reader:
@@ -202,14 +218,21 @@ class PylogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict:
         """Where a new stream starts: ``startingTimestamp`` or ``startingOffsetsByTimestamp``
         when given (they take precedence, as in Spark's Kafka source), else
-        ``startingOffsets`` (latest by default)."""
+        ``startingOffsets`` (latest by default; ``group``: option ``groupId``'s committed
+        offsets)."""
         with plan.OffsetReader.open(self.opts) as reader:
             return _stream_offsets(reader.partition_offsets(starting=True))
 
     def getDefaultReadLimit(self):
-        if self.opts.max_offsets_per_trigger and ReadMaxRows is not None:
+        """Spark hands this back to :meth:`latestOffset` (PySpark has no composite limit:
+        with both options set, ``minOffsetsPerTrigger`` is read from the options)."""
+        if ReadAllAvailable is None:
+            return None
+        if self.opts.max_offsets_per_trigger:
             return ReadMaxRows(self.opts.max_offsets_per_trigger)
-        return ReadAllAvailable() if ReadAllAvailable is not None else None
+        if self.opts.min_offsets_per_trigger:
+            return ReadMinRows(self.opts.min_offsets_per_trigger)
+        return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
         self.available_now_end = self._latest()
@@ -218,14 +241,29 @@ class PylogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         latest = self.available_now_end or self._latest()
         if start is None:
             return latest
+        self._commit_to_group(start)  # Spark plans a trigger once the micro-batch ending at start committed
         target = {t: dict(parts) for t, parts in latest.items()}
         for t, parts in start.items():  # partitions never go backwards
             for p, off in parts.items():
                 target.setdefault(t, {})[p] = max(target.get(t, {}).get(p, off), off)
-        max_rows = getattr(limit, "max_rows", None)
-        if max_rows is None:
+        if ReadAllAvailable is not None and isinstance(limit, ReadAllAvailable):  # Trigger.Once
             return target
-        return _cap(start, target, max_rows)
+        if self.available_now_end is None and self._skip_trigger(start, target):
+            return start
+        max_rows = self.opts.max_offsets_per_trigger
+        return target if max_rows is None else _cap(start, target, max_rows)
+
+    def _skip_trigger(self, start: dict, target: dict) -> bool:
+        """Kafka source's ``minOffsetsPerTrigger``: whether this trigger waits for more
+        offsets (fewer than the minimum are new, and ``maxTriggerDelay`` has not passed)."""
+        minimum = self.opts.min_offsets_per_trigger
+        if minimum is None:
+            return False
+        now_ms = time.monotonic() * 1000
+        if now_ms - self.last_trigger_ms < self.opts.max_trigger_delay_ms and _new_offsets(start, target) < minimum:
+            return True
+        self.last_trigger_ms = now_ms
+        return False
 
     def reportLatestOffset(self):
         return self._latest()
@@ -238,7 +276,21 @@ class PylogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _read(partition)
 
     def commit(self, end: dict) -> None:
-        pass  # nothing to release: offsets live in Spark's checkpoint
+        """Spark committed the micro-batch ending at ``end`` (it says so when it plans the
+        next one): see :meth:`_commit_to_group`."""
+        self._commit_to_group(end)
+
+    def _commit_to_group(self, end: dict) -> None:
+        """With ``commitOffsetsToGroup``: the end offsets of a committed micro-batch become
+        the group's committed offsets (pylog/spark/group_offsets.py), once. Spark calls
+        :meth:`commit` only when it plans the following micro-batch, and
+        :meth:`latestOffset` with the last committed end at every trigger, so the group
+        follows the query at its next trigger, also after the last micro-batch of
+        ``Trigger.AvailableNow``. Without the option nothing is written: the offsets live
+        in Spark's checkpoint."""
+        if self.opts.commit_offsets_to_group and end != self.group_end:
+            group_offsets.commit(self.opts.root, self.opts.commit_offsets_to_group, end)
+            self.group_end = end
 
 
 def _stream_offsets(offsets: dict) -> dict:
@@ -247,6 +299,11 @@ def _stream_offsets(offsets: dict) -> dict:
     for (t, p), offset in offsets.items():
         out.setdefault(t, {})[str(p)] = offset
     return out
+
+
+def _new_offsets(start: dict, target: dict) -> int:
+    """How many offsets ``target`` is past ``start`` (a partition new since ``start``: from 0)."""
+    return sum(off - start.get(t, {}).get(p, 0) for t, parts in target.items() for p, off in parts.items())
 
 
 def _cap(start: dict, target: dict, max_rows: int) -> dict:
