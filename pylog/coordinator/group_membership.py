@@ -184,8 +184,10 @@ class GroupMembership:
             self._write(state)
             return state
 
-    def leave(self, member_id: str) -> None:
-        """Leave the group (its partitions go to the others after a rebalance)."""
+    def leave(self, member_id: str, *, release_slot: bool = True) -> None:
+        """Leave the group (its partitions go to the others after a rebalance).
+        ``release_slot=False`` keeps this process's lease for its other members (a server
+        whose clients are members), released when the membership closes."""
         with self.mutex:
             state = self.read()
             now = now_ms()
@@ -195,7 +197,7 @@ class GroupMembership:
                     self._prepare_rebalance(state, now)
                 self._try_complete(state, now)
                 self._write(state)
-        if self._slot is not None:
+        if release_slot and self._slot is not None:
             self._locks.unlock(self._base + 1 + self._slot)
             self._slot = None
 

@@ -1,0 +1,138 @@
+"""Consumer groups through ``pylog serve``: kafka-python's and librdkafka's consumers
+subscribe with a ``group_id``, the server coordinates the rebalance (JoinGroup waits for
+every member), and the offsets they commit are Kafka's ``__consumer_offsets`` records that
+``pylog consumer-groups`` shows."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from pylog.coordinator.group_coordinator import GroupCoordinator
+from pylog.manager import LogManager
+from tests.serve.conftest import pylog_cli
+from tests.waiting import poll_until, wait_until
+
+
+def _produce(server, topic: str, values, partitions: int = 1) -> None:
+    with LogManager(server.root) as manager:
+        if topic not in manager.topics():
+            manager.create_topic(topic, partitions)
+    producer = KafkaProducer(bootstrap_servers=server.bootstrap_servers)
+    futures = [producer.send(topic, value=v, partition=i % partitions) for i, v in enumerate(values)]
+    producer.flush(timeout=60)
+    for f in futures:
+        f.get(timeout=60)
+    producer.close()
+
+
+def _group_consumer(server, group: str, topic: str, **settings) -> KafkaConsumer:
+    consumer = KafkaConsumer(bootstrap_servers=server.bootstrap_servers, group_id=group,
+                             auto_offset_reset="earliest", enable_auto_commit=False, **settings)
+    consumer.subscribe([topic])
+    return consumer
+
+
+def _poll_values(consumer, count: int, timeout_s: float = 60.0) -> list:
+    got, deadline = [], time.monotonic() + timeout_s
+    while len(got) < count:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s with {len(got)} of {count} records")
+        for records in consumer.poll(200).values():
+            got.extend(r.value for r in records)
+    return got
+
+
+def test_a_kafka_python_group_consumer_commits_and_the_next_member_resumes_there(pylog_server):
+    _produce(pylog_server, "orders", [f"v{i}".encode() for i in range(10)])
+    first = _group_consumer(pylog_server, "billing", "orders")
+    assert _poll_values(first, 6, timeout_s=60)[:6] == [f"v{i}".encode() for i in range(6)]
+    first.commit({TopicPartition("orders", 0): _offset(first, 6)})
+    assert first.committed(TopicPartition("orders", 0)) == 6
+    first.close()
+
+    second = _group_consumer(pylog_server, "billing", "orders")
+    assert _poll_values(second, 4) == [f"v{i}".encode() for i in range(6, 10)]
+    second.close()
+    coordinator = GroupCoordinator.for_root(pylog_server.root)
+    try:
+        assert coordinator.committed("billing")[("orders", 0)].offset == 6
+    finally:
+        coordinator.release()
+
+
+def _offset(consumer, offset: int):
+    from kafka.structs import OffsetAndMetadata
+    return OffsetAndMetadata(offset, "", -1)
+
+
+def test_two_kafka_python_consumers_split_four_partitions_and_read_every_record_once(pylog_server):
+    _produce(pylog_server, "clicks", [], partitions=4)
+    a = _group_consumer(pylog_server, "split", "clicks")
+    got_a, stop = [], threading.Event()
+
+    def run_a():  # a polls in its own thread, so it rejoins when b's join starts a rebalance
+        while not stop.is_set():
+            for records in a.poll(200).values():
+                got_a.extend(r.value for r in records)
+    thread = threading.Thread(target=run_a)
+    thread.start()
+    try:
+        wait_until(lambda: len(a.assignment()) == 4, "the first member owning all 4 partitions", 60)
+        b = _group_consumer(pylog_server, "split", "clicks")
+        got_b = []
+        poll_until(b, lambda: len(b.assignment()) == 2 and len(a.assignment()) == 2, "a 2 + 2 split", 90)
+        assert not a.assignment() & b.assignment()
+        values = [f"r{i}".encode() for i in range(40)]
+        _produce(pylog_server, "clicks", values, partitions=4)
+        deadline = time.monotonic() + 60
+        while len(got_a) + len(got_b) < 40:
+            assert time.monotonic() < deadline, (len(got_a), len(got_b))
+            for records in b.poll(200).values():
+                got_b.extend(r.value for r in records)
+    finally:
+        stop.set()
+        thread.join()
+    assert got_a and got_b
+    assert sorted(got_a + got_b) == sorted(values)
+    a.close()
+    b.close()
+
+
+def test_consumer_groups_describe_shows_offsets_committed_through_the_server(pylog_server):
+    _produce(pylog_server, "audit", [b"x"] * 5)
+    consumer = _group_consumer(pylog_server, "auditors", "audit")
+    _poll_values(consumer, 5)
+    consumer.commit()
+    consumer.close()
+    out = pylog_cli("consumer-groups", pylog_server.root, "--describe", "--group", "auditors")
+    assert out.returncode == 0, out.stderr
+    row = next(line.split() for line in out.stdout.decode().splitlines() if line.startswith("auditors"))
+    assert row[1:4] == ["audit", "0", "5"], out.stdout.decode()
+
+
+def test_a_confluent_kafka_group_consumer_consumes_and_commits(pylog_server):
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    _produce(pylog_server, "payments", [f"p{i}".encode() for i in range(8)])
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": pylog_server.bootstrap_servers, "group.id": "ledger",
+                                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe(["payments"])
+    got, deadline = [], time.monotonic() + 60
+    while len(got) < 8:
+        assert time.monotonic() < deadline, got
+        message = consumer.poll(0.2)
+        if message is not None and message.error() is None:
+            got.append(message.value())
+    consumer.commit(asynchronous=False)
+    committed = consumer.committed([confluent_kafka.TopicPartition("payments", 0)], timeout=30)
+    consumer.close()
+    assert got == [f"p{i}".encode() for i in range(8)]
+    assert committed[0].offset == 8
+    coordinator = GroupCoordinator.for_root(pylog_server.root)
+    try:
+        assert coordinator.committed("ledger")[("payments", 0)].offset == 8
+    finally:
+        coordinator.release()
