@@ -161,8 +161,7 @@ class GroupCoordinator(PerRoot):
                 "subscription": _versioned(CONSUMER_PROTOCOL_SUBSCRIPTION, SUBSCRIPTION_VERSION, {
                     "topics": info["topics"], "userData": None,
                     "ownedPartitions": _by_topic(info["owned"])}),
-                "assignment": _versioned(CONSUMER_PROTOCOL_ASSIGNMENT, ASSIGNMENT_VERSION, {
-                    "assignedPartitions": _by_topic(assigned), "userData": None})})
+                "assignment": consumer_assignment(assigned)})
         value = {"protocolType": CONSUMER_PROTOCOL_TYPE, "generation": state["generation"],
                  "protocol": state["protocol"], "leader": state["leader"],
                  "currentStateTimestamp": state["current_state_ms"], "members": members}
@@ -238,6 +237,18 @@ def checked_offsets(offsets) -> list:
             check_int(leader_epoch, f"leader epoch to commit for {topic}-{partition}", (0, INT32_MAX))
         out.append(((topic, partition), offset, metadata, leader_epoch))
     return sorted(out, key=lambda item: item[0])
+
+
+def consumer_assignment(partitions) -> bytes:
+    """The consumer protocol's Assignment of ``partitions`` (``[(topic, partition)]``), as
+    a member's SyncGroup answer and a GroupMetadata record carry it."""
+    return _versioned(CONSUMER_PROTOCOL_ASSIGNMENT, ASSIGNMENT_VERSION,
+                      {"assignedPartitions": _by_topic(partitions), "userData": None})
+
+
+def consumer_subscription(topics) -> bytes:
+    """The consumer protocol's version-0 Subscription of ``topics``."""
+    return _versioned(CONSUMER_PROTOCOL_SUBSCRIPTION, 0, {"topics": list(topics), "userData": None})
 
 
 def _string(text: str) -> bytes:

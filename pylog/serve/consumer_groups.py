@@ -24,10 +24,8 @@ import asyncio
 from kafka.protocol.consumer import HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse, SyncGroupResponse
 
 from pylog.coordinator.assignors import ASSIGNORS
-from pylog.coordinator.group_coordinator import ASSIGNMENT_VERSION, _by_topic, _versioned
-from pylog.coordinator.offsets_records import (
-    CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, CONSUMER_PROTOCOL_TYPE,
-)
+from pylog.coordinator.group_coordinator import consumer_assignment, consumer_subscription
+from pylog.coordinator.offsets_records import CONSUMER_PROTOCOL_SUBSCRIPTION, CONSUMER_PROTOCOL_TYPE
 from pylog.coordinator.schema import decode
 from pylog.errors import PylogError
 from pylog.record.encode import now_ms
@@ -100,9 +98,9 @@ async def handle_join_group(apis, request) -> JoinGroupResponse:
         return _join_error(member_id, UNKNOWN_MEMBER_ID)
     members = []
     if state["leader"] == member_id:
-        known = apis.groups.metadata.get(body.group_id, {})
+        known = apis.groups.metadata.get(body.group_id, {})  # a member joined elsewhere: its topics
         members = [JoinGroupResponse.JoinGroupResponseMember(
-            member_id=m, metadata=known.get(m, {}).get(state["protocol"]) or _subscription_bytes(info["topics"]))
+            member_id=m, metadata=known.get(m, {}).get(state["protocol"]) or consumer_subscription(info["topics"]))
             for m, info in sorted(state["members"].items())]
     return JoinGroupResponse(throttle_time_ms=0, error_code=NONE, generation_id=state["generation"],
                              protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=state["protocol"],
@@ -133,12 +131,6 @@ async def _wait_for_rebalance(apis, membership, group_id: str, member_id: str, j
             apis.groups.notify(group_id)
 
 
-def _subscription_bytes(topics) -> bytes:
-    """A version-0 subscription of ``topics``: what the leader is told of a member this
-    server did not see join (pylog's own Consumer in the same log dir)."""
-    return _versioned(CONSUMER_PROTOCOL_SUBSCRIPTION, 0, {"topics": list(topics), "userData": None})
-
-
 async def handle_sync_group(apis, request) -> SyncGroupResponse:
     """The member's assignment of the current generation (the consumer protocol's bytes)."""
     body = request.body
@@ -147,9 +139,7 @@ async def handle_sync_group(apis, request) -> SyncGroupResponse:
     error = _member_error(state, body.member_id, body.generation_id)
     if error != NONE:
         return SyncGroupResponse(throttle_time_ms=0, error_code=error, assignment=b"")
-    assigned = [tuple(tp) for tp in state["assignment"].get(body.member_id, [])]
-    assignment = _versioned(CONSUMER_PROTOCOL_ASSIGNMENT, ASSIGNMENT_VERSION,
-                            {"assignedPartitions": _by_topic(assigned), "userData": None})
+    assignment = consumer_assignment(tuple(tp) for tp in state["assignment"].get(body.member_id, []))
     return SyncGroupResponse(throttle_time_ms=0, error_code=NONE, protocol_type=CONSUMER_PROTOCOL_TYPE,
                              protocol_name=state["protocol"], assignment=assignment)
 

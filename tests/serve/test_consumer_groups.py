@@ -5,15 +5,24 @@ every member), and the offsets they commit are Kafka's ``__consumer_offsets`` re
 
 from __future__ import annotations
 
+import select
+import socket
 import threading
 import time
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import IllegalGenerationError, UnknownMemberIdError
+from kafka.protocol.consumer import (
+    HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, OffsetCommitRequest, OffsetCommitResponse,
+    SyncGroupRequest, SyncGroupResponse,
+)
+from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
 from pylog.coordinator.group_coordinator import GroupCoordinator
+from pylog.coordinator.group_membership import read_group_file
 from pylog.manager import LogManager
-from tests.serve.conftest import pylog_cli
+from tests.serve.conftest import pylog_cli, read_frame, request_frame
 from tests.waiting import poll_until, wait_until
 
 
@@ -136,3 +145,66 @@ def test_a_confluent_kafka_group_consumer_consumes_and_commits(pylog_server):
         assert coordinator.committed("ledger")[("payments", 0)].offset == 8
     finally:
         coordinator.release()
+
+
+# -- the protocol itself, over raw sockets --------------------------------------------------------
+
+def _subscription(*topics: str) -> bytes:
+    """A version-0 consumer-protocol subscription of ``topics``."""
+    out = (0).to_bytes(2, "big") + len(topics).to_bytes(4, "big")
+    for t in topics:
+        out += len(t).to_bytes(2, "big") + t.encode()
+    return out + (-1).to_bytes(4, "big", signed=True)  # null user data
+
+
+def _call(sock, request, response_class, version: int):
+    sock.sendall(request_frame(request, version))
+    return response_class.decode(read_frame(sock), version=version, header=True)
+
+
+def _join_request(member_id: str, rebalance_timeout_ms: int) -> JoinGroupRequest:
+    return JoinGroupRequest(
+        group_id="raw", session_timeout_ms=30_000, rebalance_timeout_ms=rebalance_timeout_ms, member_id=member_id,
+        group_instance_id=None, protocol_type="consumer",
+        protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=_subscription("raw-topic"))])
+
+
+def test_join_group_waits_for_a_member_that_does_not_rejoin_until_its_rebalance_timeout(pylog_server):
+    _produce(pylog_server, "raw-topic", [], partitions=2)
+    with socket.create_connection(pylog_server.address, timeout=60) as a_sock, \
+            socket.create_connection(pylog_server.address, timeout=60) as b_sock, \
+            socket.create_connection(pylog_server.address, timeout=60) as other:
+        a = _call(a_sock, _join_request("", rebalance_timeout_ms=2_000), JoinGroupResponse, 5)
+        assert (a.error_code, a.generation_id, a.leader) == (0, 1, a.member_id)
+
+        b_sock.sendall(request_frame(_join_request("", rebalance_timeout_ms=30_000), 5))
+        wait_until(lambda: len(read_group_file(pylog_server.root, "raw")["members"]) == 2, "b's join")
+        # b waits for a to rejoin, and the server answers other requests meanwhile
+        assert _call(other, ApiVersionsRequest(), ApiVersionsResponse, 0).error_code == 0
+        assert select.select([b_sock], [], [], 0)[0] == []
+
+        b = JoinGroupResponse.decode(read_frame(b_sock), version=5, header=True)  # a removed at 2 s
+        assert (b.error_code, b.generation_id, b.leader) == (0, 2, b.member_id)
+        assert [m.member_id for m in b.members] == [b.member_id]
+        assert _heartbeat(a_sock, a.member_id, 1) == UnknownMemberIdError.errno
+
+        sync = _call(b_sock, SyncGroupRequest(group_id="raw", generation_id=2, member_id=b.member_id,
+                                              group_instance_id=None, assignments=[]), SyncGroupResponse, 3)
+        assert sync.error_code == 0 and b"raw-topic" in bytes(sync.assignment)
+        assert _commit(b_sock, b.member_id, generation=1) == IllegalGenerationError.errno
+        assert _commit(b_sock, a.member_id, generation=2) == UnknownMemberIdError.errno
+        assert _commit(b_sock, b.member_id, generation=2) == 0
+
+
+def _heartbeat(sock, member_id: str, generation: int) -> int:
+    request = HeartbeatRequest(group_id="raw", generation_id=generation, member_id=member_id, group_instance_id=None)
+    return _call(sock, request, HeartbeatResponse, 3).error_code
+
+
+def _commit(sock, member_id: str, generation: int) -> int:
+    topic = OffsetCommitRequest.OffsetCommitRequestTopic(name="raw-topic", partitions=[
+        OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+            partition_index=0, committed_offset=1, committed_leader_epoch=-1, committed_metadata="")])
+    request = OffsetCommitRequest(group_id="raw", generation_id_or_member_epoch=generation, member_id=member_id,
+                                  group_instance_id=None, topics=[topic])
+    return _call(sock, request, OffsetCommitResponse, 7).topics[0].partitions[0].error_code
