@@ -86,7 +86,18 @@ class GroupCoordinator(PerRoot):
     # -- reading -------------------------------------------------------------------------------
     def _state(self, group_id: str) -> GroupState:
         """The replayed state of the group's partition, caught up. O(new records)."""
-        p = partition_for_group(group_id, self.partitions)
+        return self._partition_state(partition_for_group(group_id, self.partitions))
+
+    def group_ids(self) -> list[str]:
+        """Every group with committed offsets or metadata, sorted. O(new records of all
+        the partitions)."""
+        ids = set()
+        for p in range(self.partitions):
+            state = self._partition_state(p)
+            ids.update(state.offsets, state.groups)
+        return sorted(ids)
+
+    def _partition_state(self, p: int) -> GroupState:
         with self._lock:
             reader = self._readers.get(p)
             if reader is None:

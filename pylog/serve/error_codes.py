@@ -21,6 +21,7 @@ ILLEGAL_GENERATION = kafka_errors.IllegalGenerationError.errno
 INCONSISTENT_GROUP_PROTOCOL = kafka_errors.InconsistentGroupProtocolError.errno
 UNKNOWN_MEMBER_ID = kafka_errors.UnknownMemberIdError.errno
 REBALANCE_IN_PROGRESS = kafka_errors.RebalanceInProgressError.errno
+GROUP_ID_NOT_FOUND = kafka_errors.GroupIdNotFoundError.errno
 
 #: pylog's error classes, most specific first, and the Kafka error each becomes
 _CODES = [

@@ -18,6 +18,7 @@ import inspect
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
+from kafka.protocol.admin import DescribeGroupsRequest, ListGroupsRequest
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.consumer import (
     FetchRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, ListOffsetsRequest, OffsetCommitRequest,
@@ -31,6 +32,7 @@ from pylog.errors import PylogError
 from pylog.serve.consumer_groups import (
     GroupNotifier, handle_heartbeat, handle_join_group, handle_leave_group, handle_sync_group,
 )
+from pylog.serve.describe_groups import handle_describe_groups, handle_list_groups
 from pylog.serve.error_codes import NONE, UNSUPPORTED_VERSION
 from pylog.serve.fetch import handle_fetch, new_marker
 from pylog.serve.find_coordinator import handle_find_coordinator
@@ -59,6 +61,8 @@ SUPPORTED_VERSIONS = {
     ApiKey.Heartbeat: (HeartbeatRequest, 0, 4),
     ApiKey.LeaveGroup: (LeaveGroupRequest, 0, 5),
     ApiKey.SyncGroup: (SyncGroupRequest, 0, 5),
+    ApiKey.DescribeGroups: (DescribeGroupsRequest, 0, 6),
+    ApiKey.ListGroups: (ListGroupsRequest, 0, 5),
 }
 REQUEST_CLASSES = {int(k): cls for k, (cls, _, _) in SUPPORTED_VERSIONS.items()}
 VERSIONS = {int(k): (low, high) for k, (_, low, high) in SUPPORTED_VERSIONS.items()}
@@ -89,6 +93,8 @@ HANDLERS = {
     ApiKey.Heartbeat: handle_heartbeat,
     ApiKey.LeaveGroup: handle_leave_group,
     ApiKey.SyncGroup: handle_sync_group,
+    ApiKey.DescribeGroups: handle_describe_groups,
+    ApiKey.ListGroups: handle_list_groups,
 }
 
 

@@ -11,13 +11,14 @@ import threading
 import time
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.errors import IllegalGenerationError, UnknownMemberIdError
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import CommitFailedError, IllegalGenerationError, RebalanceInProgressError, UnknownMemberIdError
 from kafka.protocol.consumer import (
     HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, OffsetCommitRequest, OffsetCommitResponse,
     SyncGroupRequest, SyncGroupResponse,
 )
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
+from kafka.structs import OffsetAndMetadata
 
 from pylog.coordinator.group_coordinator import GroupCoordinator
 from pylog.coordinator.group_membership import read_group_file
@@ -59,7 +60,7 @@ def test_a_kafka_python_group_consumer_commits_and_the_next_member_resumes_there
     _produce(pylog_server, "orders", [f"v{i}".encode() for i in range(10)])
     first = _group_consumer(pylog_server, "billing", "orders")
     assert _poll_values(first, 6, timeout_s=60)[:6] == [f"v{i}".encode() for i in range(6)]
-    first.commit({TopicPartition("orders", 0): _offset(first, 6)})
+    _commit(first, {TopicPartition("orders", 0): OffsetAndMetadata(6, "", -1)})
     assert first.committed(TopicPartition("orders", 0)) == 6
     first.close()
 
@@ -73,9 +74,17 @@ def test_a_kafka_python_group_consumer_commits_and_the_next_member_resumes_there
         coordinator.release()
 
 
-def _offset(consumer, offset: int):
-    from kafka.structs import OffsetAndMetadata
-    return OffsetAndMetadata(offset, "", -1)
+def _commit(consumer, offsets=None, timeout_s: float = 60.0) -> None:
+    """``consumer.commit(offsets)``, after a poll again while the consumer rebalances: a
+    leader whose metadata changed since it assigned rejoins, as it does against Kafka."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            consumer.commit(offsets)
+            return
+        except (RebalanceInProgressError, CommitFailedError):
+            assert time.monotonic() < deadline, "the consumer kept rebalancing"
+            consumer.poll(100)
 
 
 def test_two_kafka_python_consumers_split_four_partitions_and_read_every_record_once(pylog_server):
@@ -115,7 +124,7 @@ def test_consumer_groups_describe_shows_offsets_committed_through_the_server(pyl
     _produce(pylog_server, "audit", [b"x"] * 5)
     consumer = _group_consumer(pylog_server, "auditors", "audit")
     _poll_values(consumer, 5)
-    consumer.commit()
+    _commit(consumer)
     consumer.close()
     out = pylog_cli("consumer-groups", pylog_server.root, "--describe", "--group", "auditors")
     assert out.returncode == 0, out.stderr
@@ -191,9 +200,9 @@ def test_join_group_waits_for_a_member_that_does_not_rejoin_until_its_rebalance_
         sync = _call(b_sock, SyncGroupRequest(group_id="raw", generation_id=2, member_id=b.member_id,
                                               group_instance_id=None, assignments=[]), SyncGroupResponse, 3)
         assert sync.error_code == 0 and b"raw-topic" in bytes(sync.assignment)
-        assert _commit(b_sock, b.member_id, generation=1) == IllegalGenerationError.errno
-        assert _commit(b_sock, a.member_id, generation=2) == UnknownMemberIdError.errno
-        assert _commit(b_sock, b.member_id, generation=2) == 0
+        assert _raw_commit(b_sock, b.member_id, generation=1) == IllegalGenerationError.errno
+        assert _raw_commit(b_sock, a.member_id, generation=2) == UnknownMemberIdError.errno
+        assert _raw_commit(b_sock, b.member_id, generation=2) == 0
 
 
 def _heartbeat(sock, member_id: str, generation: int) -> int:
@@ -201,10 +210,30 @@ def _heartbeat(sock, member_id: str, generation: int) -> int:
     return _call(sock, request, HeartbeatResponse, 3).error_code
 
 
-def _commit(sock, member_id: str, generation: int) -> int:
+def _raw_commit(sock, member_id: str, generation: int) -> int:
     topic = OffsetCommitRequest.OffsetCommitRequestTopic(name="raw-topic", partitions=[
         OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
             partition_index=0, committed_offset=1, committed_leader_epoch=-1, committed_metadata="")])
     request = OffsetCommitRequest(group_id="raw", generation_id_or_member_epoch=generation, member_id=member_id,
                                   group_instance_id=None, topics=[topic])
     return _call(sock, request, OffsetCommitResponse, 7).topics[0].partitions[0].error_code
+
+
+def test_an_admin_client_lists_and_describes_the_groups(pylog_server):
+    _produce(pylog_server, "listed", [b"x"] * 3, partitions=2)
+    consumer = _group_consumer(pylog_server, "watchers", "listed", client_id="watcher-1")
+    poll_until(consumer, lambda: len(consumer.assignment()) == 2, "the member's assignment")
+    admin = KafkaAdminClient(bootstrap_servers=pylog_server.bootstrap_servers)
+    try:
+        assert [(g["group_id"], g["group_state"]) for g in admin.list_groups()] == [("watchers", "Stable")]
+        group = admin.describe_groups(["watchers"])["watchers"]
+        assert (group["group_state"], group["protocol_type"], group["protocol_data"]) == ("Stable", "consumer", "range")
+        [member] = group["members"]
+        assert member["client_id"] == "watcher-1" and member["member_metadata"]["topics"] == ["listed"]
+        assert member["member_assignment"]["assigned_partitions"] == [{"topic": "listed", "partitions": [0, 1]}]
+        consumer.close()
+        group = admin.describe_groups(["watchers"])["watchers"]
+        assert (group["group_state"], group["members"]) == ("Empty", [])
+        assert admin.list_groups(states_filter=["Stable"]) == []
+    finally:
+        admin.close()
