@@ -184,10 +184,10 @@ class GroupMembership:
             self._write(state)
             return state
 
-    def leave(self, member_id: str, *, release_slot: bool = True) -> None:
-        """Leave the group (its partitions go to the others after a rebalance).
-        ``release_slot=False`` keeps this process's lease for its other members (a server
-        whose clients are members), released when the membership closes."""
+    def leave(self, member_id: str) -> None:
+        """Leave the group (its partitions go to the others after a rebalance). This
+        process's lease is given back with its last member of the group (a process may
+        hold several: a server's clients, or two Consumers)."""
         with self.mutex:
             state = self.read()
             now = now_ms()
@@ -197,7 +197,9 @@ class GroupMembership:
                     self._prepare_rebalance(state, now)
                 self._try_complete(state, now)
                 self._write(state)
-        if release_slot and self._slot is not None:
+            if any(info["slot"] == self._slot for info in state["members"].values()):
+                return
+        if self._slot is not None:
             self._locks.unlock(self._base + 1 + self._slot)
             self._slot = None
 

@@ -176,7 +176,7 @@ async def handle_leave_group(apis, request) -> LeaveGroupResponse:
         state = await apis.run_blocking(membership.read)
         error = NONE if member_id in state["members"] else UNKNOWN_MEMBER_ID
         if error == NONE:
-            await apis.run_blocking(lambda m=member_id: membership.leave(m, release_slot=False))
+            await apis.run_blocking(membership.leave, member_id)
             apis.groups.metadata.get(body.group_id, {}).pop(member_id, None)
         answers.append(LeaveGroupResponse.MemberResponse(member_id=member_id, group_instance_id=None,
                                                          error_code=error))
