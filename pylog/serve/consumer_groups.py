@@ -30,7 +30,7 @@ from pylog.coordinator.schema import decode
 from pylog.errors import PylogError
 from pylog.record.encode import now_ms
 from pylog.serve.error_codes import (
-    ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, NONE, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, error_code,
+    ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID, NONE, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, error_code,
 )
 from pylog.serve.purgatory import AppendNotifier, wait_for
 
@@ -73,6 +73,8 @@ async def handle_join_group(apis, request) -> JoinGroupResponse:
     """Join (or rejoin) and wait for the rebalance to complete; the generation, the
     protocol, the leader, and for the leader the members' subscriptions."""
     body = request.body
+    if not body.group_id:
+        return _join_error(body.member_id, INVALID_GROUP_ID)
     protocols = {p.name: bytes(p.metadata) for p in body.protocols or () if p.name in ASSIGNORS}
     if body.protocol_type != CONSUMER_PROTOCOL_TYPE or not protocols:
         return _join_error(body.member_id, INCONSISTENT_GROUP_PROTOCOL)
@@ -134,9 +136,14 @@ async def _wait_for_rebalance(apis, membership, group_id: str, member_id: str, j
 async def handle_sync_group(apis, request) -> SyncGroupResponse:
     """The member's assignment of the current generation (the consumer protocol's bytes)."""
     body = request.body
-    membership = await apis.group_membership(body.group_id)
-    state = await apis.run_blocking(membership.read)
-    error = _member_error(state, body.member_id, body.generation_id)
+    try:
+        error = INVALID_GROUP_ID
+        if body.group_id:
+            membership = await apis.group_membership(body.group_id)
+            state = await apis.run_blocking(membership.read)
+            error = _member_error(state, body.member_id, body.generation_id)
+    except PylogError as e:
+        error = error_code(e)
     if error != NONE:
         return SyncGroupResponse(throttle_time_ms=0, error_code=error, assignment=b"")
     assignment = consumer_assignment(tuple(tp) for tp in state["assignment"].get(body.member_id, []))
@@ -157,6 +164,8 @@ def _member_error(state: dict, member_id: str, generation: int) -> int:
 async def handle_heartbeat(apis, request) -> HeartbeatResponse:
     """Renew the member's lease; ``REBALANCE_IN_PROGRESS`` tells it to rejoin."""
     body = request.body
+    if not body.group_id:
+        return HeartbeatResponse(throttle_time_ms=0, error_code=INVALID_GROUP_ID)
     membership = await apis.group_membership(body.group_id)
     try:
         state = await apis.run_blocking(membership.heartbeat, body.member_id)
@@ -170,14 +179,19 @@ async def handle_leave_group(apis, request) -> LeaveGroupResponse:
     """Remove the member (v0-2) or members (v3+); the others rebalance."""
     body = request.body
     members = [body.member_id] if request.api_version < 3 else [m.member_id for m in body.members or ()]
+    if not body.group_id:
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=INVALID_GROUP_ID, members=[])
     membership = await apis.group_membership(body.group_id)
     answers = []
     for member_id in members:
-        state = await apis.run_blocking(membership.read)
-        error = NONE if member_id in state["members"] else UNKNOWN_MEMBER_ID
-        if error == NONE:
-            await apis.run_blocking(membership.leave, member_id)
-            apis.groups.metadata.get(body.group_id, {}).pop(member_id, None)
+        try:
+            state = await apis.run_blocking(membership.read)
+            error = NONE if member_id in state["members"] else UNKNOWN_MEMBER_ID
+            if error == NONE:
+                await apis.run_blocking(membership.leave, member_id)
+                apis.groups.metadata.get(body.group_id, {}).pop(member_id, None)
+        except PylogError as e:
+            error = error_code(e)
         answers.append(LeaveGroupResponse.MemberResponse(member_id=member_id, group_instance_id=None,
                                                          error_code=error))
     apis.groups.notify(body.group_id)

@@ -22,6 +22,8 @@ INCONSISTENT_GROUP_PROTOCOL = kafka_errors.InconsistentGroupProtocolError.errno
 UNKNOWN_MEMBER_ID = kafka_errors.UnknownMemberIdError.errno
 REBALANCE_IN_PROGRESS = kafka_errors.RebalanceInProgressError.errno
 GROUP_ID_NOT_FOUND = kafka_errors.GroupIdNotFoundError.errno
+INVALID_GROUP_ID = kafka_errors.InvalidGroupIdError.errno
+OFFSET_METADATA_TOO_LARGE = kafka_errors.OffsetMetadataTooLargeError.errno
 
 #: pylog's error classes, most specific first, and the Kafka error each becomes
 _CODES = [

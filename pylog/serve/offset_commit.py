@@ -5,8 +5,9 @@ own ``Consumer`` commits, and ``pylog consumer-groups`` shows).
 
 A commit is checked against the group's membership and generation (a member of an older
 generation gets ``ILLEGAL_GENERATION``, one the group removed ``UNKNOWN_MEMBER_ID``; a
-commit without a generation is allowed only to a group without members) and is appended
-as one batch, so every partition of a request gets the same answer. Durability: the
+commit without a generation is allowed only to a group without members; metadata longer
+than a coordinator record's string is ``OFFSET_METADATA_TOO_LARGE``, an empty group id
+``INVALID_GROUP_ID``) and is appended as one batch, so every partition of a request gets the same answer. Durability: the
 batch reaches the operating system before the answer, the disk at the partition's flush
 policy. Cost: one append, and a fetch replays the group's offsets partition from where it
 last stopped; both in the disk thread pool.
@@ -18,7 +19,8 @@ from kafka.protocol.consumer import OffsetCommitResponse, OffsetFetchResponse
 
 from pylog.clients.consumer_coordinator import OffsetAndMetadata
 from pylog.errors import PylogError
-from pylog.serve.error_codes import NONE, error_code
+from pylog.coordinator.group_coordinator import MAX_STRING_BYTES
+from pylog.serve.error_codes import INVALID_GROUP_ID, NONE, OFFSET_METADATA_TOO_LARGE, error_code
 
 _CommitTopic = OffsetCommitResponse.OffsetCommitResponseTopic
 _CommitPartition = _CommitTopic.OffsetCommitResponsePartition
@@ -39,12 +41,17 @@ async def handle_offset_commit(apis, request) -> OffsetCommitResponse:
         p.committed_leader_epoch if p.committed_leader_epoch >= 0 else None)
         for t in body.topics or () for p in t.partitions or ()}
     coordinator = await apis.group_coordinator()
-    try:
-        await apis.run_blocking(lambda: coordinator.commit_offsets(
-            body.group_id, offsets, generation=body.generation_id_or_member_epoch, member_id=body.member_id))
-        error = NONE
-    except PylogError as e:
-        error = error_code(e)
+    if not body.group_id:
+        error = INVALID_GROUP_ID
+    elif any(len(om.metadata.encode()) > MAX_STRING_BYTES for om in offsets.values()):
+        error = OFFSET_METADATA_TOO_LARGE
+    else:
+        try:
+            await apis.run_blocking(lambda: coordinator.commit_offsets(
+                body.group_id, offsets, generation=body.generation_id_or_member_epoch, member_id=body.member_id))
+            error = NONE
+        except PylogError as e:
+            error = error_code(e)
     if error == NONE:
         apis.groups.notify(body.group_id)
     topics = [_CommitTopic(name=t.name, partitions=[_CommitPartition(partition_index=p.partition_index,
@@ -76,6 +83,8 @@ async def handle_offset_fetch(apis, request) -> OffsetFetchResponse:
 
 async def _committed(apis, coordinator, group_id: str, topics) -> tuple[int, list]:
     """The group's error code and ``[(topic, [(partition, offset, leader epoch, metadata)])]``."""
+    if not group_id:
+        return INVALID_GROUP_ID, []
     try:
         committed = await apis.run_blocking(coordinator.committed, group_id)
     except PylogError as e:

@@ -12,7 +12,10 @@ import time
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.errors import CommitFailedError, IllegalGenerationError, RebalanceInProgressError, UnknownMemberIdError
+from kafka.errors import (
+    CommitFailedError, IllegalGenerationError, InconsistentGroupProtocolError, InvalidGroupIdError,
+    OffsetMetadataTooLargeError, RebalanceInProgressError, UnknownMemberIdError,
+)
 from kafka.protocol.consumer import (
     HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, OffsetCommitRequest, OffsetCommitResponse,
     SyncGroupRequest, SyncGroupResponse,
@@ -237,3 +240,42 @@ def test_an_admin_client_lists_and_describes_the_groups(pylog_server):
         assert admin.list_groups(states_filter=["Stable"]) == []
     finally:
         admin.close()
+
+
+@pytest.mark.parametrize("group_id, protocol_type, protocol, metadata, error", [
+    ("", "consumer", "range", _subscription("raw-topic"), InvalidGroupIdError.errno),
+    ("raw", "connect", "range", _subscription("raw-topic"), InconsistentGroupProtocolError.errno),
+    ("raw", "consumer", "no-such-assignor", _subscription("raw-topic"), InconsistentGroupProtocolError.errno),
+    ("raw", "consumer", "range", b"\x00\x00\xff", InconsistentGroupProtocolError.errno),
+])
+def test_a_join_the_group_cannot_take_is_refused_with_kafkas_error(pylog_server, group_id, protocol_type, protocol,
+                                                                   metadata, error):
+    request = JoinGroupRequest(
+        group_id=group_id, session_timeout_ms=30_000, rebalance_timeout_ms=30_000, member_id="",
+        group_instance_id=None, protocol_type=protocol_type,
+        protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name=protocol, metadata=metadata)])
+    with socket.create_connection(pylog_server.address, timeout=60) as sock:
+        answer = _call(sock, request, JoinGroupResponse, 5)
+    assert (answer.error_code, answer.generation_id) == (error, -1)
+    assert read_group_file(pylog_server.root, "raw") is None
+
+
+def test_a_commit_with_too_long_metadata_or_no_group_id_writes_nothing(pylog_server):
+    def commit(group_id: str, metadata: str) -> int:
+        topic = OffsetCommitRequest.OffsetCommitRequestTopic(name="raw-topic", partitions=[
+            OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+                partition_index=0, committed_offset=1, committed_leader_epoch=-1, committed_metadata=metadata)])
+        request = OffsetCommitRequest(group_id=group_id, generation_id_or_member_epoch=-1, member_id="",
+                                      group_instance_id=None, topics=[topic])
+        with socket.create_connection(pylog_server.address, timeout=60) as sock:
+            return _call(sock, request, OffsetCommitResponse, 8).topics[0].partitions[0].error_code
+
+    assert commit("raw", "m" * 40_000) == OffsetMetadataTooLargeError.errno
+    assert commit("", "") == InvalidGroupIdError.errno
+    coordinator = GroupCoordinator.for_root(pylog_server.root)
+    try:
+        assert coordinator.group_ids() == []
+        assert commit("raw", "kept") == 0
+        assert coordinator.committed("raw")[("raw-topic", 0)].metadata == "kept"
+    finally:
+        coordinator.release()
