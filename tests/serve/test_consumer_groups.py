@@ -279,3 +279,28 @@ def test_a_commit_with_too_long_metadata_or_no_group_id_writes_nothing(pylog_ser
         assert coordinator.committed("raw")[("raw-topic", 0)].metadata == "kept"
     finally:
         coordinator.release()
+
+
+def test_a_server_client_and_pylogs_own_consumer_share_one_group(pylog_server):
+    from pylog.clients.consumer import Consumer
+    _produce(pylog_server, "shared", [], partitions=2)
+    remote = _group_consumer(pylog_server, "mixed", "shared")
+    poll_until(remote, lambda: len(remote.assignment()) == 2, "the server client owning both partitions", 60)
+    local = Consumer(pylog_server.root, group_id="mixed", enable_auto_commit=False, session_timeout_ms=10_000)
+    stop = threading.Event()
+
+    def run_local():  # pylog's consumer heartbeats and rejoins in its polls
+        while not stop.is_set():
+            local.poll(100)
+    thread = threading.Thread(target=run_local)
+    local.subscribe(["shared"])
+    thread.start()
+    try:
+        poll_until(remote, lambda: len(remote.assignment()) == 1 and len(local.assignment()) == 1,
+                   "one partition each", 90)
+        assert {tp.partition for tp in remote.assignment()} | {tp.partition for tp in local.assignment()} == {0, 1}
+    finally:
+        stop.set()
+        thread.join()
+        local.close()
+        remote.close()
