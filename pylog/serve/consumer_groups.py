@@ -98,9 +98,11 @@ async def handle_join_group(apis, request) -> JoinGroupResponse:
         return _join_error(body.member_id, error_code(e))
     if state is None:
         return _join_error(member_id, UNKNOWN_MEMBER_ID)
+    known = apis.groups.metadata.get(body.group_id, {})
+    for gone in set(known) - set(state["members"]):  # removed at its session or rebalance timeout
+        del known[gone]
     members = []
-    if state["leader"] == member_id:
-        known = apis.groups.metadata.get(body.group_id, {})  # a member joined elsewhere: its topics
+    if state["leader"] == member_id:  # a member that joined elsewhere is told by its topics
         members = [JoinGroupResponse.JoinGroupResponseMember(
             member_id=m, metadata=known.get(m, {}).get(state["protocol"]) or consumer_subscription(info["topics"]))
             for m, info in sorted(state["members"].items())]
