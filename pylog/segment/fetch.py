@@ -165,6 +165,8 @@ class FetchData:
                        if r.offset >= lo and (hi is None or r.offset < hi)]
             else:  # no reference kept here: the list goes as soon as the caller is done with it
                 yield b.records(path=self._path, place=place, record_type=cls)
+        # the batches are decoded: next_offset costs nothing now, and tells the next read where it begins
+        self.next_offset  # noqa: B018
 
     def data_batch_chunks(self, chunk_bytes: int = READ_CHUNK_BYTES, *, buffer: bytearray | None = None):
         """The batches whose records :meth:`records` returns, read ``chunk_bytes`` at a time

@@ -592,7 +592,17 @@ def test_reader_bounded_by_the_high_watermark_never_sees_what_truncation_removes
         assert [x.value for x in r.read(2, isolation="high_watermark").records()] == [b"c"]
 
 
-def test_a_read_only_reader_reading_on_where_its_last_fetch_ended_looks_up_no_index(tmp_path, monkeypatch):
+def _read_on(log: Log, offset: int, *, by_records: bool):
+    """One read from ``offset``: (where it starts, its bytes, its values) and the next offset,
+    as a consumer finds it (after the last record iterated) or from ``next_offset``."""
+    f = log.read(offset, 1000)
+    values = [x.value for records in f.record_lists() for x in records]
+    return (f.first_offset, f.position, f.size_bytes, values), (offset + len(values) if by_records else f.next_offset)
+
+
+@pytest.mark.parametrize("by_records", [False, True], ids=["next_offset", "after_the_records"])
+def test_a_read_only_reader_reading_on_where_its_last_fetch_ended_looks_up_no_index(tmp_path, monkeypatch,
+                                                                                     by_records):
     """A sequential reader's next read starts at the batch after its last fetch's bytes:
     the same fetches as a lookup of each offset, without the lookups."""
     path = tmp_path / "t-0"
@@ -602,18 +612,17 @@ def test_a_read_only_reader_reading_on_where_its_last_fetch_ended_looks_up_no_in
     with Log.open(path, read_only=True) as fresh:
         expected, offset = [], 0
         while offset < fresh.log_end_offset:
-            f = fresh.read(offset, 1000)
-            expected.append((f.first_offset, f.position, f.size_bytes, [r.value for r in f.records()]))
-            offset = f.next_offset
+            expected.append(fresh.read(offset, 1000))
+            offset = expected[-1].next_offset
+        expected = [(f.first_offset, f.position, f.size_bytes, [x.value for x in f.records()]) for f in expected]
     lookups = []
     translate = Segment.translate_offset
     monkeypatch.setattr(Segment, "translate_offset", lambda seg, *a: lookups.append(a) or translate(seg, *a))
     with Log.open(path, read_only=True) as r:
         seen, offset = [], 0
         while offset < r.log_end_offset:
-            f = r.read(offset, 1000)
-            seen.append((f.first_offset, f.position, f.size_bytes, [x.value for x in f.records()]))
-            offset = f.next_offset
+            fetch, offset = _read_on(r, offset, by_records=by_records)
+            seen.append(fetch)
     assert seen == expected and len(seen) > 10
     assert len(lookups) == 1  # the first read's
 
