@@ -19,14 +19,15 @@ from pylog import failpoints
 from pylog.config import LogConfig
 from pylog.errors import LogClosedError, OffsetOutOfRangeError, ReadOnlyError
 from pylog.io import FileIO
-from pylog.layout import LEADER_EPOCH_CHECKPOINT, LOG_SUFFIX, SWAP_SUFFIX
+from pylog.layout import LEADER_EPOCH_CHECKPOINT, SWAP_SUFFIX
 from pylog.log.leader_epoch import LeaderEpochFileCache, read_writers_epochs
 from pylog.log.loader import LoadedLog, live_segment_bases, take_checkpointed_offsets, while_files_vanish
 from pylog.log.offsets import LogOffsets
 from pylog.log.segments import DelayedDeletes, batches_before, batches_from, delete_segment
 from pylog.record.encode import now_ms
-from pylog.segment.fetch import FetchData
-from pylog.segment.segment import Segment, segment_paths
+from pylog.segment.fetch import FetchData, NextRead
+from pylog.segment.file import check_offsets_follow
+from pylog.segment.segment import Segment
 from pylog.stat_watch import StatWatch
 from pylog.txn_check import TxnIndexChecker
 
@@ -60,7 +61,11 @@ class LocalLog:
         self._dir_watch = loaded.dir_watch
         self._checkpoint_watch = loaded.checkpoint_watch
         self._epoch_watch = StatWatch([os.path.join(self.path, LEADER_EPOCH_CHECKPOINT)]) if read_only else None
+        self._epochs_stale = True  # the directory was listed since follow_epochs() last looked
+        # the checkpoints are replaced by rename in the log dir: its stamp moves with them
+        self._log_dir_watch = StatWatch([loaded.pdir.log_dir]) if read_only else None
         self._deletes = DelayedDeletes()
+        self._last_fetch = None  # read-only logs: (segment, NextRead) of the last fetch planned
 
     def check_open(self) -> None:
         """:class:`LogClosedError` once closed."""
@@ -207,7 +212,8 @@ class LocalLog:
         :class:`OffsetOutOfRangeError` outside [log start, log end]. ``refresh(relist=...)``
         runs first (a read-only log following its writer), and again, listing the
         directory, while files vanish under the read (up to RELIST_ATTEMPTS times).
-        Cost: O(log segments + log index entries + index_interval_bytes); no record is read."""
+        Cost: O(log segments + log index entries + index_interval_bytes); no record is read.
+        A read-only log's read from where its last fetch ended reads one batch header instead."""
         def plan(attempt: int) -> FetchData:
             refresh(relist=attempt > 1)  # again: a file was deleted or replaced since the listing
             with self._lock:
@@ -230,7 +236,7 @@ class LocalLog:
         """The byte range of the first of ``candidates`` holding batches from ``offset`` below
         ``bound``; None if there is none."""
         for seg in candidates:
-            header = seg.translate_offset(offset)
+            header = self._header_after_last_fetch(seg, offset) or seg.translate_offset(offset)
             if header is None:
                 continue
             end_position = self._bound_position(seg, bound)
@@ -241,13 +247,31 @@ class LocalLog:
             if size <= 0:
                 break
             self.segments.touch(seg)
+            next_read = NextRead() if self.read_only else None
             fetch = FetchData(offset, handle=seg.log.handle(), position=header.position, size_bytes=size,
                               path=seg.log_path, bound=bound, isolation=isolation,
-                              offset_range=(seg.base_offset, self._next_base_offset(seg)))
+                              offset_range=(seg.base_offset, self._next_base_offset(seg)), next_read=next_read)
             if isolation == "committed":
                 fetch.aborted_transactions = self._collect_aborted(seg, offset, log_start_offset)
+            if next_read is not None:
+                self._last_fetch = (seg, next_read)
             return fetch
         return None
+
+    def _header_after_last_fetch(self, seg: Segment, offset: int):
+        """A sequential reader's shortcut: when the last fetch planned in ``seg`` ended at
+        ``offset`` (its ``next_offset`` known: see ``NextRead``), the batch right after its bytes, one
+        header read instead of an index lookup and a walk; None otherwise. Read-only logs
+        only: their segments are never cut in place (``refresh`` opens a rewritten file as
+        a new ``Segment``), so a position found in ``seg`` stays a batch start while ``seg``
+        is in the log."""
+        last = self._last_fetch
+        if last is None or last[0] is not seg or last[1].offset != offset:
+            return None
+        header = next(seg.headers(last[1].position), None)
+        if header is not None:
+            check_offsets_follow(header, offset - 1, path=seg.log_path)
+        return header
 
     def _bound_position(self, seg: Segment, bound: int) -> int:
         """Byte position in ``seg`` where offsets >= ``bound`` begin (its size if later)."""
@@ -367,23 +391,34 @@ class LocalLog:
         ``offsets`` to match. True when segments were truncated or rewritten, so that
         producer state replayed for committed reads must start again."""
         if self.segments:
-            active = self.active
-            relist = relist or not active.follow() or os.path.exists(
-                segment_paths(self.path, active.next_offset)[LOG_SUFFIX])
-        if relist or self._dir_watch.changed():
+            relist = relist or not self.segments.active.follow()
+        if relist or self._dir_watch.changed():  # a roll, a deletion: a file came or went
             return self._relist(offsets)
-        if self._checkpoint_watch.changed():
+        if self._checkpoints_changed():
             self._checkpoint_watch.mark()
             self._take_checkpointed_offsets(offsets)
         else:
             offsets.appended(self.log_end_offset)
         return False
 
+    def _checkpoints_changed(self) -> bool:
+        """Whether the log-start or high-watermark checkpoint may have changed: one ``stat``
+        of the log dir while it does not change (a checkpoint is replaced by rename there),
+        else one of each file."""
+        if not self._log_dir_watch.changed():
+            return False
+        self._log_dir_watch.mark()  # before the files are looked at: a later rename shows
+        return self._checkpoint_watch.changed()
+
     def follow_epochs(self, epochs: LeaderEpochFileCache, log_start_offset: int) -> LeaderEpochFileCache:
         """Read-only logs: the leader-epoch cache as the writer keeps it, read again when its
         ``leader-epoch-checkpoint`` changed (:func:`read_writers_epochs`; never written), and
-        once at the first call (it may have changed while the log was opened). One ``stat``
-        when nothing changed."""
+        once at the first call (it may have changed while the log was opened). The file is
+        replaced by rename in the partition directory, which :meth:`refresh` lists again
+        when it changes: no system call until a listing, then one ``stat``."""
+        if not self._epochs_stale:
+            return epochs
+        self._epochs_stale = False
         if not self._epoch_watch.changed():
             return epochs
         self._epoch_watch.mark()
@@ -393,6 +428,7 @@ class LocalLog:
     def _relist(self, offsets: LogOffsets) -> bool:
         """Reconcile the segments with a new listing: segments gone or rewritten
         (truncation, compaction) are dropped or opened anew. O(segments)."""
+        self._epochs_stale = True
         self._checkpoint_watch.mark()
         listed = self._list_live_segments()
         first_listed = min(listed, default=None)

@@ -21,6 +21,18 @@ from pylog.segment.file import _Handle, check_offsets_follow, pread_fully
 READ_CHUNK_BYTES = 128 * 1024
 
 
+class NextRead:
+    """Where the read after a fetch begins, filled in by the fetch when it learns it (its
+    ``next_offset`` asked for, or its records iterated to the end): the ``offset`` and the
+    byte ``position`` of the batch there; both None until then, and left None when no batch
+    was whole or the fetch's bound cut one."""
+
+    __slots__ = ("offset", "position")
+
+    def __init__(self):
+        self.offset = self.position = None
+
+
 class FetchData:
     """A fetched slice: ``size_bytes`` bytes at ``position`` of a segment file.
 
@@ -31,12 +43,13 @@ class FetchData:
 
     __slots__ = ("first_offset", "size_bytes", "_handle", "_position", "_path", "_bound",
                  "aborted_transactions", "isolation", "_raw", "_next_offset", "high_watermark",
-                 "log_start_offset", "last_stable_offset", "_offset_range", "topic", "partition", "_batches")
+                 "log_start_offset", "last_stable_offset", "_offset_range", "topic", "partition", "_batches",
+                 "_next_read")
 
     def __init__(self, first_offset: int, *, handle: _Handle | None = None, position: int = 0,
                  size_bytes: int = 0, path: str | None = None, bound: int | None = None,
                  isolation: str = "uncommitted", aborted_transactions=None,
-                 offset_range: tuple[int, int | None] = (0, None)):
+                 offset_range: tuple[int, int | None] = (0, None), next_read: NextRead | None = None):
         self.first_offset = first_offset
         self._offset_range = offset_range  # the segment's [base offset, next segment's base)
         self.size_bytes = size_bytes
@@ -48,6 +61,7 @@ class FetchData:
         self.aborted_transactions = aborted_transactions
         self._raw = None if size_bytes else b""
         self._next_offset = None if size_bytes else first_offset
+        self._next_read = next_read  # told where the next read begins, once that is known
         self.high_watermark = self.log_start_offset = self.last_stable_offset = None
         self.topic = self.partition = None  # the log's, stamped by Log.read on its records
         self._batches = None  # decoded once, by the first call of batches()
@@ -98,13 +112,21 @@ class FetchData:
     def next_offset(self) -> int:
         """Offset after the last whole batch, or ``first_offset`` if none fits."""
         if self._next_offset is None:
-            nxt = self.first_offset
+            nxt, end = self.first_offset, None
             for b in self.batches():
-                nxt = max(nxt, b.next_offset)
-            if self._bound is not None and nxt > self._bound:
-                nxt = max(self._bound, self.first_offset)
-            self._next_offset = nxt
+                if b.next_offset > nxt:
+                    nxt, end = b.next_offset, b.position + b.size
+            self._found_next(nxt, end)
         return self._next_offset
+
+    def _found_next(self, nxt: int, end_position: int | None) -> None:
+        """Set :attr:`next_offset` from the batches' end (``nxt``, the last whole batch ending
+        at ``end_position``), cut at the bound, and tell ``next_read``."""
+        cut = self._bound is not None and nxt > self._bound
+        self._next_offset = max(self._bound, self.first_offset) if cut else nxt
+        if self._next_read is not None and not cut and end_position is not None:
+            self._next_read.position = end_position  # first: the offset is what a reader matches
+            self._next_read.offset = nxt
 
     def records(self, record_type=None) -> list:
         """Data records from ``first_offset`` on (control records and, for
@@ -143,6 +165,8 @@ class FetchData:
                        if r.offset >= lo and (hi is None or r.offset < hi)]
             else:  # no reference kept here: the list goes as soon as the caller is done with it
                 yield b.records(path=self._path, place=place, record_type=cls)
+        # the batches are decoded: next_offset costs nothing now, and tells the next read where it begins
+        self.next_offset  # noqa: B018
 
     def data_batch_chunks(self, chunk_bytes: int = READ_CHUNK_BYTES, *, buffer: bytearray | None = None):
         """The batches whose records :meth:`records` returns, read ``chunk_bytes`` at a time
@@ -162,12 +186,13 @@ class FetchData:
         lo, hi = self.first_offset, self._bound
         aborted = _AbortFilter(self.aborted_transactions) if self.isolation == "committed" else None
         previous_last, end_offset = self._offset_range[0] - 1, self._offset_range[1]
-        nxt = self.first_offset
+        nxt, end_position = self.first_offset, None
         for chunk in self._chunks(memoryview(bytearray(chunk_bytes) if buffer is None else buffer)):
             kept = []
             for b in chunk:
                 previous_last = check_offsets_follow(b, previous_last, end_offset=end_offset, path=self._path)
-                nxt = max(nxt, b.next_offset)
+                if b.next_offset > nxt:
+                    nxt, end_position = b.next_offset, b.position + b.size
                 if b.next_offset <= lo or (hi is not None and b.base_offset >= hi):
                     continue
                 if aborted is not None and aborted.skip(b):
@@ -178,7 +203,7 @@ class FetchData:
             if kept:
                 yield kept
         if self._next_offset is None:
-            self._next_offset = max(hi, self.first_offset) if hi is not None and nxt > hi else nxt
+            self._found_next(nxt, end_position)
 
     def _chunks(self, scratch: memoryview):
         """The whole batches of the slice, a list per read into ``scratch`` (reused)."""

@@ -30,6 +30,7 @@ import pytest
 
 from pylog import Log, LogManager, OffsetOutOfRangeError
 from pylog.log.local import LocalLog
+from pylog.segment.segment import Segment
 
 ISOLATIONS = ["uncommitted", "committed"]
 WAIT_S = 60  # deadline for any one acknowledgement
@@ -589,3 +590,69 @@ def test_reader_bounded_by_the_high_watermark_never_sees_what_truncation_removes
         assert r.read(2, isolation="high_watermark").records() == []
         w.high_watermark = 3
         assert [x.value for x in r.read(2, isolation="high_watermark").records()] == [b"c"]
+
+
+def _read_on(log: Log, offset: int, *, by_records: bool):
+    """One read from ``offset``: (where it starts, its bytes, its values) and the next offset,
+    as a consumer finds it (after the last record iterated) or from ``next_offset``."""
+    f = log.read(offset, 1000)
+    values = [x.value for records in f.record_lists() for x in records]
+    return (f.first_offset, f.position, f.size_bytes, values), (offset + len(values) if by_records else f.next_offset)
+
+
+@pytest.mark.parametrize("by_records", [False, True], ids=["next_offset", "after_the_records"])
+def test_a_read_only_reader_reading_on_where_its_last_fetch_ended_looks_up_no_index(tmp_path, monkeypatch,
+                                                                                     by_records):
+    """A sequential reader's next read starts at the batch after its last fetch's bytes:
+    the same fetches as a lookup of each offset, without the lookups."""
+    path = tmp_path / "t-0"
+    with Log.open(path, segment_bytes=1 << 20) as w:
+        for i in range(40):
+            w.append([b"%d-%d" % (i, j) * (1 + i % 7) for j in range(20)])
+    with Log.open(path, read_only=True) as fresh:
+        expected, offset = [], 0
+        while offset < fresh.log_end_offset:
+            expected.append(fresh.read(offset, 1000))
+            offset = expected[-1].next_offset
+        expected = [(f.first_offset, f.position, f.size_bytes, [x.value for x in f.records()]) for f in expected]
+    lookups = []
+    translate = Segment.translate_offset
+    monkeypatch.setattr(Segment, "translate_offset", lambda seg, *a: lookups.append(a) or translate(seg, *a))
+    with Log.open(path, read_only=True) as r:
+        seen, offset = [], 0
+        while offset < r.log_end_offset:
+            fetch, offset = _read_on(r, offset, by_records=by_records)
+            seen.append(fetch)
+    assert seen == expected and len(seen) > 10
+    assert len(lookups) == 1  # the first read's
+
+
+def _batch_of_bytes(scratch, size: int) -> list[bytes]:
+    """Five values whose batch takes exactly ``size`` bytes (measured in a scratch log)."""
+    for pad in range(size):
+        values = [b"v%d" % i + b"p" * (pad if i == 0 else 0) for i in range(5)]
+        with Log.open(scratch / f"pad{pad}-0") as log:
+            log.append(values)
+            if log.active_segment.size_bytes == size:
+                return values
+    raise AssertionError(f"no batch of five values takes {size} bytes")
+
+
+@pytest.mark.parametrize("own_log", [False, True], ids=["read_only", "writers_log"])
+def test_a_reader_reading_on_from_its_last_fetch_after_a_truncation_gets_the_batches_written_since(tmp_path,
+                                                                                                 own_log):
+    """The writer cut the log below where the reader's last fetch ended and wrote batches
+    holding more offsets in the same bytes: a batch begins there again, but a later one.
+    The next read finds the batch holding its offset anew."""
+    path = tmp_path / "t-0"
+    with Log.open(path) as w, contextlib.nullcontext(w) if own_log else Log.open(path, read_only=True) as r:
+        for value in (b"a", b"b", b"c"):
+            w.append([value])
+        two_batches = 2 * w.active_segment.size_bytes // 3
+        first = r.read(0, max_bytes=two_batches + 10)
+        assert first.next_offset == 2  # its bytes end where offset 2's batch began
+        w.truncate_to(0)
+        five = _batch_of_bytes(tmp_path, two_batches)
+        w.append(five)  # offsets 0-4 in the bytes offsets 0 and 1 took
+        w.append([b"after"])  # offset 5, where offset 2 began
+        assert [x.value for x in r.read(2).records()] == five[2:] + [b"after"]
