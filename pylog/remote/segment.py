@@ -22,7 +22,7 @@ import numpy as np
 
 from pylog.errors import CorruptIndexError, ReadOnlyError
 from pylog.index.txn_index import AbortedTxn
-from pylog.layout import OFFSET_INDEX_ENTRY, TIME_INDEX_ENTRY, TXN_INDEX_ENTRY, TXN_INDEX_ENTRY_BYTES
+from pylog.layout import TXN_INDEX_ENTRY, TXN_INDEX_ENTRY_BYTES
 from pylog.segment.file import LogFile
 
 _OFFSET_DTYPE = np.dtype([("k", ">i4"), ("v", ">i4")])

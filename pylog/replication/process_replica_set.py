@@ -17,12 +17,11 @@ import os
 import signal
 import subprocess
 import threading
-from dataclasses import replace
 
 from pylog.arguments import check_bool, check_int, check_records_iterable
 from pylog.config import build_config
 from pylog.errors import (
-    InvalidArgumentError, LeaderNotAvailableError, LogClosedError, OffsetOutOfRangeError, ReplicationError,
+    InvalidArgumentError, LeaderNotAvailableError, OffsetOutOfRangeError, ReplicationError,
 )
 from pylog.layout import OFFSET_RANGE
 from pylog.partition_dir import directory_path

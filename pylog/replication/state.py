@@ -10,7 +10,6 @@ compare-and-sets under a lock on ``<file>.lock`` (``update_state``).
 from __future__ import annotations
 
 import json
-import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Callable
