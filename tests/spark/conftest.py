@@ -27,18 +27,26 @@ def _java_ok() -> str | None:
     return None if major >= 17 else f"Java {major} found; PySpark 4 needs 17+"
 
 
-S3A_LIB = Path(__file__).resolve().parents[2] / "interop" / "spark-s3" / "target" / "lib"
+INTEROP = Path(__file__).resolve().parents[2] / "interop"
+#: jars a fixture needs on the one session's classpath -> the interop project that resolves them
+#: from Maven Central (its ``prepare``, run here when its target/lib is missing)
+FIXTURE_JARS = {"s3a_spark": INTEROP / "spark-s3",  # Hadoop's S3A (test_object_storage.py)
+                "kafka_source_spark": INTEROP / "spark-kafka"}  # Spark's Kafka source (test_kafka_source.py)
 
 
-def _s3a_jars(request) -> list[str]:
-    """Hadoop's S3A jars (interop/spark-s3/prepare, run here when missing), only when a collected
-    test uses the fixture ``s3a_spark`` (tests/spark/test_object_storage.py); [] when they cannot
-    be had (that fixture then says why)."""
-    if not any("s3a_spark" in getattr(item, "fixturenames", ()) for item in request.session.items):
-        return []
-    if not S3A_LIB.is_dir():
-        subprocess.run([str(S3A_LIB.parents[1] / "prepare")], capture_output=True)
-    return sorted(str(p) for p in S3A_LIB.glob("*.jar"))
+def _interop_jars(request) -> list[str]:
+    """The jars of each ``FIXTURE_JARS`` project whose fixture a collected test uses; none of
+    a project whose jars cannot be had (its fixture then says why)."""
+    used = set().union(*(getattr(item, "fixturenames", ()) for item in request.session.items))
+    jars = []
+    for fixture, project in FIXTURE_JARS.items():
+        if fixture not in used:
+            continue
+        lib = project / "target" / "lib"
+        if not lib.is_dir():
+            subprocess.run([str(project / "prepare")], capture_output=True)
+        jars += sorted(str(p) for p in lib.glob("*.jar"))
+    return jars
 
 
 @pytest.fixture(scope="session")
@@ -54,7 +62,7 @@ def spark(tmp_path_factory, request):
     from pylog.spark import jar_path
     jar = jar_path()  # None without a JDK: then only the Python source is tested
     session = (SparkSession.builder.master("local[2]").appName("pylog-tests")
-               .config("spark.jars", ",".join(j for j in [jar, *_s3a_jars(request)] if j))
+               .config("spark.jars", ",".join(j for j in [jar, *_interop_jars(request)] if j))
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "2")
