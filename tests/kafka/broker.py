@@ -276,6 +276,9 @@ class KafkaBroker:
     so a restart is a new broker epoch (and new leader epochs) over the same data.
     """
 
+    #: the broker JVM's flags: fast to start, small (tests give it little data)
+    jvm_flags = BROKER_JVM_FLAGS
+
     def __init__(self, root: Path, **server_properties: str):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
@@ -327,7 +330,7 @@ class KafkaBroker:
         log_offset = self.server_log.stat().st_size if self.server_log.exists() else 0
         with open(self.server_log, "ab") as out:
             self._process = subprocess.Popen(
-                ["java", *BROKER_JVM_FLAGS, f"-Dlog4j2.configurationFile={BROKER_LOG4J}",
+                ["java", *self.jvm_flags, f"-Dlog4j2.configurationFile={BROKER_LOG4J}",
                  f"-Dkafka.logs.dir={self.root}", "-cp", f"{LIB}{os.sep}*", "kafka.Kafka",
                  str(self.properties_file)],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
