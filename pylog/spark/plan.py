@@ -272,6 +272,26 @@ def _check_data_loss(log, topic, p, start, opts) -> int:
     return start
 
 
+def capped_offsets(start: dict, target: dict, max_offsets: int) -> dict:
+    """Kafka's ``maxOffsetsPerTrigger`` for both stream readers: a micro-batch's end offsets
+    (``{"topic": {"partition": offset}}``) from ``start`` toward ``target`` with at most
+    ``max_offsets`` offsets in all, split across partitions in proportion to their backlog,
+    at least one each (topic, then partition number, order) while the budget lasts."""
+    backlog = {(t, p): off - start.get(t, {}).get(p, 0) for t, parts in target.items() for p, off in parts.items()}
+    total = sum(v for v in backlog.values() if v > 0)
+    if total <= max_offsets:
+        return target
+    out = {t: dict(parts) for t, parts in target.items()}
+    given = 0
+    for (t, p), lag in sorted(backlog.items(), key=lambda item: (item[0][0], int(item[0][1]))):
+        if lag <= 0:
+            continue
+        share = min(max(1, lag * max_offsets // total), lag, max_offsets - given)
+        out[t][p] = start.get(t, {}).get(p, 0) + share
+        given += share
+    return out
+
+
 def split_ranges(manager, ranges: list[OffsetRange], min_partitions: int | None,
                  max_records: int | None) -> list[OffsetRange]:
     """Kafka source's rule: split so no range exceeds maxRecordsPerPartition, and large

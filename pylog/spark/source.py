@@ -251,7 +251,7 @@ class PylogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.available_now_end is None and self._skip_trigger(start, target):
             return start
         max_rows = self.opts.max_offsets_per_trigger
-        return target if max_rows is None else _cap(start, target, max_rows)
+        return target if max_rows is None else plan.capped_offsets(start, target, max_rows)
 
     def _skip_trigger(self, start: dict, target: dict) -> bool:
         """Kafka source's ``minOffsetsPerTrigger``: whether this trigger waits for more
@@ -304,25 +304,6 @@ def _stream_offsets(offsets: dict) -> dict:
 def _new_offsets(start: dict, target: dict) -> int:
     """How many offsets ``target`` is past ``start`` (a partition new since ``start``: from 0)."""
     return sum(off - start.get(t, {}).get(p, 0) for t, parts in target.items() for p, off in parts.items())
-
-
-def _cap(start: dict, target: dict, max_rows: int) -> dict:
-    """Kafka's maxOffsetsPerTrigger: the budget split across partitions in proportion to
-    their backlog."""
-    backlog = {(t, p): off - start.get(t, {}).get(p, 0) for t, parts in target.items() for p, off in parts.items()}
-    total = sum(v for v in backlog.values() if v > 0)
-    if total <= max_rows:
-        return target
-    out = {t: dict(parts) for t, parts in target.items()}
-    given = 0
-    for (t, p), lag in sorted(backlog.items()):
-        if lag <= 0:
-            continue
-        share = max(1, lag * max_rows // total)
-        share = min(share, lag, max_rows - given)
-        out[t][p] = start.get(t, {}).get(p, 0) + share
-        given += share
-    return out
 
 
 def _write_target(options: dict, schema) -> tuple[str, str | None, int]:

@@ -19,6 +19,7 @@ from pylog import LogManager
 from pylog.coordinator.group_coordinator import GroupCoordinator
 from pylog.errors import InvalidConfigError
 from pylog.spark.options import parse_read_options
+from pylog.spark.plan import capped_offsets
 from tests.waiting import wait_until
 
 pyspark = pytest.importorskip("pyspark")
@@ -56,6 +57,15 @@ def test_min_offsets_per_trigger_skips_triggers_until_enough_are_new_then_max_ca
     assert reader.latestOffset(first, limit) == first  # 20 new < 50: skipped
     _append(root, 40)
     assert reader.latestOffset(first, limit) == {"s": {"0": 70}}  # 60 new >= 50, capped at 40
+
+
+def test_max_offsets_split_by_backlog_one_each_in_partition_number_order_while_the_budget_lasts():
+    start = {"t": {str(p): 0 for p in range(12)}}
+    one_each = {"t": {str(p): 1 for p in range(12)}}
+    assert capped_offsets(start, one_each, 5) == {"t": {str(p): int(p < 5) for p in range(12)}}  # 0-4, not 0, 1, 10, 11, 2
+    by_backlog = {"t": {"0": 0, "1": 30, "2": 10}}
+    assert capped_offsets({}, by_backlog, 20) == {"t": {"0": 0, "1": 15, "2": 5}}
+    assert capped_offsets({}, by_backlog, 40) == by_backlog  # within the budget: uncapped
 
 
 def test_max_trigger_delay_fires_a_trigger_below_the_minimum_once_it_has_passed(tmp_path):

@@ -12,7 +12,11 @@ they are missing or wrong, give them; else ``[]``), or ``{"error": message}`` fo
 options or offsets. A request ``{"check": path, "options": {...}}`` (at ``load()``) is answered ``{}``
 when ``path`` is a log dir to read (for the JVM reader, a URL must hold a plain log dir, not a
 tiered layout), else with the error. A URL's options carry the session's ``fs.s3a.*`` Hadoop
-settings, taken as its storage options when the query gives none. It ends when stdin closes. One option parser and one range planner
+settings, taken as its storage options when the query gives none. A stream's requests carry
+``"stream"``: ``"initial"`` and ``"latest"`` are answered ``{"offsets": {"topic": {"partition":
+offset}}}``, ``"ranges"`` (with ``"start"`` and ``"end"`` offsets) like a plan, and ``"capped"``
+(``"start"``, ``"end"``, ``"maxOffsets"``) with the end offsets ``maxOffsetsPerTrigger`` allows
+(:func:`~pylog.spark.plan.capped_offsets`, the Python source's rule). It ends when stdin closes. One option parser and one range planner
 serve both readers (docs/spark.md).
 """
 
@@ -27,7 +31,7 @@ from pylog.remote.log import RemoteLog
 from pylog.remote.segment import segment_at
 from pylog.spark.options import parse_read_options, storage_options
 from pylog.errors import OffsetOutOfRangeError
-from pylog.spark.plan import OffsetReader, open_log, plan_ranges, prune_ranges, require_log_dir, split_ranges
+from pylog.spark.plan import OffsetReader, capped_offsets, open_log, plan_ranges, prune_ranges, require_log_dir, split_ranges
 
 
 def plan_request(request: dict) -> dict:
@@ -65,6 +69,8 @@ def _reply(opts, ranges) -> dict:
 
 def _stream_request(request: dict) -> dict:
     """A JVM stream's request (see the module docstring)."""
+    if request["stream"] == "capped":
+        return {"offsets": capped_offsets(request["start"], request["end"], request["maxOffsets"])}
     opts = parse_read_options(request["options"], streaming=True)
     _require_plain(opts)
     with OffsetReader.open(opts) as reader:

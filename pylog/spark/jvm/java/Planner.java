@@ -46,6 +46,18 @@ final class Planner {
         return StreamOffset.of(run(request).get("offsets"));
     }
 
+    /** maxOffsetsPerTrigger: the end offsets from {@code start} toward {@code target} with at
+     *  most {@code maxOffsets} offsets in all (the planner's split, the Python source's too). */
+    static StreamOffset streamCapped(Map<String, String> options, StreamOffset start, StreamOffset target,
+                                     long maxOffsets) {
+        ObjectNode request = request(options);
+        request.put("stream", "capped");
+        request.set("start", start.node());
+        request.set("end", target.node());
+        request.put("maxOffsets", maxOffsets);
+        return StreamOffset.of(run(request).get("offsets"));
+    }
+
     /** A micro-batch's ranges, from offsets {@code start} to {@code end}; fails on records lost
      *  below {@code start} unless failOnDataLoss is false (the planner's rule). */
     static Plan streamRanges(Map<String, String> options, StreamOffset start, StreamOffset end) {

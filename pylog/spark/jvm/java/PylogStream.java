@@ -1,6 +1,5 @@
 package pylog.spark;
 
-import java.math.BigInteger;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
@@ -27,13 +26,13 @@ import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow
  *  restarts from a checkpoint either reader wrote.
  *
  *  <p>Admission control is Spark's Kafka source's: {@code maxOffsetsPerTrigger} caps a
- *  micro-batch (split across partitions by backlog, as the Python source splits it);
+ *  micro-batch (split across partitions by backlog, by the planner: the Python source's rule);
  *  {@code minOffsetsPerTrigger} skips a trigger until that many new offsets exist, unless
  *  {@code maxTriggerDelay} (default 15m) has passed since the last micro-batch. With
  *  {@code Trigger.AvailableNow} the query reads up to the ends it saw at its start, capped
  *  per micro-batch, and stops; the minimum does not hold a micro-batch back there. Cost per
- *  trigger: one planner request (the latest offsets), and one more per micro-batch (its
- *  ranges, with the aborted transactions of a read_committed query). */
+ *  trigger: one planner request (the latest offsets; one more when capped), and one more per
+ *  micro-batch (its ranges, with the aborted transactions of a read_committed query). */
 final class PylogStream implements MicroBatchStream, SupportsTriggerAvailableNow, ReportsSourceMetrics {
     /** Options only the Python source reads: a stream giving one is served by it. */
     private static final List<String> PYTHON_ONLY = List.of("groupId", "commitOffsetsToGroup", "remote_storage");
@@ -138,7 +137,7 @@ final class PylogStream implements MicroBatchStream, SupportsTriggerAvailableNow
             if (l instanceof ReadMinRows min && delay(min, start, target)) return start;
             if (l instanceof ReadMaxRows max) maxRows = max.maxRows();
         }
-        return maxRows == null ? target : cap(start, target, maxRows);
+        return maxRows == null ? target : Planner.streamCapped(plannerOptions, start, target, maxRows);
     }
 
     private StreamOffset initial() {
@@ -166,27 +165,6 @@ final class PylogStream implements MicroBatchStream, SupportsTriggerAvailableNow
             }
         }
         return total;
-    }
-
-    /** maxOffsetsPerTrigger: the budget split across partitions in proportion to their backlog,
-     *  at least one offset each in turn while the budget lasts (the Python source's split). */
-    static StreamOffset cap(StreamOffset start, StreamOffset target, long maxRows) {
-        long total = backlog(start, target);
-        if (total <= maxRows) return target;
-        TreeMap<String, TreeMap<Integer, Long>> out = target.copy();
-        long given = 0;
-        for (Map.Entry<String, TreeMap<Integer, Long>> t : target.offsets.entrySet()) {
-            for (Map.Entry<Integer, Long> p : t.getValue().entrySet()) {
-                long from = start.get(t.getKey(), p.getKey(), 0), lag = p.getValue() - from;
-                if (lag <= 0) continue;
-                long share = Math.max(1, BigInteger.valueOf(lag).multiply(BigInteger.valueOf(maxRows))
-                    .divide(BigInteger.valueOf(total)).longValueExact());
-                share = Math.min(share, Math.min(lag, maxRows - given));
-                out.get(t.getKey()).put(p.getKey(), from + share);
-                given += share;
-            }
-        }
-        return new StreamOffset(out);
     }
 
     @Override
