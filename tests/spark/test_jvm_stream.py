@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 
 import pytest
 
@@ -84,6 +85,19 @@ def test_reader_jvm_refuses_a_stream_option_only_the_python_source_reads(spark, 
     _topic(root, 1)
     with pytest.raises(Exception, match="option groupId is read by the Python stream only: drop option reader=jvm"):
         q = (_stream(spark, root, "jvm", groupId="g").writeStream.format("noop")
+             .option("checkpointLocation", str(tmp_path / "ckpt")).start())
+        q.awaitTermination(120)
+
+
+@pytest.mark.parametrize("option, value, said", [
+    ("maxTriggerDelay", "soon", "option maxTriggerDelay must be a duration such as 15m, 30s or 500ms, got 'soon'"),
+    ("maxOffsetsPerTrigger", "0", "option maxOffsetsPerTrigger must be at least 1, got 0"),
+])
+def test_bad_admission_options_fail_the_jvm_stream_as_the_python_source_says(spark, tmp_path, option, value, said):
+    root = tmp_path / "root"
+    _topic(root, 1)
+    with pytest.raises(Exception, match=re.escape(said)):
+        q = (_stream(spark, root, "jvm", **{option: value}).writeStream.format("noop")
              .option("checkpointLocation", str(tmp_path / "ckpt")).start())
         q.awaitTermination(120)
 

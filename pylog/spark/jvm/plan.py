@@ -16,7 +16,9 @@ settings, taken as its storage options when the query gives none. A stream's req
 ``"stream"``: ``"initial"`` and ``"latest"`` are answered ``{"offsets": {"topic": {"partition":
 offset}}}``, ``"ranges"`` (with ``"start"`` and ``"end"`` offsets) like a plan, and ``"capped"``
 (``"start"``, ``"end"``, ``"maxOffsets"``) with the end offsets ``maxOffsetsPerTrigger`` allows
-(:func:`~pylog.spark.plan.capped_offsets`, the Python source's rule). It ends when stdin closes. One option parser and one range planner
+(:func:`~pylog.spark.plan.capped_offsets`, the Python source's rule); ``"admission"`` with
+the query's ``maxOffsets``, ``minOffsets`` (null when not set) and ``maxTriggerDelayMs``, as
+the Python source parses them. It ends when stdin closes. One option parser and one range planner
 serve both readers (docs/spark.md).
 """
 
@@ -72,6 +74,9 @@ def _stream_request(request: dict) -> dict:
     if request["stream"] == "capped":
         return {"offsets": capped_offsets(request["start"], request["end"], request["maxOffsets"])}
     opts = parse_read_options(request["options"], streaming=True)
+    if request["stream"] == "admission":
+        return {"maxOffsets": opts.max_offsets_per_trigger, "minOffsets": opts.min_offsets_per_trigger,
+                "maxTriggerDelayMs": opts.max_trigger_delay_ms}
     _require_plain(opts)
     with OffsetReader.open(opts) as reader:
         if request["stream"] == "initial":

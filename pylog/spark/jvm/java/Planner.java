@@ -46,6 +46,14 @@ final class Planner {
         return StreamOffset.of(run(request).get("offsets"));
     }
 
+    /** A stream's admission options ({@code maxOffsets}, {@code minOffsets}: null when not set;
+     *  {@code maxTriggerDelayMs}), parsed and checked as the Python source parses them. */
+    static JsonNode streamAdmission(Map<String, String> options) {
+        ObjectNode request = request(options);
+        request.put("stream", "admission");
+        return run(request);
+    }
+
     /** maxOffsetsPerTrigger: the end offsets from {@code start} toward {@code target} with at
      *  most {@code maxOffsets} offsets in all (the planner's split, the Python source's too). */
     static StreamOffset streamCapped(Map<String, String> options, StreamOffset start, StreamOffset target,

@@ -7,7 +7,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
 
-import org.apache.spark.network.util.JavaUtils;
+import com.fasterxml.jackson.databind.JsonNode;
+
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.streaming.CompositeReadLimit;
@@ -36,9 +37,6 @@ import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow
 final class PylogStream implements MicroBatchStream, SupportsTriggerAvailableNow, ReportsSourceMetrics {
     /** Options only the Python source reads: a stream giving one is served by it. */
     private static final List<String> PYTHON_ONLY = List.of("groupId", "commitOffsetsToGroup", "remote_storage");
-    /** Admission options this stream applies itself; the planner is not sent them. */
-    private static final List<String> ADMISSION = List.of("minoffsetspertrigger", "maxtriggerdelay");
-    static final String DEFAULT_MAX_TRIGGER_DELAY = "15m";
 
     private final Map<String, String> plannerOptions;
     private final String path;
@@ -51,20 +49,13 @@ final class PylogStream implements MicroBatchStream, SupportsTriggerAvailableNow
     private long lastTriggerMillis;
 
     PylogStream(Map<String, String> options, PartitionReaderFactory factory) {
-        Map<String, String> lower = lowerCased(options);
         this.plannerOptions = new HashMap<>(options);
-        plannerOptions.keySet().removeIf(k -> ADMISSION.contains(k.toLowerCase(Locale.ROOT)));
         this.path = options.getOrDefault("path", "");
         this.factory = factory;
-        this.maxOffsets = positive(lower, "maxOffsetsPerTrigger");
-        this.minOffsets = positive(lower, "minOffsetsPerTrigger");
-        String delay = lower.getOrDefault("maxtriggerdelay", DEFAULT_MAX_TRIGGER_DELAY);
-        try {
-            this.maxTriggerDelayMs = JavaUtils.timeStringAsMs(delay);
-        } catch (RuntimeException e) {
-            throw new IllegalArgumentException("option maxTriggerDelay must be a duration such as 15m, 30s or 500ms, got '"
-                + delay + "'", e);
-        }
+        JsonNode admission = Planner.streamAdmission(plannerOptions);
+        this.maxOffsets = admission.get("maxOffsets").isNull() ? null : admission.get("maxOffsets").asLong();
+        this.minOffsets = admission.get("minOffsets").isNull() ? null : admission.get("minOffsets").asLong();
+        this.maxTriggerDelayMs = admission.get("maxTriggerDelayMs").asLong();
     }
 
     /** The option that makes a stream the Python source's (see {@link #PYTHON_ONLY};
@@ -82,18 +73,6 @@ final class PylogStream implements MicroBatchStream, SupportsTriggerAvailableNow
         Map<String, String> out = new HashMap<>();
         options.forEach((k, v) -> out.put(k.toLowerCase(Locale.ROOT), v));
         return out;
-    }
-
-    private static Long positive(Map<String, String> lower, String name) {
-        String raw = lower.get(name.toLowerCase(Locale.ROOT));
-        if (raw == null) return null;
-        try {
-            long value = Long.parseLong(raw.trim());
-            if (value >= 1) return value;
-        } catch (NumberFormatException e) {
-            // said below
-        }
-        throw new IllegalArgumentException("option " + name + " must be a positive integer, got '" + raw + "'");
     }
 
     @Override
