@@ -43,17 +43,24 @@ SUPPORTED_VERSIONS = {
     ApiKey.ApiVersions: (ApiVersionsRequest, 0, 4),
     ApiKey.InitProducerId: (InitProducerIdRequest, 0, 4),
 }
+#: api key -> the lowest version ApiVersions advertises, where it is below what is served:
+#: Produce from 0, as Kafka 4 does (KAFKA-18659): older librdkafka (kcat 1.7's 2.0 among
+#: them) compresses gzip, snappy and lz4 batches only for a broker that lists Produce v0.
+#: A request below the served range still closes the connection.
+ADVERTISED_LOWEST = {ApiKey.Produce: 0}
 REQUEST_CLASSES = {int(k): cls for k, (cls, _, _) in SUPPORTED_VERSIONS.items()}
 VERSIONS = {int(k): (low, high) for k, (_, low, high) in SUPPORTED_VERSIONS.items()}
 
 
 def handle_api_versions(apis, request) -> ApiVersionsResponse:
-    """Every api key of :data:`SUPPORTED_VERSIONS` with its version range."""
+    """Every api key of :data:`SUPPORTED_VERSIONS` with its version range (the lower end
+    as :data:`ADVERTISED_LOWEST` lowers it)."""
     return api_versions_response(NONE)
 
 
 def api_versions_response(error: int) -> ApiVersionsResponse:
-    keys = [ApiVersionsResponse.ApiVersion(api_key=int(k), min_version=low, max_version=high)
+    keys = [ApiVersionsResponse.ApiVersion(api_key=int(k), min_version=ADVERTISED_LOWEST.get(k, low),
+                                           max_version=high)
             for k, (_, low, high) in sorted(SUPPORTED_VERSIONS.items())]
     return ApiVersionsResponse(error_code=error, api_keys=keys, throttle_time_ms=0)
 
