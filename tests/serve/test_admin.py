@@ -1,0 +1,115 @@
+"""The admin APIs of ``pylog serve`` through confluent-kafka's ``AdminClient`` and
+kafka-python's ``KafkaAdminClient``: each change is checked on disk through pylog's
+LogManager and Log, and each bad input is answered with Kafka's error code and leaves every
+file as it was."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from kafka.admin import ConfigResource as KafkaConfigResource
+from kafka.admin import ConfigResourceType, KafkaAdminClient
+from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
+
+from pylog.config import LogConfig
+from pylog.manager import LogManager
+from tests.serve.conftest import file_digests, read_frame, request_frame
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource  # noqa: E402
+
+TIMEOUT_S = 60
+#: Kafka's error codes the tests expect
+UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST = 3, 42
+
+
+@pytest.fixture
+def admin(pylog_server):
+    """confluent-kafka's AdminClient on the server."""
+    return AdminClient({"bootstrap.servers": pylog_server.bootstrap_servers})
+
+
+@pytest.fixture
+def kafka_admin(pylog_server):
+    """kafka-python's KafkaAdminClient on the server, closed after the test."""
+    client = KafkaAdminClient(bootstrap_servers=pylog_server.bootstrap_servers, request_timeout_ms=TIMEOUT_S * 1000)
+    yield client
+    client.close()
+
+
+def results(futures: dict) -> dict:
+    """Each future's result, or the KafkaError it failed with (confluent-kafka)."""
+    out = {}
+    for key, future in futures.items():
+        try:
+            out[key] = future.result(TIMEOUT_S)
+        except confluent_kafka.KafkaException as e:
+            out[key] = e.args[0]
+    return out
+
+
+def raw_request(server, request, version: int, response_class):
+    """``request`` sent on a socket of its own at ``version``; the decoded answer."""
+    with socket.create_connection(server.address, timeout=TIMEOUT_S) as sock:
+        sock.sendall(request_frame(request, version))
+        frame = read_frame(sock)
+    return response_class.decode(frame, version=version, header=True)
+
+
+# -- DescribeConfigs ----------------------------------------------------------------------
+
+
+def test_describe_configs_gives_a_topic_s_settings_with_kafka_s_names_values_and_sources(pylog_server, admin):
+    with LogManager(pylog_server.root) as manager:
+        manager.create_topic("described", partitions=1, config={"retention_ms": 1000, "cleanup_policy": "compact"})
+    got = results(admin.describe_configs([ConfigResource("topic", "described")]))
+    entries = next(iter(got.values()))
+    assert set(entries) == set(LogConfig().to_kafka())
+    assert (entries["retention.ms"].value, entries["retention.ms"].source) == \
+        ("1000", ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+    assert (entries["cleanup.policy"].value, entries["cleanup.policy"].source) == \
+        ("compact", ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+    assert (entries["segment.bytes"].value, entries["segment.bytes"].source) == \
+        (str(LogConfig().segment_bytes), ConfigSource.DEFAULT_CONFIG.value)
+    assert not entries["retention.ms"].is_read_only
+
+
+def test_describe_configs_gives_this_broker_s_settings_read_only(pylog_server, admin):
+    got = results(admin.describe_configs([ConfigResource("broker", "0")]))
+    entries = next(iter(got.values()))
+    assert entries["num.partitions"].value == "1" and entries["auto.create.topics.enable"].value == "true"
+    assert entries["num.partitions"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert all(e.is_read_only for e in entries.values())
+
+
+def test_describe_configs_through_kafka_python_with_synonyms(pylog_server, kafka_admin):
+    with LogManager(pylog_server.root) as manager:
+        manager.create_topic("synonyms", partitions=1, config={"retention_ms": 2000})
+    got = kafka_admin.describe_configs([KafkaConfigResource(ConfigResourceType.TOPIC, "synonyms")],
+                                       include_synonyms=True, config_filter="all")
+    entries = got["topic"]["synonyms"]
+    assert entries["retention.ms"]["value"] == "2000"
+    assert entries["retention.ms"]["config_source"] == "DYNAMIC_TOPIC_CONFIG"
+    assert [(s["value"], s["source"]) for s in entries["retention.ms"]["synonyms"]] == [
+        ("2000", "DYNAMIC_TOPIC_CONFIG"), (str(LogConfig().retention_ms), "DEFAULT_CONFIG")]
+    assert entries["segment.bytes"]["config_type"] == "INT" and entries["retention.ms"]["config_type"] == "LONG"
+    assert entries["cleanup.policy"]["config_type"] == "LIST"
+
+
+def test_describe_configs_of_an_unknown_topic_or_another_broker_is_an_error_and_writes_nothing(pylog_server, admin):
+    with LogManager(pylog_server.root) as manager:
+        manager.create_topic("kept", partitions=1)
+    before = file_digests(pylog_server.root)
+    got = results(admin.describe_configs([ConfigResource("topic", "absent")]))
+    assert next(iter(got.values())).code() == confluent_kafka.KafkaError.UNKNOWN_TOPIC_OR_PART
+    Resource = DescribeConfigsRequest.DescribeConfigsResource
+    answer = raw_request(pylog_server, DescribeConfigsRequest(
+        resources=[Resource(resource_type=4, resource_name="7", configuration_keys=None),
+                   Resource(resource_type=8, resource_name="0", configuration_keys=None),
+                   Resource(resource_type=2, resource_name="bad/name", configuration_keys=None),
+                   Resource(resource_type=2, resource_name="kept", configuration_keys=["retention.ms", "nope"])],
+        include_synonyms=False), 4, DescribeConfigsResponse)
+    assert [r.error_code for r in answer.results] == [INVALID_REQUEST, INVALID_REQUEST, 17, 0]
+    assert [c.name for c in answer.results[3].configs] == ["retention.ms"]
+    assert file_digests(pylog_server.root) == before
