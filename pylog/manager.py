@@ -25,8 +25,8 @@ from pylog.arguments import check_append_options, check_int, check_records_itera
 from pylog.closing import close_all
 from pylog.config import LogConfig, build_config
 from pylog.errors import (
-    InvalidConfigError, InvalidRecordError, LogDirNotFoundError, PylogWarning, ReadOnlyError, StorageError,
-    UnknownTopicError,
+    InvalidConfigError, InvalidPartitionsError, InvalidRecordError, LogDirNotFoundError, PylogWarning, ReadOnlyError,
+    StorageError, UnknownTopicError,
 )
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
@@ -152,14 +152,21 @@ class LogManager:
         return self.metadata.topic_overrides(topic)
 
     # -- topics --------------------------------------------------------------------------------
-    def create_topic(self, name: str, partitions: int = 1, config: LogConfig | dict | None = None) -> "Topic":
+    def create_topic(self, name: str, partitions: int = 1, config: LogConfig | dict | None = None, *,
+                     validate_only: bool = False) -> "Topic | None":
         """Create ``partitions`` partition directories (idempotent for an existing topic of
-        the same size). ``config``: overrides for this topic, kept in topic-configs.json."""
+        the same size). ``config``: overrides for this topic, kept in topic-configs.json.
+        Raises :class:`InvalidTopicError` for the name, :class:`InvalidPartitionsError`
+        for the count and :class:`InvalidConfigError` for the settings, before touching the
+        disk; with ``validate_only`` (Kafka's CreateTopics option) that is all it does, and
+        it returns None."""
         validate_topic(name)
         if not isinstance(partitions, int) or isinstance(partitions, bool) or not 1 <= partitions <= MAX_PARTITIONS:
-            raise InvalidConfigError(f"partitions must be an int in [1, {MAX_PARTITIONS}], got {partitions!r}")
+            raise InvalidPartitionsError(f"partitions must be an int in [1, {MAX_PARTITIONS}], got {partitions!r}")
         overrides = _overrides_of(config)
         build_config(self.config, overrides)  # validate before touching the disk
+        if validate_only:
+            return None
         with self._lock:
             existing = self._partition_dirs().get(name)
             if existing and len(existing) != partitions:
@@ -190,16 +197,19 @@ class LogManager:
             return self.metadata.alter_topic_config(name, changes, remove=remove, defaults=self.config,
                                                     io=self.io)
 
-    def add_partitions(self, name: str, partitions: int) -> "Topic":
+    def add_partitions(self, name: str, partitions: int, *, validate_only: bool = False) -> "Topic | None":
         """Grow topic ``name`` to ``partitions`` partitions (Kafka's CreatePartitions: a
         topic only grows, so keys map to other partitions from now on). Raises
-        :class:`InvalidConfigError` for a count that is not larger, before touching the disk.
+        :class:`InvalidPartitionsError` for a count that is not larger, before touching the
+        disk; with ``validate_only`` that check is all it does, and it returns None.
         Cost: one directory per new partition."""
         current = len(self.partitions(name))
         if not isinstance(partitions, int) or isinstance(partitions, bool) or not current < partitions <= MAX_PARTITIONS:
-            raise InvalidConfigError(
+            raise InvalidPartitionsError(
                 f"the number of partitions of a topic can only be increased: topic {name!r} has {current} "
                 f"partition(s), {partitions!r} would not be an increase (at most {MAX_PARTITIONS})")
+        if validate_only:
+            return None
         with self._lock:
             for p in range(current, partitions):
                 self._create_partition(name, p)

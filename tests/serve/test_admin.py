@@ -7,17 +7,21 @@ from __future__ import annotations
 
 import socket
 
+import kafka.errors as kafka_errors
 import pytest
 from kafka.admin import ConfigResource as KafkaConfigResource
 from kafka.admin import ConfigResourceType, KafkaAdminClient
+from kafka.admin import NewTopic as KafkaNewTopic
 from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
 
 from pylog.config import LogConfig
 from pylog.manager import LogManager
+from pylog.partition_dir import topic_id_of
+from pylog.serve.create_topics import topic_uuid
 from tests.serve.conftest import file_digests, read_frame, request_frame
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource  # noqa: E402
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic  # noqa: E402
 
 TIMEOUT_S = 60
 #: Kafka's error codes the tests expect
@@ -112,4 +116,76 @@ def test_describe_configs_of_an_unknown_topic_or_another_broker_is_an_error_and_
         include_synonyms=False), 4, DescribeConfigsResponse)
     assert [r.error_code for r in answer.results] == [INVALID_REQUEST, INVALID_REQUEST, 17, 0]
     assert [c.name for c in answer.results[3].configs] == ["retention.ms"]
+    assert file_digests(pylog_server.root) == before
+
+
+# -- CreateTopics -------------------------------------------------------------------------
+
+
+def test_create_topics_makes_the_partitions_and_records_the_settings_on_disk(pylog_server, admin):
+    got = results(admin.create_topics([
+        NewTopic("created", num_partitions=3, replication_factor=1,
+                 config={"retention.ms": "5000", "cleanup.policy": "compact"}),
+        NewTopic("defaulted"),  # -1 and -1: the server's num.partitions and the one replica
+        NewTopic("assigned", num_partitions=2, replica_assignment=[[0], [0]])]))
+    assert got == {"created": None, "defaulted": None, "assigned": None}
+    with LogManager(pylog_server.root, read_only=True) as manager:
+        assert manager.partitions("created") == [0, 1, 2]
+        assert manager.topic_overrides("created") == {"retention_ms": 5000, "cleanup_policy": "compact"}
+        assert manager.partitions("defaulted") == [0] and manager.topic_overrides("defaulted") == {}
+        assert manager.partitions("assigned") == [0, 1]
+        assert topic_id_of(manager, "created") is not None
+    producer = confluent_kafka.Producer({"bootstrap.servers": pylog_server.bootstrap_servers})
+    producer.produce("created", value=b"v", partition=2)
+    assert producer.flush(TIMEOUT_S) == 0
+    with LogManager(pylog_server.root, read_only=True) as manager:
+        assert [r.value for r in manager.log("created", 2).records()] == [b"v"]
+
+
+def test_create_topics_validate_only_checks_and_writes_nothing(pylog_server, admin):
+    before = file_digests(pylog_server.root)
+    got = results(admin.create_topics([NewTopic("checked", 2, 1, config={"retention.ms": "1"}),
+                                       NewTopic("refused", 2, 1, config={"retention.ms": "soon"})],
+                                      validate_only=True))
+    assert got["checked"] is None and got["refused"].code() == confluent_kafka.KafkaError.INVALID_CONFIG
+    assert file_digests(pylog_server.root) == before
+
+
+def test_create_topics_answers_kafka_s_error_for_each_bad_topic_and_writes_nothing(pylog_server, admin):
+    with LogManager(pylog_server.root) as manager:
+        manager.create_topic("existing", partitions=2)
+    before = file_digests(pylog_server.root)
+    got = results(admin.create_topics([
+        NewTopic("existing", 2, 1),
+        NewTopic("replicated", 1, 3),
+        NewTopic("no-partitions", 0, 1),
+        NewTopic("bad-value", 1, 1, config={"segment.bytes": "big"}),
+        NewTopic("too-small", 1, 1, config={"segment.bytes": "1"}),
+        NewTopic("unknown-setting", 1, 1, config={"retention.forever": "true"}),
+        NewTopic("elsewhere", num_partitions=1, replica_assignment=[[1]]),
+        NewTopic("bad*name", 1, 1)]))
+    KafkaError = confluent_kafka.KafkaError
+    assert {name: error.code() for name, error in got.items()} == {
+        "existing": KafkaError.TOPIC_ALREADY_EXISTS, "replicated": KafkaError.INVALID_REPLICATION_FACTOR,
+        "no-partitions": KafkaError.INVALID_PARTITIONS, "bad-value": KafkaError.INVALID_CONFIG,
+        "too-small": KafkaError.INVALID_CONFIG, "unknown-setting": KafkaError.INVALID_CONFIG,
+        "elsewhere": KafkaError.INVALID_REPLICA_ASSIGNMENT, "bad*name": KafkaError.TOPIC_EXCEPTION}
+    assert "only 1 broker(s)" in got["replicated"].str() and "segment.bytes" in got["too-small"].str()
+    assert file_digests(pylog_server.root) == before
+
+
+def test_create_topics_through_kafka_python_answers_the_id_and_the_settings(pylog_server, kafka_admin):
+    answer = kafka_admin.create_topics([KafkaNewTopic("kp", 2, 1, topic_configs={"retention.ms": "7000"})])
+    (created,) = answer["topics"]
+    assert (created["error_code"], created["num_partitions"], created["replication_factor"]) == (0, 2, 1)
+    assert created["configs"]["retention.ms"] == {"value": "7000", "read_only": False,
+                                                  "config_source": "DYNAMIC_TOPIC_CONFIG", "is_sensitive": False}
+    with LogManager(pylog_server.root, read_only=True) as manager:
+        assert manager.partitions("kp") == [0, 1] and manager.topic_overrides("kp") == {"retention_ms": 7000}
+        assert str(topic_uuid(topic_id_of(manager, "kp"))) == created["topic_id"]
+    before = file_digests(pylog_server.root)
+    with pytest.raises(kafka_errors.TopicAlreadyExistsError):
+        kafka_admin.create_topics([KafkaNewTopic("kp", 2, 1)])
+    with pytest.raises(kafka_errors.InvalidConfigurationError, match="retention.ms"):
+        kafka_admin.create_topics([KafkaNewTopic("kp2", 1, 1, topic_configs={"retention.ms": "-7"})])
     assert file_digests(pylog_server.root) == before
