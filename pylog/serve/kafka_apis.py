@@ -18,7 +18,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 
 from kafka.protocol.admin.configs import DescribeConfigsRequest
-from kafka.protocol.admin.topics import CreateTopicsRequest
+from kafka.protocol.admin.topics import CreateTopicsRequest, DeleteTopicsRequest
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest
@@ -26,6 +26,7 @@ from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
 
 from pylog.errors import PylogError
 from pylog.serve.create_topics import handle_create_topics
+from pylog.serve.delete_topics import handle_delete_topics
 from pylog.serve.describe_configs import handle_describe_configs
 from pylog.serve.error_codes import NONE, UNSUPPORTED_VERSION
 from pylog.serve.fetch import handle_fetch, new_marker
@@ -48,6 +49,7 @@ SUPPORTED_VERSIONS = {
     ApiKey.InitProducerId: (InitProducerIdRequest, 0, 4),
     ApiKey.DescribeConfigs: (DescribeConfigsRequest, 1, 4),
     ApiKey.CreateTopics: (CreateTopicsRequest, 2, 7),
+    ApiKey.DeleteTopics: (DeleteTopicsRequest, 1, 6),
 }
 #: api key -> the lowest version ApiVersions advertises, where it is below what is served:
 #: Produce from 0, as Kafka 4 does (KAFKA-18659): older librdkafka (kcat 1.7's 2.0 among
@@ -80,6 +82,7 @@ HANDLERS = {
     ApiKey.InitProducerId: handle_init_producer_id,
     ApiKey.DescribeConfigs: handle_describe_configs,
     ApiKey.CreateTopics: handle_create_topics,
+    ApiKey.DeleteTopics: handle_delete_topics,
 }
 
 

@@ -5,7 +5,9 @@ file as it was."""
 
 from __future__ import annotations
 
+import os
 import socket
+import uuid
 
 import kafka.errors as kafka_errors
 import pytest
@@ -25,7 +27,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, New
 
 TIMEOUT_S = 60
 #: Kafka's error codes the tests expect
-UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST = 3, 42
+UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST, UNKNOWN_TOPIC_ID = 3, 42, 100
 
 
 @pytest.fixture
@@ -51,6 +53,13 @@ def results(futures: dict) -> dict:
         except confluent_kafka.KafkaException as e:
             out[key] = e.args[0]
     return out
+
+
+def produce(server, topic: str, value: bytes, partition: int = 0) -> None:
+    """One record through confluent-kafka's producer, delivered."""
+    producer = confluent_kafka.Producer({"bootstrap.servers": server.bootstrap_servers})
+    producer.produce(topic, value=value, partition=partition)
+    assert producer.flush(TIMEOUT_S) == 0
 
 
 def raw_request(server, request, version: int, response_class):
@@ -135,9 +144,7 @@ def test_create_topics_makes_the_partitions_and_records_the_settings_on_disk(pyl
         assert manager.partitions("defaulted") == [0] and manager.topic_overrides("defaulted") == {}
         assert manager.partitions("assigned") == [0, 1]
         assert topic_id_of(manager, "created") is not None
-    producer = confluent_kafka.Producer({"bootstrap.servers": pylog_server.bootstrap_servers})
-    producer.produce("created", value=b"v", partition=2)
-    assert producer.flush(TIMEOUT_S) == 0
+    produce(pylog_server, "created", b"v", partition=2)
     with LogManager(pylog_server.root, read_only=True) as manager:
         assert [r.value for r in manager.log("created", 2).records()] == [b"v"]
 
@@ -188,4 +195,49 @@ def test_create_topics_through_kafka_python_answers_the_id_and_the_settings(pylo
         kafka_admin.create_topics([KafkaNewTopic("kp", 2, 1)])
     with pytest.raises(kafka_errors.InvalidConfigurationError, match="retention.ms"):
         kafka_admin.create_topics([KafkaNewTopic("kp2", 1, 1, topic_configs={"retention.ms": "-7"})])
+    assert file_digests(pylog_server.root) == before
+
+
+# -- DeleteTopics -------------------------------------------------------------------------
+
+
+def test_delete_topics_removes_the_partitions_and_the_settings(pylog_server, admin, kafka_admin):
+    with LogManager(pylog_server.root) as manager:
+        manager.create_topic("doomed", partitions=2, config={"retention_ms": 1000}).append([b"gone"], partition=0)
+        manager.create_topic("doomed-too", partitions=1)
+        manager.create_topic("kept", partitions=1)
+    produce(pylog_server, "doomed", b"served")  # the server holds the log open
+    assert results(admin.delete_topics(["doomed"])) == {"doomed": None}
+    answer = kafka_admin.delete_topics(["doomed-too"])
+    assert [(r["name"], r["error_code"]) for r in answer["topics"]] == [("doomed-too", 0)]
+    with LogManager(pylog_server.root, read_only=True) as manager:
+        assert manager.topics() == ["kept"]
+        assert manager.metadata.all_overrides().get("doomed") is None
+    assert sorted(n for n in os.listdir(pylog_server.root) if n.startswith("doomed")) == []
+    assert results(admin.create_topics([NewTopic("doomed", 1, 1)])) == {"doomed": None}
+    produce(pylog_server, "doomed", b"reborn")
+    with LogManager(pylog_server.root, read_only=True) as manager:
+        assert [(r.offset, r.value) for r in manager.log("doomed", 0).records()] == [(0, b"reborn")]
+
+
+def test_delete_topics_by_topic_id(pylog_server, kafka_admin):
+    kafka_admin.create_topics([KafkaNewTopic("by-id", 1, 1)])
+    with LogManager(pylog_server.root, read_only=True) as manager:
+        topic_id = topic_uuid(topic_id_of(manager, "by-id"))
+    answer = kafka_admin.delete_topics([topic_id])
+    assert [(r["name"], r["topic_id"], r["error_code"]) for r in answer["topics"]] == [("by-id", str(topic_id), 0)]
+    with LogManager(pylog_server.root, read_only=True) as manager:
+        assert manager.topics() == []
+
+
+def test_deleting_a_topic_that_is_not_there_or_is_internal_is_refused_and_writes_nothing(pylog_server, admin,
+                                                                                         kafka_admin):
+    with LogManager(pylog_server.root) as manager:
+        manager.create_topic("__consumer_offsets", partitions=1)
+    before = file_digests(pylog_server.root)
+    got = results(admin.delete_topics(["absent", "__consumer_offsets"]))
+    assert got["absent"].code() == confluent_kafka.KafkaError.UNKNOWN_TOPIC_OR_PART
+    assert got["__consumer_offsets"].code() == confluent_kafka.KafkaError.INVALID_REQUEST
+    answer = kafka_admin.delete_topics([uuid.uuid4()], raise_errors=False)
+    assert [r["error_code"] for r in answer["topics"]] == [UNKNOWN_TOPIC_ID]
     assert file_digests(pylog_server.root) == before
