@@ -18,13 +18,14 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 
 from kafka.protocol.admin.configs import DescribeConfigsRequest
-from kafka.protocol.admin.topics import CreateTopicsRequest, DeleteTopicsRequest
+from kafka.protocol.admin.topics import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
 
 from pylog.errors import PylogError
+from pylog.serve.create_partitions import handle_create_partitions
 from pylog.serve.create_topics import handle_create_topics
 from pylog.serve.delete_topics import handle_delete_topics
 from pylog.serve.describe_configs import handle_describe_configs
@@ -50,6 +51,7 @@ SUPPORTED_VERSIONS = {
     ApiKey.DescribeConfigs: (DescribeConfigsRequest, 1, 4),
     ApiKey.CreateTopics: (CreateTopicsRequest, 2, 7),
     ApiKey.DeleteTopics: (DeleteTopicsRequest, 1, 6),
+    ApiKey.CreatePartitions: (CreatePartitionsRequest, 0, 3),
 }
 #: api key -> the lowest version ApiVersions advertises, where it is below what is served:
 #: Produce from 0, as Kafka 4 does (KAFKA-18659): older librdkafka (kcat 1.7's 2.0 among
@@ -83,6 +85,7 @@ HANDLERS = {
     ApiKey.DescribeConfigs: handle_describe_configs,
     ApiKey.CreateTopics: handle_create_topics,
     ApiKey.DeleteTopics: handle_delete_topics,
+    ApiKey.CreatePartitions: handle_create_partitions,
 }
 
 

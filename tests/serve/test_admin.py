@@ -16,6 +16,7 @@ from kafka.admin import ConfigResourceType, KafkaAdminClient
 from kafka.admin import NewTopic as KafkaNewTopic
 from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
 
+from pylog.checkpoint import read_partition_metadata
 from pylog.config import LogConfig
 from pylog.manager import LogManager
 from pylog.partition_dir import topic_id_of
@@ -23,7 +24,7 @@ from pylog.serve.create_topics import topic_uuid
 from tests.serve.conftest import file_digests, read_frame, request_frame
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewPartitions, NewTopic  # noqa: E402
 
 TIMEOUT_S = 60
 #: Kafka's error codes the tests expect
@@ -240,4 +241,39 @@ def test_deleting_a_topic_that_is_not_there_or_is_internal_is_refused_and_writes
     assert got["__consumer_offsets"].code() == confluent_kafka.KafkaError.INVALID_REQUEST
     answer = kafka_admin.delete_topics([uuid.uuid4()], raise_errors=False)
     assert [r["error_code"] for r in answer["topics"]] == [UNKNOWN_TOPIC_ID]
+    assert file_digests(pylog_server.root) == before
+
+
+# -- CreatePartitions ---------------------------------------------------------------------
+
+
+def test_create_partitions_grows_a_topic_keeping_its_id_and_records(pylog_server, admin, kafka_admin):
+    kafka_admin.create_topics([KafkaNewTopic("growing", 1, 1)])
+    produce(pylog_server, "growing", b"first")
+    assert results(admin.create_partitions([NewPartitions("growing", 3)])) == {"growing": None}
+    kafka_admin.create_partitions({"growing": 5})
+    with LogManager(pylog_server.root, read_only=True) as manager:
+        assert manager.partitions("growing") == [0, 1, 2, 3, 4]
+        assert [r.value for r in manager.log("growing", 0).records()] == [b"first"]
+        ids = {read_partition_metadata(os.path.join(pylog_server.root, f"growing-{p}", "partition.metadata"))
+               ["topic_id"] for p in range(5)}
+    assert len(ids) == 1
+    produce(pylog_server, "growing", b"new", partition=4)
+    with LogManager(pylog_server.root, read_only=True) as manager:
+        assert [r.value for r in manager.log("growing", 4).records()] == [b"new"]
+
+
+def test_create_partitions_refuses_what_does_not_grow_or_another_node_and_writes_nothing(pylog_server, admin,
+                                                                                       kafka_admin):
+    with LogManager(pylog_server.root) as manager:
+        manager.create_topic("two", partitions=2)
+    before = file_digests(pylog_server.root)
+    got = results(admin.create_partitions([NewPartitions("two", 2), NewPartitions("absent", 3)]))
+    assert got["two"].code() == confluent_kafka.KafkaError.INVALID_PARTITIONS
+    assert got["absent"].code() == confluent_kafka.KafkaError.UNKNOWN_TOPIC_OR_PART
+    got = results(admin.create_partitions([NewPartitions("two", 3, replica_assignment=[[1]])]))
+    assert got["two"].code() == confluent_kafka.KafkaError.INVALID_REPLICA_ASSIGNMENT
+    assert results(admin.create_partitions([NewPartitions("two", 4)], validate_only=True)) == {"two": None}
+    with pytest.raises(kafka_errors.InvalidPartitionsError):
+        kafka_admin.create_partitions({"two": 1})
     assert file_digests(pylog_server.root) == before
