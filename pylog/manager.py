@@ -185,17 +185,27 @@ class LogManager:
         with self._lock:
             self.metadata.set_topic_config(name, _overrides_of(config), defaults=self.config, io=self.io)
 
-    def alter_topic_config(self, name: str, changes: dict | None = None, *, remove=()) -> dict:
+    def alter_topic_config(self, name: str, changes: dict | None = None, *, remove=(),
+                           validate_only: bool = False) -> dict:
         """Set ``changes`` (field names and values) and take the fields named in ``remove``
         back to the manager's defaults in topic ``name``'s overrides, keeping the others
         (Kafka's IncrementalAlterConfigs); returns the overrides now recorded. The file is
         read again and written under the log dir's lock of topic-configs.json, which every
         writer in every process takes, so concurrent changes to other fields or topics are
         kept; the result is checked whole before anything is written
-        (:class:`InvalidConfigError`). Durable on return. Cost: as :meth:`set_topic_config`."""
+        (:class:`InvalidConfigError`). The topic's logs this manager holds open take the new
+        settings at once (:meth:`Log.update_config`), as a Kafka broker's do. Durable on
+        return. With ``validate_only`` (Kafka's option) the result is checked and returned,
+        and nothing changes. Cost: as :meth:`set_topic_config`."""
         with self._lock:
-            return self.metadata.alter_topic_config(name, changes, remove=remove, defaults=self.config,
-                                                    io=self.io)
+            recorded = self.metadata.alter_topic_config(name, changes, remove=remove, defaults=self.config,
+                                                        io=self.io, validate_only=validate_only)
+            if not validate_only:
+                config = self.topic_config(name)
+                for (topic, _), log in self._logs.items():
+                    if topic == name:
+                        log.update_config(config)
+            return recorded
 
     def add_partitions(self, name: str, partitions: int, *, validate_only: bool = False) -> "Topic | None":
         """Grow topic ``name`` to ``partitions`` partitions (Kafka's CreatePartitions: a

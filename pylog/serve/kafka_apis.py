@@ -17,7 +17,7 @@ import inspect
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
-from kafka.protocol.admin.configs import DescribeConfigsRequest
+from kafka.protocol.admin.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 from kafka.protocol.admin.topics import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
@@ -30,6 +30,7 @@ from pylog.serve.create_topics import handle_create_topics
 from pylog.serve.delete_topics import handle_delete_topics
 from pylog.serve.describe_configs import handle_describe_configs
 from pylog.serve.error_codes import NONE, UNSUPPORTED_VERSION
+from pylog.serve.incremental_alter_configs import handle_incremental_alter_configs
 from pylog.serve.fetch import handle_fetch, new_marker
 from pylog.serve.list_offsets import handle_list_offsets
 from pylog.serve.metadata import handle_metadata
@@ -52,6 +53,7 @@ SUPPORTED_VERSIONS = {
     ApiKey.CreateTopics: (CreateTopicsRequest, 2, 7),
     ApiKey.DeleteTopics: (DeleteTopicsRequest, 1, 6),
     ApiKey.CreatePartitions: (CreatePartitionsRequest, 0, 3),
+    ApiKey.IncrementalAlterConfigs: (IncrementalAlterConfigsRequest, 0, 1),
 }
 #: api key -> the lowest version ApiVersions advertises, where it is below what is served:
 #: Produce from 0, as Kafka 4 does (KAFKA-18659): older librdkafka (kcat 1.7's 2.0 among
@@ -86,6 +88,7 @@ HANDLERS = {
     ApiKey.CreateTopics: handle_create_topics,
     ApiKey.DeleteTopics: handle_delete_topics,
     ApiKey.CreatePartitions: handle_create_partitions,
+    ApiKey.IncrementalAlterConfigs: handle_incremental_alter_configs,
 }
 
 

@@ -24,7 +24,9 @@ from pylog.serve.create_topics import topic_uuid
 from tests.serve.conftest import file_digests, read_frame, request_frame
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewPartitions, NewTopic  # noqa: E402
+from confluent_kafka.admin import (  # noqa: E402
+    AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, NewPartitions, NewTopic,
+)
 
 TIMEOUT_S = 60
 #: Kafka's error codes the tests expect
@@ -277,3 +279,68 @@ def test_create_partitions_refuses_what_does_not_grow_or_another_node_and_writes
     with pytest.raises(kafka_errors.InvalidPartitionsError):
         kafka_admin.create_partitions({"two": 1})
     assert file_digests(pylog_server.root) == before
+
+
+# -- IncrementalAlterConfigs --------------------------------------------------------------
+
+
+def test_incremental_alter_configs_sets_deletes_and_appends_on_disk_and_in_the_open_log(pylog_server, admin):
+    with LogManager(pylog_server.root) as manager:
+        manager.create_topic("altered", partitions=1, config={"retention_ms": 1000, "segment_bytes": 1 << 20})
+    produce(pylog_server, "altered", b"v")  # the server holds the log open
+    resource = ConfigResource("topic", "altered", incremental_configs=[
+        ConfigEntry("max.message.bytes", "2000", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE),
+        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND)])
+    assert list(results(admin.incremental_alter_configs([resource])).values()) == [None]
+    with LogManager(pylog_server.root, read_only=True) as manager:
+        assert set(manager.topic_overrides("altered")) == {"segment_bytes", "max_message_bytes", "cleanup_policy"}
+        config = manager.topic_config("altered")
+        assert (config.segment_bytes, config.max_message_bytes, config.retention_ms, config.cleanup_policy) == \
+            (1 << 20, 2000, LogConfig().retention_ms, "compact,delete")
+    assert pylog_server.manager.log("altered", 0).config.max_message_bytes == 2000
+    producer = confluent_kafka.Producer({"bootstrap.servers": pylog_server.bootstrap_servers})
+    producer.produce("altered", key=b"k", value=b"x" * 3000, partition=0)
+    producer.flush(TIMEOUT_S)
+    with LogManager(pylog_server.root, read_only=True) as manager:  # past the new limit: refused
+        assert [r.value for r in manager.log("altered", 0).records()] == [b"v"]
+    subtract = ConfigResource("topic", "altered", incremental_configs=[
+        ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.SUBTRACT)])
+    assert list(results(admin.incremental_alter_configs([subtract])).values()) == [None]
+    with LogManager(pylog_server.root, read_only=True) as manager:
+        assert manager.topic_overrides("altered")["cleanup_policy"] == "compact"
+
+
+def test_incremental_alter_configs_through_kafka_python(pylog_server, kafka_admin):
+    kafka_admin.create_topics([KafkaNewTopic("kp-altered", 1, 1)])
+    answer = kafka_admin.alter_configs([KafkaConfigResource(ConfigResourceType.TOPIC, "kp-altered",
+                                                            configs={"retention.ms": ("SET", "60000")})])
+    assert answer == {"topic": {"kp-altered": "OK"}}
+    with LogManager(pylog_server.root, read_only=True) as manager:
+        assert manager.topic_overrides("kp-altered") == {"retention_ms": 60000}
+
+
+def test_bad_alterations_answer_kafka_s_errors_and_write_nothing(pylog_server, admin):
+    with LogManager(pylog_server.root) as manager:
+        manager.create_topic("guarded", partitions=1, config={"retention_ms": 1000})
+    before = file_digests(pylog_server.root)
+
+    def alter(name, *entries, validate_only=False, kind="topic"):
+        resource = ConfigResource(kind, name, incremental_configs=list(entries))
+        return next(iter(results(admin.incremental_alter_configs([resource], validate_only=validate_only)).values()))
+
+    def entry(name, value, op=AlterConfigOpType.SET):
+        return ConfigEntry(name, value, incremental_operation=op)
+
+    KafkaError = confluent_kafka.KafkaError
+    assert alter("guarded", entry("retention.ms", "forever")).code() == KafkaError.INVALID_CONFIG
+    assert alter("guarded", entry("retention.everything", "1")).code() == KafkaError.INVALID_CONFIG
+    assert alter("guarded", entry("segment.bytes", "1")).code() == KafkaError.INVALID_CONFIG
+    assert alter("guarded", entry("retention.ms", "5", AlterConfigOpType.APPEND)).code() == KafkaError.INVALID_CONFIG
+    assert alter("guarded", entry("cleanup.policy", "delete", AlterConfigOpType.SUBTRACT)).code() == \
+        KafkaError.INVALID_CONFIG  # an empty policy
+    assert alter("absent", entry("retention.ms", "5")).code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    assert alter("0", entry("num.partitions", "5"), kind="broker").code() == KafkaError.INVALID_REQUEST
+    assert alter("guarded", entry("retention.ms", "5"), validate_only=True) is None
+    assert file_digests(pylog_server.root) == before
+    assert pylog_server.manager.topic_overrides("guarded") == {"retention_ms": 1000}
