@@ -11,6 +11,7 @@ import uuid
 
 import kafka.errors as kafka_errors
 import pytest
+from kafka import TopicPartition as KafkaTopicPartition
 from kafka.admin import ConfigResource as KafkaConfigResource
 from kafka.admin import ConfigResourceType, KafkaAdminClient
 from kafka.admin import NewTopic as KafkaNewTopic
@@ -24,6 +25,7 @@ from pylog.serve.create_topics import topic_uuid
 from tests.serve.conftest import file_digests, read_frame, request_frame
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
+from confluent_kafka import TopicPartition  # noqa: E402
 from confluent_kafka.admin import (  # noqa: E402
     AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, NewPartitions, NewTopic,
 )
@@ -344,3 +346,42 @@ def test_bad_alterations_answer_kafka_s_errors_and_write_nothing(pylog_server, a
     assert alter("guarded", entry("retention.ms", "5"), validate_only=True) is None
     assert file_digests(pylog_server.root) == before
     assert pylog_server.manager.topic_overrides("guarded") == {"retention_ms": 1000}
+
+
+# -- DeleteRecords ------------------------------------------------------------------------
+
+
+def _segment_files(root: str, partition_dir: str) -> list[str]:
+    return sorted(n for n in os.listdir(os.path.join(root, partition_dir)) if n.endswith(".log"))
+
+
+def test_delete_records_moves_the_log_start_and_deletes_the_segments_below(pylog_server, admin, kafka_admin):
+    with LogManager(pylog_server.root) as manager:
+        topic = manager.create_topic("trimmed", partitions=2, config={"segment_bytes": 200})
+        for i in range(20):
+            topic.append([b"record-%02d" % i], partition=0)
+            topic.append([b"record-%02d" % i], partition=1)
+    segments_before = _segment_files(pylog_server.root, "trimmed-0")
+    got = results(admin.delete_records([TopicPartition("trimmed", 0, 12)]))
+    assert [(tp.partition, deleted.low_watermark) for tp, deleted in got.items()] == [(0, 12)]
+    answer = kafka_admin.delete_records({KafkaTopicPartition("trimmed", 1): -1})  # -1: the high watermark
+    assert [(tp.partition, r["low_watermark"]) for tp, r in answer.items()] == [(1, 20)]
+    pylog_server.stop()
+    with LogManager(pylog_server.root, read_only=True) as manager:
+        log = manager.log("trimmed", 0)
+        assert (log.log_start_offset, [r.offset for r in log.records()][0]) == (12, 12)
+        assert manager.log("trimmed", 1).log_start_offset == 20
+    assert len(_segment_files(pylog_server.root, "trimmed-0")) < len(segments_before)
+
+
+def test_delete_records_past_the_high_watermark_or_of_an_unknown_partition_writes_nothing(pylog_server, admin,
+                                                                                        kafka_admin):
+    with LogManager(pylog_server.root) as manager:
+        manager.create_topic("short", partitions=1).append([b"a", b"b", b"c"], partition=0)
+    assert results(admin.delete_records([TopicPartition("short", 0, 0)]))  # the server opens the log: no change
+    before = file_digests(pylog_server.root)
+    got = results(admin.delete_records([TopicPartition("short", 0, 4)]))
+    assert [e.code() for e in got.values()] == [confluent_kafka.KafkaError.OFFSET_OUT_OF_RANGE]
+    with pytest.raises(kafka_errors.UnknownTopicOrPartitionError):  # sent without the client's metadata check
+        kafka_admin.delete_records({KafkaTopicPartition("short", 5): 1}, partition_leader_id=0)
+    assert file_digests(pylog_server.root) == before
