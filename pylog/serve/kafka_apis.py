@@ -17,6 +17,7 @@ import inspect
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
+from kafka.protocol.admin.cluster import DescribeClusterRequest
 from kafka.protocol.admin.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 from kafka.protocol.admin.topics import (
     CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
@@ -30,6 +31,7 @@ from pylog.errors import PylogError
 from pylog.serve.create_partitions import handle_create_partitions
 from pylog.serve.create_topics import handle_create_topics
 from pylog.serve.delete_records import handle_delete_records
+from pylog.serve.describe_cluster import handle_describe_cluster
 from pylog.serve.delete_topics import handle_delete_topics
 from pylog.serve.describe_configs import handle_describe_configs
 from pylog.serve.error_codes import NONE, UNSUPPORTED_VERSION
@@ -58,6 +60,7 @@ SUPPORTED_VERSIONS = {
     ApiKey.CreatePartitions: (CreatePartitionsRequest, 0, 3),
     ApiKey.IncrementalAlterConfigs: (IncrementalAlterConfigsRequest, 0, 1),
     ApiKey.DeleteRecords: (DeleteRecordsRequest, 0, 2),
+    ApiKey.DescribeCluster: (DescribeClusterRequest, 0, 2),
 }
 #: api key -> the lowest version ApiVersions advertises, where it is below what is served:
 #: Produce from 0, as Kafka 4 does (KAFKA-18659): older librdkafka (kcat 1.7's 2.0 among
@@ -94,6 +97,7 @@ HANDLERS = {
     ApiKey.CreatePartitions: handle_create_partitions,
     ApiKey.IncrementalAlterConfigs: handle_incremental_alter_configs,
     ApiKey.DeleteRecords: handle_delete_records,
+    ApiKey.DescribeCluster: handle_describe_cluster,
 }
 
 

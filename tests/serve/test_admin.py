@@ -15,12 +15,14 @@ from kafka import TopicPartition as KafkaTopicPartition
 from kafka.admin import ConfigResource as KafkaConfigResource
 from kafka.admin import ConfigResourceType, KafkaAdminClient
 from kafka.admin import NewTopic as KafkaNewTopic
+from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeClusterResponse
 from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
 
 from pylog.checkpoint import read_partition_metadata
 from pylog.config import LogConfig
 from pylog.manager import LogManager
 from pylog.partition_dir import topic_id_of
+from pylog.serve import Server
 from pylog.serve.create_topics import topic_uuid
 from tests.serve.conftest import file_digests, read_frame, request_frame
 
@@ -385,3 +387,29 @@ def test_delete_records_past_the_high_watermark_or_of_an_unknown_partition_write
     with pytest.raises(kafka_errors.UnknownTopicOrPartitionError):  # sent without the client's metadata check
         kafka_admin.delete_records({KafkaTopicPartition("short", 5): 1}, partition_leader_id=0)
     assert file_digests(pylog_server.root) == before
+
+
+# -- DescribeCluster ----------------------------------------------------------------------
+
+
+def test_describe_cluster_gives_the_cluster_id_and_this_node_as_broker_and_controller(tmp_path):
+    with Server(str(tmp_path / "data"), listen=("127.0.0.1", 0), node_id=3, cluster_id="edge-cluster") as server:
+        admin = AdminClient({"bootstrap.servers": server.bootstrap_servers})
+        cluster = admin.describe_cluster(request_timeout=TIMEOUT_S).result(TIMEOUT_S)
+        assert (cluster.cluster_id, cluster.controller.id) == ("edge-cluster", 3)
+        assert [(n.id, n.host, n.port) for n in cluster.nodes] == [(3, server.host, server.port)]
+        kafka_admin = KafkaAdminClient(bootstrap_servers=server.bootstrap_servers)
+        try:
+            described = kafka_admin.describe_cluster()
+        finally:
+            kafka_admin.close()
+    assert (described["cluster_id"], described["controller_id"]) == ("edge-cluster", 3)
+    assert [(b["broker_id"], b["host"], b["port"]) for b in described["brokers"]] == [(3, server.host, server.port)]
+
+
+def test_describe_cluster_answers_on_the_wire_at_each_version(pylog_server):
+    for version in (0, 1, 2):
+        answer = raw_request(pylog_server, DescribeClusterRequest(include_cluster_authorized_operations=False),
+                             version, DescribeClusterResponse)
+        assert (answer.error_code, answer.cluster_id, answer.controller_id) == (0, "pylog", 0)
+        assert [(b.broker_id, b.host, b.port) for b in answer.brokers] == [(0, pylog_server.host, pylog_server.port)]
