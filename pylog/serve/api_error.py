@@ -5,6 +5,8 @@ factor, a broker id) raises one directly."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from pylog.serve.error_codes import error_code
 
 
@@ -25,3 +27,14 @@ class ApiError(Exception):
         (40, 'segment.bytes=1: too small')
         """
         return exc if isinstance(exc, ApiError) else cls(error_code(exc), str(exc))
+
+
+def named_twice(names) -> set:
+    """The names given more than once in one request: Kafka answers each of them
+    ``INVALID_REQUEST`` and does nothing for them (topics in CreateTopics and
+    CreatePartitions, config keys of a resource in IncrementalAlterConfigs). O(names).
+
+    >>> sorted(named_twice(["a", "b", "a"]))
+    ['a']
+    """
+    return {name for name, count in Counter(names).items() if count > 1}

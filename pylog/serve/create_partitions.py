@@ -12,7 +12,7 @@ from kafka.protocol.admin.topics import CreatePartitionsResponse
 
 from pylog.errors import PylogError
 from pylog.partition_dir import topic_id_of, write_topic_id
-from pylog.serve.api_error import ApiError
+from pylog.serve.api_error import ApiError, named_twice
 from pylog.serve.create_topics import check_replicas
 from pylog.serve.error_codes import INVALID_REPLICA_ASSIGNMENT, INVALID_REQUEST, NONE, UNKNOWN_SERVER_ERROR
 
@@ -26,8 +26,7 @@ async def handle_create_partitions(apis, request) -> CreatePartitionsResponse:
 
 
 def _grow_all(apis, body) -> list[_Result]:
-    names = [t.name for t in body.topics or ()]
-    twice = {n for n in names if names.count(n) > 1}
+    twice = named_twice(t.name for t in body.topics or ())
     return [_Result(name=t.name, error_code=INVALID_REQUEST, error_message=f"topic {t.name!r} is named more "
                                                                            f"than once in the request")
             if t.name in twice else _result(apis, t, body.validate_only) for t in body.topics or ()]

@@ -24,7 +24,7 @@ from kafka.protocol.admin.topics import CreateTopicsResponse
 from pylog.config import LogConfig
 from pylog.errors import InvalidConfigError, PylogError
 from pylog.partition_dir import new_topic_id, validate_topic, write_topic_id
-from pylog.serve.api_error import ApiError
+from pylog.serve.api_error import ApiError, named_twice
 from pylog.serve.describe_configs import topic_entries
 from pylog.serve.error_codes import (
     INVALID_REPLICA_ASSIGNMENT, INVALID_REPLICATION_FACTOR, INVALID_REQUEST, NONE, TOPIC_ALREADY_EXISTS,
@@ -46,8 +46,7 @@ async def handle_create_topics(apis, request) -> CreateTopicsResponse:
 
 
 def _create_all(apis, body) -> list[_Result]:
-    names = [t.name for t in body.topics or ()]
-    twice = {n for n in names if names.count(n) > 1}
+    twice = named_twice(t.name for t in body.topics or ())
     return [_failed(t.name, INVALID_REQUEST, f"topic {t.name!r} is named more than once in the request")
             if t.name in twice else _result(apis, t, body.validate_only) for t in body.topics or ()]
 

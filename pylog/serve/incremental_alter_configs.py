@@ -17,7 +17,7 @@ from pylog.config import KAFKA_FIELDS, LogConfig
 from pylog.errors import InvalidConfigError, PylogError, UnknownTopicError
 from pylog.logdir.writers import ring
 from pylog.partition_dir import validate_topic
-from pylog.serve.api_error import ApiError
+from pylog.serve.api_error import ApiError, named_twice
 from pylog.serve.describe_configs import BROKER, TOPIC, check_broker
 from pylog.serve.error_codes import INVALID_REQUEST, NONE, UNKNOWN_SERVER_ERROR
 
@@ -74,8 +74,7 @@ def _alter(apis, resource, validate_only: bool) -> None:
 def _changes(manager, topic: str, configs) -> tuple[dict[str, str], list[str]]:
     """The values to set (Kafka names and values, lists resolved against the topic's
     current value) and the names to take back to their defaults."""
-    names = [c.name for c in configs]
-    twice = sorted({n for n in names if names.count(n) > 1}, key=str)
+    twice = sorted(named_twice(c.name for c in configs), key=str)
     if twice:
         raise ApiError(INVALID_REQUEST, f"duplicate config keys: {', '.join(map(str, twice))}")
     current = manager.topic_config(topic).to_kafka()

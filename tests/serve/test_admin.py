@@ -413,3 +413,12 @@ def test_describe_cluster_answers_on_the_wire_at_each_version(pylog_server):
                              version, DescribeClusterResponse)
         assert (answer.error_code, answer.cluster_id, answer.controller_id) == (0, "pylog", 0)
         assert [(b.broker_id, b.host, b.port) for b in answer.brokers] == [(0, pylog_server.host, pylog_server.port)]
+
+
+def test_a_topic_named_twice_in_one_request_is_invalid_and_neither_is_made(pylog_server, kafka_admin):
+    answer = kafka_admin.create_topics([KafkaNewTopic("twice", 1, 1), KafkaNewTopic("twice", 2, 1),
+                                        KafkaNewTopic("once", 1, 1)], raise_errors=False)
+    assert [(t["name"], t["error_code"]) for t in answer["topics"]] == [
+        ("twice", INVALID_REQUEST), ("twice", INVALID_REQUEST), ("once", 0)]
+    with LogManager(pylog_server.root, read_only=True) as manager:
+        assert manager.topics() == ["once"]
