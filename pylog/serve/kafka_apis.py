@@ -31,12 +31,12 @@ from pylog.errors import PylogError
 from pylog.serve.create_partitions import handle_create_partitions
 from pylog.serve.create_topics import handle_create_topics
 from pylog.serve.delete_records import handle_delete_records
-from pylog.serve.describe_cluster import handle_describe_cluster
 from pylog.serve.delete_topics import handle_delete_topics
+from pylog.serve.describe_cluster import handle_describe_cluster
 from pylog.serve.describe_configs import handle_describe_configs
 from pylog.serve.error_codes import NONE, UNSUPPORTED_VERSION
-from pylog.serve.incremental_alter_configs import handle_incremental_alter_configs
 from pylog.serve.fetch import handle_fetch, new_marker
+from pylog.serve.incremental_alter_configs import handle_incremental_alter_configs
 from pylog.serve.list_offsets import handle_list_offsets
 from pylog.serve.metadata import handle_metadata
 from pylog.serve.produce import handle_produce
