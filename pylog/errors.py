@@ -173,6 +173,11 @@ class InvalidConfigError(PylogError, ValueError):
     """Raised for an unknown setting or a value outside its allowed range."""
 
 
+class InvalidPartitionsError(InvalidConfigError):
+    """Raised for a partition count a topic cannot have: below 1, above pylog's limit, or,
+    when a topic grows, not above the count it has."""
+
+
 class InvalidTopicError(PylogError, ValueError):
     """Raised for a topic name Kafka would refuse (characters, length, ``.``/``..``)."""
 

@@ -25,8 +25,8 @@ from pylog.arguments import check_append_options, check_int, check_records_itera
 from pylog.closing import close_all
 from pylog.config import LogConfig, build_config
 from pylog.errors import (
-    InvalidConfigError, InvalidRecordError, LogDirNotFoundError, PylogWarning, ReadOnlyError, StorageError,
-    UnknownTopicError,
+    InvalidConfigError, InvalidPartitionsError, InvalidRecordError, LogDirNotFoundError, PylogWarning, ReadOnlyError,
+    StorageError, UnknownTopicError,
 )
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
@@ -152,14 +152,21 @@ class LogManager:
         return self.metadata.topic_overrides(topic)
 
     # -- topics --------------------------------------------------------------------------------
-    def create_topic(self, name: str, partitions: int = 1, config: LogConfig | dict | None = None) -> "Topic":
+    def create_topic(self, name: str, partitions: int = 1, config: LogConfig | dict | None = None, *,
+                     validate_only: bool = False) -> "Topic | None":
         """Create ``partitions`` partition directories (idempotent for an existing topic of
-        the same size). ``config``: overrides for this topic, kept in topic-configs.json."""
+        the same size). ``config``: overrides for this topic, kept in topic-configs.json.
+        Raises :class:`InvalidTopicError` for the name, :class:`InvalidPartitionsError`
+        for the count and :class:`InvalidConfigError` for the settings, before touching the
+        disk; with ``validate_only`` (Kafka's CreateTopics option) that is all it does, and
+        it returns None."""
         validate_topic(name)
         if not isinstance(partitions, int) or isinstance(partitions, bool) or not 1 <= partitions <= MAX_PARTITIONS:
-            raise InvalidConfigError(f"partitions must be an int in [1, {MAX_PARTITIONS}], got {partitions!r}")
+            raise InvalidPartitionsError(f"partitions must be an int in [1, {MAX_PARTITIONS}], got {partitions!r}")
         overrides = _overrides_of(config)
         build_config(self.config, overrides)  # validate before touching the disk
+        if validate_only:
+            return None
         with self._lock:
             existing = self._partition_dirs().get(name)
             if existing and len(existing) != partitions:
@@ -178,28 +185,41 @@ class LogManager:
         with self._lock:
             self.metadata.set_topic_config(name, _overrides_of(config), defaults=self.config, io=self.io)
 
-    def alter_topic_config(self, name: str, changes: dict | None = None, *, remove=()) -> dict:
+    def alter_topic_config(self, name: str, changes: dict | None = None, *, remove=(),
+                           validate_only: bool = False) -> dict:
         """Set ``changes`` (field names and values) and take the fields named in ``remove``
         back to the manager's defaults in topic ``name``'s overrides, keeping the others
         (Kafka's IncrementalAlterConfigs); returns the overrides now recorded. The file is
         read again and written under the log dir's lock of topic-configs.json, which every
         writer in every process takes, so concurrent changes to other fields or topics are
         kept; the result is checked whole before anything is written
-        (:class:`InvalidConfigError`). Durable on return. Cost: as :meth:`set_topic_config`."""
+        (:class:`InvalidConfigError`). The topic's logs this manager holds open take the new
+        settings at once (:meth:`Log.update_config`), as a Kafka broker's do. Durable on
+        return. With ``validate_only`` (Kafka's option) the result is checked and returned,
+        and nothing changes. Cost: as :meth:`set_topic_config`."""
         with self._lock:
-            return self.metadata.alter_topic_config(name, changes, remove=remove, defaults=self.config,
-                                                    io=self.io)
+            recorded = self.metadata.alter_topic_config(name, changes, remove=remove, defaults=self.config,
+                                                        io=self.io, validate_only=validate_only)
+            if not validate_only:
+                config = self.topic_config(name)
+                for (topic, _), log in self._logs.items():
+                    if topic == name:
+                        log.update_config(config)
+            return recorded
 
-    def add_partitions(self, name: str, partitions: int) -> "Topic":
+    def add_partitions(self, name: str, partitions: int, *, validate_only: bool = False) -> "Topic | None":
         """Grow topic ``name`` to ``partitions`` partitions (Kafka's CreatePartitions: a
         topic only grows, so keys map to other partitions from now on). Raises
-        :class:`InvalidConfigError` for a count that is not larger, before touching the disk.
+        :class:`InvalidPartitionsError` for a count that is not larger, before touching the
+        disk; with ``validate_only`` that check is all it does, and it returns None.
         Cost: one directory per new partition."""
         current = len(self.partitions(name))
         if not isinstance(partitions, int) or isinstance(partitions, bool) or not current < partitions <= MAX_PARTITIONS:
-            raise InvalidConfigError(
+            raise InvalidPartitionsError(
                 f"the number of partitions of a topic can only be increased: topic {name!r} has {current} "
                 f"partition(s), {partitions!r} would not be an increase (at most {MAX_PARTITIONS})")
+        if validate_only:
+            return None
         with self._lock:
             for p in range(current, partitions):
                 self._create_partition(name, p)

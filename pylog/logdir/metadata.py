@@ -121,12 +121,14 @@ class LogDirMetadata:
         self.update_topic_config(topic, lambda current: dict(overrides), defaults=defaults, io=io)
 
     def alter_topic_config(self, topic: str, changes: dict | None = None, *, remove=(),
-                           defaults: LogConfig | None = None, io: FileIO = DEFAULT_IO) -> dict:
+                           defaults: LogConfig | None = None, io: FileIO = DEFAULT_IO,
+                           validate_only: bool = False) -> dict:
         """Set ``changes`` (field names and values) and take the fields named in ``remove``
         back to the defaults in the topic's settings, keeping the others (Kafka's
         IncrementalAlterConfigs); returns the settings now recorded. Concurrent changes to
         other fields or topics, in any process, are kept; the result is checked whole before
-        anything is written (:class:`InvalidConfigError`). Durable on return."""
+        anything is written (:class:`InvalidConfigError`). Durable on return. With
+        ``validate_only`` the result is checked and returned, and nothing is written."""
         validate_topic(topic)
         changes, remove = dict(changes or {}), list(remove)
         build_config(defaults, changes)
@@ -136,21 +138,21 @@ class LogDirMetadata:
 
         def altered(current: dict | None) -> dict:
             return {**{k: v for k, v in (current or {}).items() if k not in remove}, **changes}
-        return self.update_topic_config(topic, altered, defaults=defaults, io=io)
+        return self.update_topic_config(topic, altered, defaults=defaults, io=io, validate_only=validate_only)
 
     def update_topic_config(self, topic: str, change, *, defaults: LogConfig | None = None,
-                            io: FileIO = DEFAULT_IO) -> dict:
+                            io: FileIO = DEFAULT_IO, validate_only: bool = False) -> dict:
         """Under :func:`topic_configs_lock`: read the file again, replace the topic's entry by
         ``change(current entry or None)`` (None removes it), check it and write the file if it
-        changed. Returns the new entry ({} when removed). Cost: one locked read and, on a
-        change, one fsynced write of the file."""
+        changed (not with ``validate_only``). Returns the new entry ({} when removed). Cost:
+        one locked read and, on a change, one fsynced write of the file."""
         with self._lock, topic_configs_lock(self.root):
             data = _read_configs(self._configs_path)  # as it is now, whatever was read before
             current = data.get(topic)
             new = change(current)
             if new is not None:
                 build_config(defaults, new)
-            if new != current:
+            if new != current and not validate_only:
                 if new is None:
                     del data[topic]
                 else:

@@ -17,6 +17,13 @@ UNSUPPORTED_VERSION = kafka_errors.UnsupportedVersionError.errno
 INVALID_REQUIRED_ACKS = kafka_errors.InvalidRequiredAcksError.errno
 INVALID_REQUEST = kafka_errors.InvalidRequestError.errno
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = kafka_errors.TransactionalIdAuthorizationFailedError.errno
+#: the admin APIs' answers (CreateTopics, CreatePartitions, the configs, DeleteTopics)
+TOPIC_ALREADY_EXISTS = kafka_errors.TopicAlreadyExistsError.errno
+INVALID_PARTITIONS = kafka_errors.InvalidPartitionsError.errno
+INVALID_REPLICATION_FACTOR = kafka_errors.InvalidReplicationFactorError.errno
+INVALID_REPLICA_ASSIGNMENT = kafka_errors.InvalidReplicationAssignmentError.errno
+INVALID_CONFIG = kafka_errors.InvalidConfigurationError.errno
+UNKNOWN_TOPIC_ID = kafka_errors.UnknownTopicIdError.errno
 
 #: pylog's error classes, most specific first, and the Kafka error each becomes
 _CODES = [
@@ -37,6 +44,8 @@ _CODES = [
     (errors.StorageError, kafka_errors.KafkaStorageError),
     (errors.LogLockedError, kafka_errors.NotLeaderForPartitionError),
     (errors.ReadOnlyError, kafka_errors.NotLeaderForPartitionError),
+    (errors.InvalidPartitionsError, kafka_errors.InvalidPartitionsError),
+    (errors.InvalidConfigError, kafka_errors.InvalidConfigurationError),
 ]
 
 

@@ -17,14 +17,26 @@ import inspect
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
+from kafka.protocol.admin.cluster import DescribeClusterRequest
+from kafka.protocol.admin.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
+from kafka.protocol.admin.topics import (
+    CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
+)
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
 
 from pylog.errors import PylogError
+from pylog.serve.create_partitions import handle_create_partitions
+from pylog.serve.create_topics import handle_create_topics
+from pylog.serve.delete_records import handle_delete_records
+from pylog.serve.delete_topics import handle_delete_topics
+from pylog.serve.describe_cluster import handle_describe_cluster
+from pylog.serve.describe_configs import handle_describe_configs
 from pylog.serve.error_codes import NONE, UNSUPPORTED_VERSION
 from pylog.serve.fetch import handle_fetch, new_marker
+from pylog.serve.incremental_alter_configs import handle_incremental_alter_configs
 from pylog.serve.list_offsets import handle_list_offsets
 from pylog.serve.metadata import handle_metadata
 from pylog.serve.produce import handle_produce
@@ -42,18 +54,32 @@ SUPPORTED_VERSIONS = {
     ApiKey.Metadata: (MetadataRequest, 0, 12),
     ApiKey.ApiVersions: (ApiVersionsRequest, 0, 4),
     ApiKey.InitProducerId: (InitProducerIdRequest, 0, 4),
+    ApiKey.DescribeConfigs: (DescribeConfigsRequest, 1, 4),
+    ApiKey.CreateTopics: (CreateTopicsRequest, 2, 7),
+    ApiKey.DeleteTopics: (DeleteTopicsRequest, 1, 6),
+    ApiKey.CreatePartitions: (CreatePartitionsRequest, 0, 3),
+    ApiKey.IncrementalAlterConfigs: (IncrementalAlterConfigsRequest, 0, 1),
+    ApiKey.DeleteRecords: (DeleteRecordsRequest, 0, 2),
+    ApiKey.DescribeCluster: (DescribeClusterRequest, 0, 2),
 }
+#: api key -> the lowest version ApiVersions advertises, where it is below what is served:
+#: Produce from 0, as Kafka 4 does (KAFKA-18659): older librdkafka (kcat 1.7's 2.0 among
+#: them) compresses gzip, snappy and lz4 batches only for a broker that lists Produce v0.
+#: A request below the served range still closes the connection.
+ADVERTISED_LOWEST = {ApiKey.Produce: 0}
 REQUEST_CLASSES = {int(k): cls for k, (cls, _, _) in SUPPORTED_VERSIONS.items()}
 VERSIONS = {int(k): (low, high) for k, (_, low, high) in SUPPORTED_VERSIONS.items()}
 
 
 def handle_api_versions(apis, request) -> ApiVersionsResponse:
-    """Every api key of :data:`SUPPORTED_VERSIONS` with its version range."""
+    """Every api key of :data:`SUPPORTED_VERSIONS` with its version range (the lower end
+    as :data:`ADVERTISED_LOWEST` lowers it)."""
     return api_versions_response(NONE)
 
 
 def api_versions_response(error: int) -> ApiVersionsResponse:
-    keys = [ApiVersionsResponse.ApiVersion(api_key=int(k), min_version=low, max_version=high)
+    keys = [ApiVersionsResponse.ApiVersion(api_key=int(k), min_version=ADVERTISED_LOWEST.get(k, low),
+                                           max_version=high)
             for k, (_, low, high) in sorted(SUPPORTED_VERSIONS.items())]
     return ApiVersionsResponse(error_code=error, api_keys=keys, throttle_time_ms=0)
 
@@ -65,6 +91,13 @@ HANDLERS = {
     ApiKey.Metadata: handle_metadata,
     ApiKey.ApiVersions: handle_api_versions,
     ApiKey.InitProducerId: handle_init_producer_id,
+    ApiKey.DescribeConfigs: handle_describe_configs,
+    ApiKey.CreateTopics: handle_create_topics,
+    ApiKey.DeleteTopics: handle_delete_topics,
+    ApiKey.CreatePartitions: handle_create_partitions,
+    ApiKey.IncrementalAlterConfigs: handle_incremental_alter_configs,
+    ApiKey.DeleteRecords: handle_delete_records,
+    ApiKey.DescribeCluster: handle_describe_cluster,
 }
 
 

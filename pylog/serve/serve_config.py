@@ -5,7 +5,7 @@ defaults where Kafka has one that fits a single node."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from pylog.arguments import check_int
 from pylog.errors import InvalidConfigError
@@ -43,3 +43,18 @@ class ServeConfig:
         if not isinstance(self.auto_create_topics_enable, bool):
             raise InvalidConfigError(f"auto_create_topics_enable must be a bool, got "
                                      f"{self.auto_create_topics_enable!r}")
+
+    def to_kafka(self) -> dict[str, tuple[str, bool]]:
+        """The settings by Kafka's broker names, each as (value as Kafka writes it, whether
+        it was set rather than left at its default); ``cluster_id`` is not a Kafka setting.
+
+        >>> ServeConfig(num_partitions=3).to_kafka()["num.partitions"]
+        ('3', True)
+        """
+        out = {}
+        for f in fields(self):
+            if f.name != "cluster_id":
+                value = getattr(self, f.name)
+                text = str(value).lower() if isinstance(value, bool) else str(value)
+                out[f.name.replace("_", ".")] = (text, value != f.default)
+        return out

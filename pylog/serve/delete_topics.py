@@ -1,0 +1,72 @@
+"""DeleteTopics: topics removed from the log dir by ``LogManager.delete_topic`` (their
+partition directories, checkpoint lines and settings), as Kafka's controller deletes them.
+A topic is named (v1-5), or named or given by its topic id (v6, the id in its partitions'
+``partition.metadata``). A topic that is not there is ``UNKNOWN_TOPIC_OR_PARTITION`` (an
+unknown id ``UNKNOWN_TOPIC_ID``); Kafka's internal topics (``__consumer_offsets``,
+``__transaction_state``) are not deleted (``INVALID_REQUEST``), as ``pylog topics
+--delete`` refuses them. Cost: per topic, O(its files), in the disk thread pool. Not
+reversible.
+"""
+
+from __future__ import annotations
+
+from kafka.protocol.admin.topics import DeleteTopicsResponse
+
+from pylog.errors import PylogError, UnknownTopicError
+from pylog.layout import INTERNAL_TOPICS
+from pylog.partition_dir import topic_id_of
+from pylog.serve.api_error import ApiError
+from pylog.serve.create_topics import ZERO_UUID, topic_uuid
+from pylog.serve.error_codes import INVALID_REQUEST, NONE, UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_ID
+
+_Result = DeleteTopicsResponse.DeletableTopicResult
+#: the first version that may give a topic by its id
+_TOPIC_IDS_VERSION = 6
+
+
+async def handle_delete_topics(apis, request) -> DeleteTopicsResponse:
+    """Each topic's result, in the order asked; deleted in the disk thread pool."""
+    body = request.body
+    if request.api_version >= _TOPIC_IDS_VERSION:
+        asked = [(t.name, t.topic_id) for t in body.topics or ()]
+    else:
+        asked = [(name, None) for name in body.topic_names or ()]
+    responses = await apis.run_blocking(_delete_all, apis, asked)
+    return DeleteTopicsResponse(throttle_time_ms=0, responses=responses)
+
+
+def _delete_all(apis, asked) -> list[_Result]:
+    return [_result(apis, name, topic_id) for name, topic_id in asked]
+
+
+def _result(apis, name, topic_id) -> _Result:
+    try:
+        name = name if name is not None else _name_of(apis.manager, topic_id)
+        topic_id = topic_uuid(topic_id_of(apis.manager, name)) if name in apis.manager.topics() else topic_id
+        _delete(apis.manager, name)
+    except (PylogError, ApiError) as e:
+        error = ApiError.of(e)
+        return _Result(name=name, topic_id=topic_id or ZERO_UUID, error_code=error.code, error_message=str(error))
+    except Exception as e:  # a bug: the client hears it, the server lives on
+        apis.log_failure(f"delete topic {name!r}", e)
+        return _Result(name=name, topic_id=topic_id or ZERO_UUID, error_code=UNKNOWN_SERVER_ERROR,
+                       error_message="unexpected server error")
+    return _Result(name=name, topic_id=topic_id or ZERO_UUID, error_code=NONE, error_message=None)
+
+
+def _delete(manager, name) -> None:
+    if name in INTERNAL_TOPICS:
+        raise ApiError(INVALID_REQUEST, f"Topic {name} is a kafka internal topic and is not allowed to be deleted")
+    if name not in manager.topics():
+        raise UnknownTopicError(f"topic {name!r} does not exist")
+    manager.delete_topic(name)
+
+
+def _name_of(manager, topic_id) -> str:
+    """The topic whose id is ``topic_id`` (``UNKNOWN_TOPIC_ID`` when none has it). Cost: one
+    read of a ``partition.metadata`` per topic."""
+    if topic_id not in (None, ZERO_UUID):
+        for name in manager.topics():
+            if topic_uuid(topic_id_of(manager, name)) == topic_id:
+                return name
+    raise ApiError(UNKNOWN_TOPIC_ID, f"no topic has the id {topic_id}")
