@@ -270,7 +270,7 @@ typedef struct {
 /* The record at p (below end) parsed into r, positions relative to base; checked field by field
  * (lengths within the record, headers walked, nothing left over: ValueError naming the fault).
  * Returns the record's end, NULL on error. */
-static const unsigned char *parse_record(const unsigned char *p, const unsigned char *end, rec_t *r,
+static inline __attribute__((always_inline)) const unsigned char *parse_record(const unsigned char *p, const unsigned char *end, rec_t *r,
                                          const unsigned char *base) {
     int64_t length, v;
     int rc;
@@ -969,7 +969,9 @@ static inline void arrow_valid(unsigned char *bits, Py_ssize_t i, int valid, Py_
  * (ValueError); -1 on error. */
 static int arrow_rows(arrow_out_t *o, const unsigned char *base, Py_ssize_t len, Py_ssize_t count,
                       long long base_offset, long long base_ts, int fixed, long long fixed_ts) {
+    /* locals, not o's fields: the writes through the int64 buffers could alias them */
     Py_ssize_t *f = o->fill, row = f[F_ROW], key_at = f[F_KEY_AT], value_at = f[F_VALUE_AT];
+    Py_ssize_t key_nulls = f[F_KEY_NULLS], value_nulls = f[F_VALUE_NULLS], kcap = o->kcap, vcap = o->vcap;
     if (count < 0 || count > len / 7 || count > o->rows - row) {
         PyErr_Format(PyExc_ValueError, "record count %zd does not fit in %zd bytes of records or the rows left",
                      count, len);
@@ -984,15 +986,15 @@ static int arrow_rows(arrow_out_t *o, const unsigned char *base, Py_ssize_t len,
     rec_t r;
     for (Py_ssize_t c = 0; c < count; c++, row++) {
         if (!(p = parse_record(p, end, &r, base))) return -1;
-        if ((r.key_len > 0 && r.key_len > o->kcap - key_at) || (r.val_len > 0 && r.val_len > o->vcap - value_at)) {
+        if ((r.key_len > 0 && r.key_len > kcap - key_at) || (r.val_len > 0 && r.val_len > vcap - value_at)) {
             PyErr_SetString(PyExc_ValueError, "Arrow data buffers too small");
             return -1;
         }
         offsets[row] = base_offset + r.off_delta;
         stamps[row] = (fixed ? fixed_ts : base_ts + r.ts_delta) * 1000;
         types[row] = type;
-        arrow_valid(kbits, row, r.key_len >= 0, &f[F_KEY_NULLS]);
-        arrow_valid(vbits, row, r.val_len >= 0, &f[F_VALUE_NULLS]);
+        arrow_valid(kbits, row, r.key_len >= 0, &key_nulls);
+        arrow_valid(vbits, row, r.val_len >= 0, &value_nulls);
         if (r.key_len > 0) { memcpy(kd + key_at, base + r.key_pos, r.key_len); key_at += r.key_len; }
         if (r.val_len > 0) { memcpy(vd + value_at, base + r.val_pos, r.val_len); value_at += r.val_len; }
         ko[row + 1] = (int32_t)key_at;
@@ -1003,6 +1005,7 @@ static int arrow_rows(arrow_out_t *o, const unsigned char *base, Py_ssize_t len,
         return -1;
     }
     f[F_ROW] = row; f[F_KEY_AT] = key_at; f[F_VALUE_AT] = value_at;
+    f[F_KEY_NULLS] = key_nulls; f[F_VALUE_NULLS] = value_nulls;
     return 0;
 }
 

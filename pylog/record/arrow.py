@@ -168,14 +168,16 @@ class _ArrowColumns:
         False when a record does not decode (``scan_arrow``'s ValueError)."""
         rows = sum(p[1] for p in parts)
         data_bytes = sum(len(p[0]) for p in parts)
-        if self.buffers is None:  # room for the whole fetch at the first chunk's density, keys a quarter of it
-            scale = 1.0625 * self.fetch_bytes / max(data_bytes, 1)  # (the pool cuts a block in place down to half)
-            self._reserve(int(rows * scale) + 64, int(data_bytes * scale) // 4 + 64, int(data_bytes * scale) + 64)
+        first = self.buffers is None
         self._reserve(self.rows + rows, self.fill[1] + data_bytes, self.fill[2] + data_bytes)
         try:
             scan(parts, tuple(self.buffers), self.fill)
         except ValueError:
             return False
+        if first:  # room for the whole fetch at the first chunk's density: rarely a second growth
+            scale = 1.0625 * self.fetch_bytes / max(data_bytes, 1)
+            self._reserve(int(self.rows * scale) + 64, int(self.fill[1] * scale) + data_bytes,
+                          int(self.fill[2] * scale) + data_bytes)
         return True
 
     def _reserve(self, rows: int, key_bytes: int, value_bytes: int) -> None:
