@@ -14,13 +14,14 @@
  *   scan_records(buf, count) -> tuple of 8 bytes objects (native int64/int32 arrays)
  *       Positions and lengths of every record's fields, for a columnar decode.
  *   scan_columns(parts) -> tuple of 8 bytes objects
- *       The columnar decode of v2 batches in one walk: offsets, timestamps and keys and values
- *       copied into Arrow's binary layout (data, int32 offsets, a valid byte each).
- *   scan_columns_exact(parts) -> tuple of 8 bytes objects
- *       scan_columns' result, the key and value data allocated at their exact size (two walks).
- *   scan_arrow(parts, outs, row, key_at, value_at, key_nulls, value_nulls) -> the same five after
- *       scan_columns' walk into Arrow buffers the caller allocated (pyarrow's memory pool), from
- *       a given row and data positions on: a fetch is decoded chunk by chunk into one set.
+ *       The columnar decode of v2 batches: offsets, timestamps and keys and values copied into
+ *       Arrow's binary layout (data of their exact size, int32 offsets, a valid byte each).
+ *   scan_arrow(parts, outs, fill) -> None
+ *       scan_columns' decode into Arrow buffers the caller allocated (pyarrow's memory pool), from
+ *       the row and data positions ``fill`` holds on: a fetch is decoded chunk by chunk into one set.
+ *   scan_batches(view, position, bounds, walk, crc) -> (used, other, parts)
+ *       The whole batches of a read walked, headers, offsets and CRCs, into the parts the two scans
+ *       take, in one call; stops at a batch for the general path (legacy, compressed, a fault).
  *   decode_records(buf, count, base_offset, base_timestamp, append_time, record_type[, topic,
  *                  partition, timestamp_type]) -> list
  *       Record objects (with headers), for the object decode: of this module's Record type
@@ -58,29 +59,36 @@ static inline char *put_varint(char *p, uint64_t v) {
     return p;
 }
 
-/* Read a zigzag varint of at most max_bytes; returns 0 on success. */
-static inline int get_varint(const unsigned char *buf, Py_ssize_t end, Py_ssize_t *pos, int max_bytes,
-                             int64_t *out) {
-    if (*pos < end && buf[*pos] < 0x80) {        /* one byte: most lengths and deltas */
-        unsigned b = buf[(*pos)++];
-        *out = (int64_t)(b >> 1) ^ -(int64_t)(b & 1);
+/* A zigzag varint of at most max_bytes at *pp (below lim), moving *pp past it; one- and two-byte
+ * varints (most lengths and deltas) without a loop. 0 on success, -1 when it runs off the end, -2
+ * when it is longer than max_bytes. */
+static inline int get_varint(const unsigned char **pp, const unsigned char *lim, int max_bytes, int64_t *out) {
+    const unsigned char *p = *pp;
+    if (p < lim && p[0] < 0x80) {
+        *out = (int64_t)(p[0] >> 1) ^ -(int64_t)(p[0] & 1);
+        *pp = p + 1;
+        return 0;
+    }
+    if (p + 1 < lim && p[1] < 0x80) {
+        uint64_t v = (uint64_t)(p[0] & 0x7F) | ((uint64_t)p[1] << 7);
+        *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+        *pp = p + 2;
         return 0;
     }
     uint64_t value = 0;
     int shift = 0;
-    Py_ssize_t i = *pos;
     for (int k = 0; k < max_bytes; k++) {
-        if (i >= end) return -1;                 /* ran off the end */
-        unsigned char b = buf[i++];
+        if (p >= lim) return -1;
+        unsigned char b = *p++;
         value |= (uint64_t)(b & 0x7F) << shift;
         if (b < 0x80) {
             *out = (int64_t)((value >> 1) ^ (~(value & 1) + 1));
-            *pos = i;
+            *pp = p;
             return 0;
         }
         shift += 7;
     }
-    return -2;                                   /* too long */
+    return -2;
 }
 
 static int bytes_or_none(PyObject *o, const char **data, Py_ssize_t *len) {
@@ -259,59 +267,70 @@ typedef struct {
     Py_ssize_t key_pos, key_len, val_pos, val_len, hdr_pos, hdr_count, rec_end;
 } rec_t;
 
-static int walk_record(const unsigned char *buf, Py_ssize_t end, Py_ssize_t *pos, rec_t *r) {
+/* The record at p (below end) parsed into r, positions relative to base; checked field by field
+ * (lengths within the record, headers walked, nothing left over: ValueError naming the fault).
+ * Returns the record's end, NULL on error. */
+static inline __attribute__((always_inline)) const unsigned char *parse_record(const unsigned char *p, const unsigned char *end, rec_t *r,
+                                         const unsigned char *base) {
     int64_t length, v;
-    int rc = get_varint(buf, end, pos, 5, &length);
-    if (rc) goto bad_varint;
-    if (length < 6 || *pos + length > end) {
-        PyErr_Format(PyExc_ValueError, "invalid record size %lld at byte %zd of the records",
-                     (long long)length, *pos);
-        return -1;
+    int rc;
+    if ((rc = get_varint(&p, end, 5, &length))) goto bad_varint;
+    if (length < 6 || length > end - p) {
+        PyErr_Format(PyExc_ValueError, "invalid record size %lld at byte %zd of the records", (long long)length,
+                     (Py_ssize_t)(p - base));
+        return NULL;
     }
-    Py_ssize_t rec_end = *pos + (Py_ssize_t)length;
-    Py_ssize_t p = *pos + 1;                     /* skip attributes */
-    if ((rc = get_varint(buf, rec_end, &p, 10, &r->ts_delta))) goto bad_varint;
-    if ((rc = get_varint(buf, rec_end, &p, 5, &r->off_delta))) goto bad_varint;
-    if ((rc = get_varint(buf, rec_end, &p, 5, &v))) goto bad_varint;
-    if (v < -1 || (v > 0 && p + v > rec_end)) {
-        PyErr_Format(PyExc_ValueError, "invalid key length %lld", (long long)v); return -1;
+    const unsigned char *rec_end = p + length;
+    p++;                                         /* attributes */
+    if ((rc = get_varint(&p, rec_end, 10, &r->ts_delta))) goto bad_varint;
+    if ((rc = get_varint(&p, rec_end, 5, &r->off_delta))) goto bad_varint;
+    if ((rc = get_varint(&p, rec_end, 5, &v))) goto bad_varint;
+    if (v < -1 || (v > 0 && v > rec_end - p)) {
+        PyErr_Format(PyExc_ValueError, "invalid key length %lld", (long long)v); return NULL;
     }
-    r->key_pos = p; r->key_len = (Py_ssize_t)v; if (v > 0) p += v;
-    if ((rc = get_varint(buf, rec_end, &p, 5, &v))) goto bad_varint;
-    if (v < -1 || (v > 0 && p + v > rec_end)) {
-        PyErr_Format(PyExc_ValueError, "invalid value length %lld", (long long)v); return -1;
+    r->key_pos = p - base; r->key_len = (Py_ssize_t)v; if (v > 0) p += v;
+    if ((rc = get_varint(&p, rec_end, 5, &v))) goto bad_varint;
+    if (v < -1 || (v > 0 && v > rec_end - p)) {
+        PyErr_Format(PyExc_ValueError, "invalid value length %lld", (long long)v); return NULL;
     }
-    r->val_pos = p; r->val_len = (Py_ssize_t)v; if (v > 0) p += v;
-    if ((rc = get_varint(buf, rec_end, &p, 5, &v))) goto bad_varint;
+    r->val_pos = p - base; r->val_len = (Py_ssize_t)v; if (v > 0) p += v;
+    if ((rc = get_varint(&p, rec_end, 5, &v))) goto bad_varint;
     if (v < 0 || v > rec_end - p) {
-        PyErr_Format(PyExc_ValueError, "invalid header count %lld", (long long)v); return -1;
+        PyErr_Format(PyExc_ValueError, "invalid header count %lld", (long long)v); return NULL;
     }
-    r->hdr_count = (Py_ssize_t)v; r->hdr_pos = p;
+    r->hdr_count = (Py_ssize_t)v; r->hdr_pos = p - base;
     for (int64_t h = 0; h < v; h++) {            /* skip headers, checking their lengths */
         int64_t hl;
-        if ((rc = get_varint(buf, rec_end, &p, 5, &hl))) goto bad_varint;
-        if (hl < 0 || p + hl > rec_end) {
-            PyErr_Format(PyExc_ValueError, "invalid header key length %lld", (long long)hl); return -1;
+        if ((rc = get_varint(&p, rec_end, 5, &hl))) goto bad_varint;
+        if (hl < 0 || hl > rec_end - p) {
+            PyErr_Format(PyExc_ValueError, "invalid header key length %lld", (long long)hl); return NULL;
         }
         p += hl;
-        if ((rc = get_varint(buf, rec_end, &p, 5, &hl))) goto bad_varint;
-        if (hl < -1 || (hl > 0 && p + hl > rec_end)) {
-            PyErr_Format(PyExc_ValueError, "invalid header value length %lld", (long long)hl); return -1;
+        if ((rc = get_varint(&p, rec_end, 5, &hl))) goto bad_varint;
+        if (hl < -1 || (hl > 0 && hl > rec_end - p)) {
+            PyErr_Format(PyExc_ValueError, "invalid header value length %lld", (long long)hl); return NULL;
         }
         if (hl > 0) p += hl;
     }
     if (p != rec_end) {
         PyErr_Format(PyExc_ValueError, "invalid record size: expected to read %lld bytes but read %lld",
-                     (long long)length, (long long)(length + p - rec_end));
-        return -1;
+                     (long long)length, (long long)(length + (p - rec_end)));
+        return NULL;
     }
-    r->rec_end = rec_end;
-    *pos = rec_end;
-    return 0;
+    r->rec_end = rec_end - base;
+    return rec_end;
 bad_varint:
     if (rc == -2) PyErr_SetString(PyExc_ValueError, "varint is longer than its maximum size");
     else PyErr_SetString(PyExc_ValueError, "records end before the declared record count (premature EOF)");
-    return -1;
+    return NULL;
+}
+
+/* parse_record at byte *pos of buf (end bytes), moving *pos past the record; -1 on error. */
+static int walk_record(const unsigned char *buf, Py_ssize_t end, Py_ssize_t *pos, rec_t *r) {
+    const unsigned char *next = parse_record(buf + *pos, buf + end, r, buf);
+    if (!next) return -1;
+    *pos = next - buf;
+    return 0;
 }
 
 static PyObject *scan_records(PyObject *self, PyObject *args) {
@@ -361,16 +380,17 @@ static PyObject *slice_or_none(const unsigned char *buf, Py_ssize_t pos, Py_ssiz
     return PyBytes_FromStringAndSize((const char *)buf + pos, len);
 }
 
-static PyObject *parse_headers(const unsigned char *buf, Py_ssize_t p, Py_ssize_t end, Py_ssize_t count) {
+static PyObject *parse_headers(const unsigned char *buf, Py_ssize_t at, Py_ssize_t end_at, Py_ssize_t count) {
+    const unsigned char *p = buf + at, *end = buf + end_at;
     PyObject *tup = PyTuple_New(count);
     if (!tup) return NULL;
     for (Py_ssize_t h = 0; h < count; h++) {
-        int64_t kl, vl;
-        get_varint(buf, end, &p, 5, &kl);        /* already validated by walk_record */
-        PyObject *key = PyUnicode_DecodeUTF8((const char *)buf + p, kl, "surrogateescape");
+        int64_t kl = 0, vl = -1;
+        get_varint(&p, end, 5, &kl);             /* already validated by parse_record */
+        PyObject *key = PyUnicode_DecodeUTF8((const char *)p, kl, "surrogateescape");
         p += kl;
-        get_varint(buf, end, &p, 5, &vl);
-        PyObject *val = slice_or_none(buf, p, vl);
+        get_varint(&p, end, 5, &vl);
+        PyObject *val = slice_or_none(p, 0, vl);
         if (vl > 0) p += vl;
         if (!key || !val) { Py_XDECREF(key); Py_XDECREF(val); Py_DECREF(tup); return NULL; }
         PyObject *pair = PyTuple_Pack(2, key, val);
@@ -747,287 +767,182 @@ fail:
     return NULL;
 }
 
-/* scan_columns(parts) -> (offsets, timestamps, key_data, key_offsets, key_valid, value_data,
- *                         value_offsets, value_valid)
- * The columnar decode of v2 batches in one walk: ``parts`` is a list of (records, count,
- * base_offset, base_timestamp, append_time) per batch, ``records`` its uncompressed record
- * bytes (any buffer: a slice of the fetched bytes is not copied), ``append_time`` None or the
- * batch's max timestamp. Keys and values are copied straight into their column (Arrow's
- * binary layout: data and int32 offsets [n+1]); offsets and timestamps are native int64
- * arrays, key_valid/value_valid one byte (0 or 1) a record. Every record is checked as
- * decode_records checks it (ValueError). */
-static PyObject *scan_columns(PyObject *self, PyObject *args) {
-    PyObject *parts;
-    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &parts)) return NULL;
-    Py_ssize_t nparts = PyList_GET_SIZE(parts);
-    typedef struct { Py_buffer view; Py_ssize_t count; long long base_offset, base_ts, fixed_ts; int fixed; } part_t;
-    part_t *ps = PyMem_Calloc(nparts ? nparts : 1, sizeof(part_t));
-    if (!ps) return PyErr_NoMemory();
-    Py_ssize_t n = 0, total = 0;
-    PyObject *out[8] = {0}, *result = NULL;
-    for (Py_ssize_t b = 0; b < nparts; b++) {
-        part_t *p = &ps[b];
-        PyObject *append_time;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(parts, b), "y*nLLO;parts holds (records, count, base_offset, "
-                              "base_timestamp, append_time) tuples", &p->view, &p->count, &p->base_offset,
-                              &p->base_ts, &append_time))
-            goto done;
-        if (p->count < 0 || p->count > p->view.len / 7) {
-            PyErr_Format(PyExc_ValueError, "record count %zd does not fit in %zd bytes of records", p->count,
-                         p->view.len);
-            goto done;
-        }
-        p->fixed = append_time != Py_None;
-        if (p->fixed && (p->fixed_ts = PyLong_AsLongLong(append_time)) == -1 && PyErr_Occurred()) goto done;
-        n += p->count;
-        total += p->view.len;
-    }
-    if (total > INT32_MAX) { PyErr_SetString(PyExc_OverflowError, "more than 2 GiB of records in one run"); goto done; }
-    out[0] = PyBytes_FromStringAndSize(NULL, n * 8);       /* offsets */
-    out[1] = PyBytes_FromStringAndSize(NULL, n * 8);       /* timestamps */
-    out[2] = PyBytes_FromStringAndSize(NULL, total);       /* key data: at most every byte, cut to size after */
-    out[3] = PyBytes_FromStringAndSize(NULL, (n + 1) * 4); /* key offsets */
-    out[4] = PyBytes_FromStringAndSize(NULL, n);           /* key valid */
-    out[5] = PyBytes_FromStringAndSize(NULL, total);       /* value data */
-    out[6] = PyBytes_FromStringAndSize(NULL, (n + 1) * 4); /* value offsets */
-    out[7] = PyBytes_FromStringAndSize(NULL, n);           /* value valid */
-    for (int k = 0; k < 8; k++) if (!out[k]) goto done;
-    int64_t *offsets = (int64_t *)PyBytes_AS_STRING(out[0]), *stamps = (int64_t *)PyBytes_AS_STRING(out[1]);
-    char *kd = PyBytes_AS_STRING(out[2]), *vd = PyBytes_AS_STRING(out[5]);
-    int32_t *ko = (int32_t *)PyBytes_AS_STRING(out[3]), *vo = (int32_t *)PyBytes_AS_STRING(out[6]);
-    char *kv = PyBytes_AS_STRING(out[4]), *vv = PyBytes_AS_STRING(out[7]);
-    int32_t kat = 0, vat = 0;
-    Py_ssize_t i = 0;
-    rec_t r;
-    for (Py_ssize_t b = 0; b < nparts; b++) {
-        const unsigned char *buf = ps[b].view.buf;
-        Py_ssize_t end = ps[b].view.len, pos = 0;
-        for (Py_ssize_t c = 0; c < ps[b].count; c++, i++) {
-            if (walk_record(buf, end, &pos, &r) < 0) goto done;
-            offsets[i] = ps[b].base_offset + r.off_delta;
-            stamps[i] = ps[b].fixed ? ps[b].fixed_ts : ps[b].base_ts + r.ts_delta;
-            ko[i] = kat; kv[i] = r.key_len >= 0;
-            if (r.key_len > 0) { memcpy(kd + kat, buf + r.key_pos, r.key_len); kat += (int32_t)r.key_len; }
-            vo[i] = vat; vv[i] = r.val_len >= 0;
-            if (r.val_len > 0) { memcpy(vd + vat, buf + r.val_pos, r.val_len); vat += (int32_t)r.val_len; }
-        }
-        if (pos != end) {
-            PyErr_SetString(PyExc_ValueError, "incorrect declared batch size, records still remaining in the batch");
-            goto done;
-        }
-    }
-    ko[n] = kat; vo[n] = vat;
-    if (_PyBytes_Resize(&out[2], kat) < 0 || _PyBytes_Resize(&out[5], vat) < 0) goto done;
-    result = PyTuple_New(8);
-    if (!result) goto done;
-    for (int k = 0; k < 8; k++) { PyTuple_SET_ITEM(result, k, out[k]); out[k] = NULL; }
-done:
-    for (Py_ssize_t b = 0; b < nparts; b++) if (ps[b].view.obj) PyBuffer_Release(&ps[b].view);  /* those taken */
-    PyMem_Free(ps);
-    for (int k = 0; k < 8; k++) Py_XDECREF(out[k]);
-    return result;
-}
+/* One batch of the ``parts`` the column scans take: (records, count, base_offset, base_timestamp,
+ * append_time), ``records`` its uncompressed record bytes (any buffer: a slice of the fetched bytes
+ * is not copied), ``append_time`` None or the batch's max timestamp (a LogAppendTime batch). */
+typedef struct { Py_buffer view; Py_ssize_t count; long long base_offset, base_ts, fixed_ts; int fixed; } part_t;
 
-/* A varint of at most max_bytes at *pp (below lim), zigzag-decoded; one- and two-byte varints (most
- * lengths and deltas) without a loop. 0 on success, else get_varint's -1 (ran off the end) or -2 (too long). */
-static inline int arrow_varint(const unsigned char **pp, const unsigned char *lim, int max_bytes, int64_t *out) {
-    const unsigned char *p = *pp;
-    if (p < lim && p[0] < 0x80) {
-        *out = (int64_t)(p[0] >> 1) ^ -(int64_t)(p[0] & 1);
-        *pp = p + 1;
-        return 0;
+/* parts[b] parsed into *p, its view taken (released by release_parts); -1 with the error set. */
+static int parse_part(PyObject *item, part_t *p) {
+    PyObject *append_time, *extra[2];            /* scan_batches' last offset and leader epoch, not read here */
+    if (!PyArg_ParseTuple(item, "y*nLLO|OO;parts holds (records, count, base_offset, base_timestamp, append_time) "
+                          "tuples", &p->view, &p->count, &p->base_offset, &p->base_ts, &append_time, &extra[0],
+                          &extra[1]))
+        return -1;
+    if (p->count < 0 || p->count > p->view.len / 7) {
+        PyErr_Format(PyExc_ValueError, "record count %zd does not fit in %zd bytes of records", p->count,
+                     p->view.len);
+        return -1;
     }
-    if (p + 1 < lim && p[1] < 0x80) {
-        uint64_t v = (uint64_t)(p[0] & 0x7F) | ((uint64_t)p[1] << 7);
-        *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-        *pp = p + 2;
-        return 0;
-    }
-    Py_ssize_t at = 0;
-    int rc = get_varint(p, lim - p, &at, max_bytes, out);
-    if (!rc) *pp = p + at;
-    return rc;
-}
-
-/* The key and value bytes of ``count`` records at p (below lim) added to *kbytes and *vbytes: a walk
- * reading only each record's length, deltas and key and value lengths. -1 when they do not parse within
- * the records' bounds (a record walk_record accepts always parses here). */
-static int sum_data_lengths(const unsigned char *p, const unsigned char *lim, Py_ssize_t count,
-                            Py_ssize_t *kbytes, Py_ssize_t *vbytes) {
-    int64_t length, delta, kl, vl;
-    for (Py_ssize_t c = 0; c < count; c++) {
-        if (arrow_varint(&p, lim, 5, &length) || length < 1 || length > lim - p) return -1;
-        const unsigned char *end = p + length, *q = p + 1;  /* past the attributes */
-        if (arrow_varint(&q, end, 10, &delta) || arrow_varint(&q, end, 5, &delta) || arrow_varint(&q, end, 5, &kl))
-            return -1;
-        if (kl > 0) {
-            if (kl > end - q) return -1;
-            q += kl;
-            *kbytes += kl;
-        }
-        if (arrow_varint(&q, end, 5, &vl)) return -1;
-        if (vl > 0) {
-            if (vl > end - q) return -1;
-            *vbytes += vl;
-        }
-        p = end;
-    }
+    p->fixed = append_time != Py_None;
+    if (p->fixed && (p->fixed_ts = PyLong_AsLongLong(append_time)) == -1 && PyErr_Occurred()) return -1;
     return 0;
 }
 
-/* scan_columns_exact(parts) -> scan_columns(parts)'s 8 bytes objects, the key and value data
- * allocated at their exact size: a first, light walk sums the key and value lengths
- * (sum_data_lengths) where scan_columns allocates the records' size for each and cuts it after.
- * A reader decoding fetch after fetch then takes no more memory than it returns, where
- * over-sized blocks are mapped and unmapped by the C library and their pages faulted in again
- * at every fetch. Same checks and errors as scan_columns. */
-static PyObject *scan_columns_exact(PyObject *self, PyObject *args) {
+static void release_parts(part_t *ps, Py_ssize_t nparts) {
+    for (Py_ssize_t b = 0; b < nparts; b++) if (ps[b].view.obj) PyBuffer_Release(&ps[b].view);  /* those taken */
+    PyMem_Free(ps);
+}
+
+/* Every part of ``parts`` parsed (parse_part), with the sum of their record counts and of their
+ * record bytes; NULL with the error set. */
+static part_t *parse_parts(PyObject *parts, Py_ssize_t *rows, Py_ssize_t *bytes) {
+    Py_ssize_t nparts = PyList_GET_SIZE(parts);
+    part_t *ps = PyMem_Calloc(nparts ? nparts : 1, sizeof(part_t));
+    if (!ps) return (part_t *)PyErr_NoMemory();
+    *rows = *bytes = 0;
+    for (Py_ssize_t b = 0; b < nparts; b++) {
+        if (parse_part(PyList_GET_ITEM(parts, b), &ps[b]) < 0) { release_parts(ps, nparts); return NULL; }
+        *rows += ps[b].count;
+        *bytes += ps[b].view.len;
+    }
+    if (*bytes > INT32_MAX) {
+        release_parts(ps, nparts);
+        PyErr_SetString(PyExc_OverflowError, "more than 2 GiB of records in one run");
+        return NULL;
+    }
+    return ps;
+}
+
+/* scan_columns(parts) -> (offsets, timestamps, key_data, key_offsets, key_valid, value_data,
+ *                         value_offsets, value_valid)
+ * The columnar decode of v2 batches (``parts``: part_t's tuples, one a batch): offsets and
+ * timestamps as native int64 arrays, keys and values in Arrow's binary layout (data and int32
+ * offsets [n+1]), key_valid/value_valid one byte (0 or 1) a record. One walk over the records
+ * checks each as decode_records checks it (ValueError) and notes where its key and value lie;
+ * the key and value data are then allocated at their exact size and gathered from there (the
+ * records just walked, still in the processor's cache). A reader decoding fetch after fetch so
+ * takes no more memory than it returns, where over-sized blocks are mapped and unmapped by the C
+ * library and their pages faulted in again at every fetch. */
+static PyObject *scan_columns(PyObject *self, PyObject *args) {
     PyObject *parts;
     if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &parts)) return NULL;
-    Py_ssize_t nparts = PyList_GET_SIZE(parts);
-    typedef struct { Py_buffer view; Py_ssize_t count; long long base_offset, base_ts, fixed_ts; int fixed; } part_t;
-    part_t *ps = PyMem_Calloc(nparts ? nparts : 1, sizeof(part_t));
-    if (!ps) return PyErr_NoMemory();
-    Py_ssize_t n = 0, total = 0, kbytes = 0, vbytes = 0;
+    Py_ssize_t nparts = PyList_GET_SIZE(parts), n = 0, total = 0;
+    part_t *ps = parse_parts(parts, &n, &total);
+    if (!ps) return NULL;
     PyObject *out[8] = {0}, *result = NULL;
-    rec_t r;
-    for (Py_ssize_t b = 0; b < nparts; b++) {
-        part_t *p = &ps[b];
-        PyObject *append_time;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(parts, b), "y*nLLO;parts holds (records, count, base_offset, "
-                              "base_timestamp, append_time) tuples", &p->view, &p->count, &p->base_offset,
-                              &p->base_ts, &append_time))
-            goto done;
-        if (p->count < 0 || p->count > p->view.len / 7) {
-            PyErr_Format(PyExc_ValueError, "record count %zd does not fit in %zd bytes of records", p->count,
-                         p->view.len);
-            goto done;
-        }
-        p->fixed = append_time != Py_None;
-        if (p->fixed && (p->fixed_ts = PyLong_AsLongLong(append_time)) == -1 && PyErr_Occurred()) goto done;
-        n += p->count;
-        total += p->view.len;
-        if (sum_data_lengths(p->view.buf, (const unsigned char *)p->view.buf + p->view.len, p->count, &kbytes,
-                             &vbytes) < 0) {
-            PyErr_SetString(PyExc_ValueError, "record lengths do not parse");
-            goto done;
-        }
-    }
-    if (total > INT32_MAX) { PyErr_SetString(PyExc_OverflowError, "more than 2 GiB of records in one run"); goto done; }
+    const unsigned char **at = PyMem_Malloc((n ? n : 1) * 2 * sizeof(*at));  /* each record's key and value */
+    if (!at) { PyErr_NoMemory(); goto done; }
     out[0] = PyBytes_FromStringAndSize(NULL, n * 8);       /* offsets */
     out[1] = PyBytes_FromStringAndSize(NULL, n * 8);       /* timestamps */
-    out[2] = PyBytes_FromStringAndSize(NULL, kbytes);      /* key data */
     out[3] = PyBytes_FromStringAndSize(NULL, (n + 1) * 4); /* key offsets */
     out[4] = PyBytes_FromStringAndSize(NULL, n);           /* key valid */
-    out[5] = PyBytes_FromStringAndSize(NULL, vbytes);      /* value data */
     out[6] = PyBytes_FromStringAndSize(NULL, (n + 1) * 4); /* value offsets */
     out[7] = PyBytes_FromStringAndSize(NULL, n);           /* value valid */
-    for (int k = 0; k < 8; k++) if (!out[k]) goto done;
+    if (!(out[0] && out[1] && out[3] && out[4] && out[6] && out[7])) goto done;
     int64_t *offsets = (int64_t *)PyBytes_AS_STRING(out[0]), *stamps = (int64_t *)PyBytes_AS_STRING(out[1]);
-    char *kd = PyBytes_AS_STRING(out[2]), *vd = PyBytes_AS_STRING(out[5]);
     int32_t *ko = (int32_t *)PyBytes_AS_STRING(out[3]), *vo = (int32_t *)PyBytes_AS_STRING(out[6]);
     char *kv = PyBytes_AS_STRING(out[4]), *vv = PyBytes_AS_STRING(out[7]);
     int32_t kat = 0, vat = 0;
     Py_ssize_t i = 0;
-    for (Py_ssize_t b = 0; b < nparts; b++) {
-        const unsigned char *buf = ps[b].view.buf;
-        Py_ssize_t end = ps[b].view.len, pos = 0;
-        for (Py_ssize_t c = 0; c < ps[b].count; c++, i++) {
-            if (walk_record(buf, end, &pos, &r) < 0) goto done;
-            offsets[i] = ps[b].base_offset + r.off_delta;
-            stamps[i] = ps[b].fixed ? ps[b].fixed_ts : ps[b].base_ts + r.ts_delta;
-            if (kat + r.key_len > kbytes || vat + r.val_len > vbytes) {  /* not the lengths first read */
-                PyErr_SetString(PyExc_ValueError, "record lengths changed between two walks");
-                goto done;
-            }
-            ko[i] = kat; kv[i] = r.key_len >= 0;
-            if (r.key_len > 0) { memcpy(kd + kat, buf + r.key_pos, r.key_len); kat += (int32_t)r.key_len; }
-            vo[i] = vat; vv[i] = r.val_len >= 0;
-            if (r.val_len > 0) { memcpy(vd + vat, buf + r.val_pos, r.val_len); vat += (int32_t)r.val_len; }
+    rec_t r;
+    for (Py_ssize_t b = 0; b < nparts; b++) {              /* the walk: every field but the data */
+        const part_t *p = &ps[b];
+        const unsigned char *buf = p->view.buf, *q = buf, *end = buf + p->view.len;
+        for (Py_ssize_t c = 0; c < p->count; c++, i++) {
+            if (!(q = parse_record(q, end, &r, buf))) goto done;
+            offsets[i] = p->base_offset + r.off_delta;
+            stamps[i] = p->fixed ? p->fixed_ts : p->base_ts + r.ts_delta;
+            ko[i] = kat; kv[i] = r.key_len >= 0; at[2 * i] = buf + r.key_pos;
+            if (r.key_len > 0) kat += (int32_t)r.key_len;
+            vo[i] = vat; vv[i] = r.val_len >= 0; at[2 * i + 1] = buf + r.val_pos;
+            if (r.val_len > 0) vat += (int32_t)r.val_len;
         }
-        if (pos != end) {
+        if (q != end) {
             PyErr_SetString(PyExc_ValueError, "incorrect declared batch size, records still remaining in the batch");
             goto done;
         }
     }
     ko[n] = kat; vo[n] = vat;
+    out[2] = PyBytes_FromStringAndSize(NULL, kat);         /* key data */
+    out[5] = PyBytes_FromStringAndSize(NULL, vat);         /* value data */
+    if (!out[2] || !out[5]) goto done;
+    char *kd = PyBytes_AS_STRING(out[2]), *vd = PyBytes_AS_STRING(out[5]);
+    for (i = 0; i < n; i++) {                              /* the gather */
+        memcpy(kd + ko[i], at[2 * i], ko[i + 1] - ko[i]);
+        memcpy(vd + vo[i], at[2 * i + 1], vo[i + 1] - vo[i]);
+    }
     result = PyTuple_New(8);
     if (!result) goto done;
     for (int k = 0; k < 8; k++) { PyTuple_SET_ITEM(result, k, out[k]); out[k] = NULL; }
 done:
-    for (Py_ssize_t b = 0; b < nparts; b++) if (ps[b].view.obj) PyBuffer_Release(&ps[b].view);  /* those taken */
-    PyMem_Free(ps);
+    release_parts(ps, nparts);
+    PyMem_Free(at);
     for (int k = 0; k < 8; k++) Py_XDECREF(out[k]);
     return result;
 }
 
-/* One record of a v2 batch for scan_arrow, checked as walk_record checks it (ValueError with the same
- * messages); headers are skipped. Returns the record's end, NULL on error. */
-static const unsigned char *arrow_record(const unsigned char *p, const unsigned char *end, rec_t *r,
-                                         const unsigned char *base) {
-    int64_t length, v;
-    int rc;
-    if ((rc = arrow_varint(&p, end, 5, &length))) goto bad_varint;
-    if (length < 6 || length > end - p) {
-        PyErr_Format(PyExc_ValueError, "invalid record size %lld at byte %zd of the records", (long long)length,
-                     (Py_ssize_t)(p - base));
-        return NULL;
-    }
-    const unsigned char *rec_end = p + length;
-    p++;                                         /* attributes */
-    if ((rc = arrow_varint(&p, rec_end, 10, &r->ts_delta))) goto bad_varint;
-    if ((rc = arrow_varint(&p, rec_end, 5, &r->off_delta))) goto bad_varint;
-    if ((rc = arrow_varint(&p, rec_end, 5, &v))) goto bad_varint;
-    if (v < -1 || (v > 0 && v > rec_end - p)) {
-        PyErr_Format(PyExc_ValueError, "invalid key length %lld", (long long)v); return NULL;
-    }
-    r->key_pos = p - base; r->key_len = (Py_ssize_t)v; if (v > 0) p += v;
-    if ((rc = arrow_varint(&p, rec_end, 5, &v))) goto bad_varint;
-    if (v < -1 || (v > 0 && v > rec_end - p)) {
-        PyErr_Format(PyExc_ValueError, "invalid value length %lld", (long long)v); return NULL;
-    }
-    r->val_pos = p - base; r->val_len = (Py_ssize_t)v; if (v > 0) p += v;
-    if ((rc = arrow_varint(&p, rec_end, 5, &v))) goto bad_varint;
-    if (v < 0 || v > rec_end - p) {
-        PyErr_Format(PyExc_ValueError, "invalid header count %lld", (long long)v); return NULL;
-    }
-    for (int64_t h = 0; h < v; h++) {            /* skip headers, checking their lengths */
-        int64_t hl;
-        if ((rc = arrow_varint(&p, rec_end, 5, &hl))) goto bad_varint;
-        if (hl < 0 || hl > rec_end - p) {
-            PyErr_Format(PyExc_ValueError, "invalid header key length %lld", (long long)hl); return NULL;
-        }
-        p += hl;
-        if ((rc = arrow_varint(&p, rec_end, 5, &hl))) goto bad_varint;
-        if (hl < -1 || (hl > 0 && hl > rec_end - p)) {
-            PyErr_Format(PyExc_ValueError, "invalid header value length %lld", (long long)hl); return NULL;
-        }
-        if (hl > 0) p += hl;
-    }
-    if (p != rec_end) {
-        PyErr_Format(PyExc_ValueError, "invalid record size: expected to read %lld bytes but read %lld",
-                     (long long)length, (long long)(length + (p - rec_end)));
-        return NULL;
-    }
-    return rec_end;
-bad_varint:
-    if (rc == -2) PyErr_SetString(PyExc_ValueError, "varint is longer than its maximum size");
-    else PyErr_SetString(PyExc_ValueError, "records end before the declared record count (premature EOF)");
-    return NULL;
+/* The Arrow buffers scan_arrow and scan_arrow_batches fill (offsets int64, timestamps int64 in
+ * microseconds, timestamp types int32, key offsets int32, key validity bitmap, key data, value
+ * offsets int32, value validity bitmap, value data), their room, and where the next row goes. */
+enum { A_OFFSETS, A_STAMPS, A_TYPES, A_KOFF, A_KBITS, A_KDATA, A_VOFF, A_VBITS, A_VDATA, A_COUNT };
+enum { F_ROW, F_KEY_AT, F_VALUE_AT, F_KEY_NULLS, F_VALUE_NULLS, F_COUNT };
+typedef struct {
+    Py_buffer ob[A_COUNT];
+    int taken;
+    Py_ssize_t rows, kcap, vcap;                 /* room: rows, key bytes, value bytes */
+    Py_ssize_t fill[F_COUNT];                    /* row, key_at, value_at, key_nulls, value_nulls */
+} arrow_out_t;
+
+static void release_arrow(arrow_out_t *o) {
+    for (int k = 0; k < o->taken; k++) PyBuffer_Release(&o->ob[k]);
+    o->taken = 0;
 }
 
-/* scan_arrow(parts, outs, row, key_at, value_at, key_nulls, value_nulls)
- *     -> (row, key_at, value_at, key_nulls, value_nulls)
- * scan_columns' walk, written into Arrow buffers the caller allocated (from pyarrow's memory pool,
- * whose pages are reused from one read to the next) instead of new bytes objects. ``parts`` is
- * scan_columns'; ``outs`` the writable buffers (offsets int64, timestamps int64 in microseconds,
- * timestamp types int32, key offsets int32, key validity bitmap, key data, value offsets int32,
- * value validity bitmap, value data), filled from row ``row`` and data positions ``key_at`` /
- * ``value_at`` on (the offsets' entry ``row`` is written too), ``key_nulls`` / ``value_nulls`` the
- * nulls of the rows before: a bitmap is written only once its column has a null. Returns where
- * the next call goes on. Every record is checked as decode_records checks it and every write is
- * bounded by its buffer's size (ValueError, nothing returned). */
-enum { A_OFFSETS, A_STAMPS, A_TYPES, A_KOFF, A_KBITS, A_KDATA, A_VOFF, A_VBITS, A_VDATA, A_COUNT };
+/* The writable buffers of ``outs`` (a tuple of A_COUNT) and the fill of ``fill`` (a list of
+ * F_COUNT ints), checked against each other; -1 with the error set (buffers released). */
+static int take_arrow(PyObject *outs, PyObject *fill, arrow_out_t *o) {
+    o->taken = 0;
+    if (!PyTuple_Check(outs) || PyTuple_GET_SIZE(outs) != A_COUNT || !PyList_Check(fill) ||
+        PyList_GET_SIZE(fill) != F_COUNT) {
+        PyErr_SetString(PyExc_TypeError, "Arrow buffers: a tuple of 9 buffers and a list of 5 ints");
+        return -1;
+    }
+    for (int k = 0; k < F_COUNT; k++) {
+        if ((o->fill[k] = PyLong_AsSsize_t(PyList_GET_ITEM(fill, k))) == -1 && PyErr_Occurred()) return -1;
+    }
+    for (; o->taken < A_COUNT; o->taken++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(outs, o->taken), &o->ob[o->taken], PyBUF_WRITABLE) < 0) {
+            release_arrow(o);
+            return -1;
+        }
+    }
+    Py_buffer *ob = o->ob;
+    Py_ssize_t rows = o->rows = ob[A_OFFSETS].len / 8, *f = o->fill;
+    o->kcap = ob[A_KDATA].len; o->vcap = ob[A_VDATA].len;
+    if (f[F_ROW] < 0 || f[F_KEY_AT] < 0 || f[F_VALUE_AT] < 0 || f[F_KEY_NULLS] < 0 || f[F_VALUE_NULLS] < 0 ||
+        f[F_KEY_NULLS] > f[F_ROW] || f[F_VALUE_NULLS] > f[F_ROW] || f[F_ROW] > rows || ob[A_STAMPS].len / 8 < rows ||
+        ob[A_TYPES].len / 4 < rows || ob[A_KOFF].len / 4 < rows + 1 || ob[A_VOFF].len / 4 < rows + 1 ||
+        ob[A_KBITS].len * 8 < rows || ob[A_VBITS].len * 8 < rows || f[F_KEY_AT] > o->kcap ||
+        f[F_VALUE_AT] > o->vcap || o->kcap > INT32_MAX || o->vcap > INT32_MAX) {
+        release_arrow(o);
+        PyErr_SetString(PyExc_ValueError, "Arrow buffers too small for their rows");
+        return -1;
+    }
+    ((int32_t *)ob[A_KOFF].buf)[f[F_ROW]] = (int32_t)f[F_KEY_AT];
+    ((int32_t *)ob[A_VOFF].buf)[f[F_ROW]] = (int32_t)f[F_VALUE_AT];
+    return 0;
+}
+
+/* The fill written back into ``fill`` and the buffers released; -1 with the error set. */
+static int put_arrow(arrow_out_t *o, PyObject *fill) {
+    release_arrow(o);
+    for (int k = 0; k < F_COUNT; k++) {
+        PyObject *v = PyLong_FromSsize_t(o->fill[k]);
+        if (!v || PyList_SetItem(fill, k, v) < 0) return -1;
+    }
+    return 0;
+}
 
 static inline void arrow_bit(unsigned char *bits, Py_ssize_t i, int set) {
     unsigned char mask = (unsigned char)(1u << (i & 7));
@@ -1049,87 +964,172 @@ static inline void arrow_valid(unsigned char *bits, Py_ssize_t i, int valid, Py_
     ++*nulls;
 }
 
-static PyObject *scan_arrow(PyObject *self, PyObject *args) {
-    PyObject *parts, *outs;
-    Py_ssize_t row, key_at, value_at, key_nulls, value_nulls;
-    if (!PyArg_ParseTuple(args, "O!O!nnnnn", &PyList_Type, &parts, &PyTuple_Type, &outs, &row, &key_at, &value_at,
-                          &key_nulls, &value_nulls))
-        return NULL;
-    if (PyTuple_GET_SIZE(outs) != A_COUNT) {
-        PyErr_SetString(PyExc_TypeError, "scan_arrow: outs holds 9 buffers");
-        return NULL;
+/* The ``count`` records of one batch (its record bytes at base, len bytes) decoded after the rows
+ * of o, each checked as decode_records checks it and every write bounded by its buffer's room
+ * (ValueError); -1 on error. */
+static int arrow_rows(arrow_out_t *o, const unsigned char *base, Py_ssize_t len, Py_ssize_t count,
+                      long long base_offset, long long base_ts, int fixed, long long fixed_ts) {
+    /* locals, not o's fields: the writes through the int64 buffers could alias them */
+    Py_ssize_t *f = o->fill, row = f[F_ROW], key_at = f[F_KEY_AT], value_at = f[F_VALUE_AT];
+    Py_ssize_t key_nulls = f[F_KEY_NULLS], value_nulls = f[F_VALUE_NULLS], kcap = o->kcap, vcap = o->vcap;
+    if (count < 0 || count > len / 7 || count > o->rows - row) {
+        PyErr_Format(PyExc_ValueError, "record count %zd does not fit in %zd bytes of records or the rows left",
+                     count, len);
+        return -1;
     }
-    Py_buffer ob[A_COUNT];
-    int taken = 0;
-    PyObject *result = NULL;
-    for (; taken < A_COUNT; taken++) {
-        if (PyObject_GetBuffer(PyTuple_GET_ITEM(outs, taken), &ob[taken], PyBUF_WRITABLE) < 0) goto done;
-    }
-    Py_ssize_t rows = ob[A_OFFSETS].len / 8;
-    if (row < 0 || key_at < 0 || value_at < 0 || key_nulls < 0 || value_nulls < 0 || key_nulls > row ||
-        value_nulls > row || ob[A_STAMPS].len / 8 < rows || ob[A_TYPES].len / 4 < rows ||
-        ob[A_KOFF].len / 4 < rows + 1 || ob[A_VOFF].len / 4 < rows + 1 || ob[A_KBITS].len * 8 < rows ||
-        ob[A_VBITS].len * 8 < rows || key_at > ob[A_KDATA].len || value_at > ob[A_VDATA].len ||
-        ob[A_KDATA].len > INT32_MAX || ob[A_VDATA].len > INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "scan_arrow: buffers too small for their rows");
-        goto done;
-    }
+    Py_buffer *ob = o->ob;
     int64_t *offsets = ob[A_OFFSETS].buf, *stamps = ob[A_STAMPS].buf;
-    int32_t *types = ob[A_TYPES].buf, *ko = ob[A_KOFF].buf, *vo = ob[A_VOFF].buf;
+    int32_t *types = ob[A_TYPES].buf, *ko = ob[A_KOFF].buf, *vo = ob[A_VOFF].buf, type = fixed ? 1 : 0;
     unsigned char *kbits = ob[A_KBITS].buf, *vbits = ob[A_VBITS].buf;
     char *kd = ob[A_KDATA].buf, *vd = ob[A_VDATA].buf;
-    Py_ssize_t kcap = ob[A_KDATA].len, vcap = ob[A_VDATA].len;
-    if (row < rows) { ko[row] = (int32_t)key_at; vo[row] = (int32_t)value_at; }
-    Py_ssize_t nparts = PyList_GET_SIZE(parts);
+    const unsigned char *p = base, *end = base + len;
     rec_t r;
-    for (Py_ssize_t b = 0; b < nparts; b++) {
-        Py_buffer view;
-        Py_ssize_t count;
-        long long base_offset, base_ts, fixed_ts = 0;
-        PyObject *append_time;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(parts, b), "y*nLLO;parts holds (records, count, base_offset, "
-                              "base_timestamp, append_time) tuples", &view, &count, &base_offset, &base_ts,
-                              &append_time))
-            goto done;
-        int fixed = append_time != Py_None;
-        if (fixed && (fixed_ts = PyLong_AsLongLong(append_time)) == -1 && PyErr_Occurred()) {
-            PyBuffer_Release(&view);
-            goto done;
+    for (Py_ssize_t c = 0; c < count; c++, row++) {
+        if (!(p = parse_record(p, end, &r, base))) return -1;
+        if ((r.key_len > 0 && r.key_len > kcap - key_at) || (r.val_len > 0 && r.val_len > vcap - value_at)) {
+            PyErr_SetString(PyExc_ValueError, "Arrow data buffers too small");
+            return -1;
         }
-        if (count < 0 || count > view.len / 7 || count > rows - row) {
-            PyErr_Format(PyExc_ValueError, "record count %zd does not fit in %zd bytes of records or the rows left",
-                         count, view.len);
-            PyBuffer_Release(&view);
-            goto done;
-        }
-        const unsigned char *base = view.buf, *p = base, *end = base + view.len;
-        int32_t type = fixed ? 1 : 0;
-        for (Py_ssize_t c = 0; c < count; c++, row++) {
-            if (!(p = arrow_record(p, end, &r, base))) { PyBuffer_Release(&view); goto done; }
-            if ((r.key_len > 0 && r.key_len > kcap - key_at) || (r.val_len > 0 && r.val_len > vcap - value_at)) {
-                PyErr_SetString(PyExc_ValueError, "scan_arrow: data buffers too small");
-                PyBuffer_Release(&view);
-                goto done;
-            }
-            offsets[row] = base_offset + r.off_delta;
-            stamps[row] = (fixed ? fixed_ts : base_ts + r.ts_delta) * 1000;
-            types[row] = type;
-            arrow_valid(kbits, row, r.key_len >= 0, &key_nulls);
-            arrow_valid(vbits, row, r.val_len >= 0, &value_nulls);
-            if (r.key_len > 0) { memcpy(kd + key_at, base + r.key_pos, r.key_len); key_at += r.key_len; }
-            if (r.val_len > 0) { memcpy(vd + value_at, base + r.val_pos, r.val_len); value_at += r.val_len; }
-            ko[row + 1] = (int32_t)key_at;
-            vo[row + 1] = (int32_t)value_at;
-        }
-        PyBuffer_Release(&view);
-        if (p != end) {
-            PyErr_SetString(PyExc_ValueError, "incorrect declared batch size, records still remaining in the batch");
-            goto done;
-        }
+        offsets[row] = base_offset + r.off_delta;
+        stamps[row] = (fixed ? fixed_ts : base_ts + r.ts_delta) * 1000;
+        types[row] = type;
+        arrow_valid(kbits, row, r.key_len >= 0, &key_nulls);
+        arrow_valid(vbits, row, r.val_len >= 0, &value_nulls);
+        if (r.key_len > 0) { memcpy(kd + key_at, base + r.key_pos, r.key_len); key_at += r.key_len; }
+        if (r.val_len > 0) { memcpy(vd + value_at, base + r.val_pos, r.val_len); value_at += r.val_len; }
+        ko[row + 1] = (int32_t)key_at;
+        vo[row + 1] = (int32_t)value_at;
     }
-    result = Py_BuildValue("(nnnnn)", row, key_at, value_at, key_nulls, value_nulls);
+    if (p != end) {
+        PyErr_SetString(PyExc_ValueError, "incorrect declared batch size, records still remaining in the batch");
+        return -1;
+    }
+    f[F_ROW] = row; f[F_KEY_AT] = key_at; f[F_VALUE_AT] = value_at;
+    f[F_KEY_NULLS] = key_nulls; f[F_VALUE_NULLS] = value_nulls;
+    return 0;
+}
+
+/* scan_arrow(parts, outs, fill) -> None
+ * The records of ``parts`` (scan_columns') written into Arrow buffers the caller allocated (from
+ * pyarrow's memory pool, whose pages are reused from one read to the next) instead of new bytes
+ * objects: ``outs`` the 9 writable buffers of arrow_out_t, filled from ``fill`` = [row, key_at,
+ * value_at, key_nulls, value_nulls] on (the offsets' entry ``row`` is written too; a bitmap is
+ * written only once its column has a null), ``fill`` updated to where the next call goes on.
+ * Every record is checked as decode_records checks it and every write is bounded by its buffer's
+ * size (ValueError). */
+static PyObject *scan_arrow(PyObject *self, PyObject *args) {
+    PyObject *parts, *outs, *fill;
+    if (!PyArg_ParseTuple(args, "O!OO", &PyList_Type, &parts, &outs, &fill)) return NULL;
+    arrow_out_t o;
+    if (take_arrow(outs, fill, &o) < 0) return NULL;
+    Py_ssize_t nparts = PyList_GET_SIZE(parts);
+    for (Py_ssize_t b = 0; b < nparts; b++) {
+        part_t p = {0};
+        int rc = parse_part(PyList_GET_ITEM(parts, b), &p);
+        if (!rc) rc = arrow_rows(&o, p.view.buf, p.view.len, p.count, p.base_offset, p.base_ts, p.fixed, p.fixed_ts);
+        if (p.view.obj) PyBuffer_Release(&p.view);
+        if (rc < 0) { release_arrow(&o); return NULL; }
+    }
+    if (put_arrow(&o, fill) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* scan_batches(view, position, bounds, walk, crc) -> (used, other, parts)
+ * The whole v2 batches at the start of ``view`` (a memoryview of bytes read at file ``position``)
+ * walked as FetchData.data_batch_chunks walks them, in one call: ``parts`` holds, for each batch
+ * whose records a read returns, the ``parts`` tuple of scan_columns and scan_arrow (records, a
+ * view of ``view``; count; base offset; base timestamp; append time or None) followed by its last
+ * offset and partition leader epoch. ``bounds`` = (lo, hi, end_offset) (-1: none): a batch ending
+ * below lo or starting at hi or beyond is passed over; every batch's offsets must follow the last
+ * one's, walk[0], and stay below end_offset. ``walk`` = [last offset, next offset, end position of
+ * the last whole batch (-1: none)], updated as batches pass. ``crc`` is crc32c.crc32c: every batch
+ * read has its CRC checked; control batches are checked and passed over. Returns the bytes of
+ * the whole batches taken and ``other``: True when the walk stopped at a batch for the general
+ * path, data_batch_chunks (a legacy or compressed batch, or a size, CRC or offset that cannot be
+ * right, which that path reports), False when the view ends (inside a batch, or at its end). */
+enum { WALK_LAST, WALK_NEXT, WALK_END, WALK_COUNT };
+
+static inline uint64_t be_at(const unsigned char *p, int bytes) {
+    uint64_t v = 0;
+    for (int k = 0; k < bytes; k++) v = (v << 8) | p[k];
+    return v;
+}
+
+/* The CRC-32C of the batch at b (size bytes) by ``crc``, compared with its stored one: 1 when they
+ * match, 0 when not, -1 with the error set. */
+static int batch_crc_matches(PyObject *crc, const unsigned char *b, int64_t size) {
+    PyObject *bytes = PyMemoryView_FromMemory((char *)b + 21, (Py_ssize_t)size - 21, PyBUF_READ);
+    PyObject *sum = bytes ? PyObject_CallOneArg(crc, bytes) : NULL;
+    Py_XDECREF(bytes);
+    if (!sum) return -1;
+    unsigned long computed = PyLong_AsUnsignedLong(sum);
+    Py_DECREF(sum);
+    if (computed == (unsigned long)-1 && PyErr_Occurred()) return -1;
+    return computed == (unsigned long)be_at(b + 17, 4);
+}
+
+/* The ``parts`` tuple of the batch at byte pos of view (b, size bytes); NULL with the error set. */
+static PyObject *batch_part(PyObject *view, Py_ssize_t pos, const unsigned char *b, int64_t size, int64_t last) {
+    PyObject *records = PySequence_GetSlice(view, pos + 61, pos + (Py_ssize_t)size);
+    if (!records) return NULL;
+    int attributes = (int)be_at(b + 21, 2) & 0xFF;
+    PyObject *append_time = attributes & 0x08 ? PyLong_FromLongLong((int64_t)be_at(b + 35, 8)) : Py_NewRef(Py_None);
+    PyObject *part = append_time ? Py_BuildValue("(NiLLNLi)", records, (int32_t)be_at(b + 57, 4),
+                                                 (long long)(int64_t)be_at(b, 8), (long long)(int64_t)be_at(b + 27, 8),
+                                                 append_time, (long long)last, (int32_t)be_at(b + 12, 4))
+                                 : NULL;
+    if (!append_time) Py_DECREF(records);
+    return part;
+}
+
+static PyObject *scan_batches(PyObject *self, PyObject *args) {
+    PyObject *view, *walk, *crc;
+    long long position, lo, hi, end_offset;
+    if (!PyArg_ParseTuple(args, "O!L(LLL)O!O", &PyMemoryView_Type, &view, &position, &lo, &hi, &end_offset,
+                          &PyList_Type, &walk, &crc))
+        return NULL;
+    long long state[WALK_COUNT];
+    if (PyList_GET_SIZE(walk) != WALK_COUNT) { PyErr_SetString(PyExc_TypeError, "walk holds 3 ints"); return NULL; }
+    for (int k = 0; k < WALK_COUNT; k++) {
+        if ((state[k] = PyLong_AsLongLong(PyList_GET_ITEM(walk, k))) == -1 && PyErr_Occurred()) return NULL;
+    }
+    Py_buffer *vb = PyMemoryView_GET_BUFFER(view);
+    if (!PyBuffer_IsContiguous(vb, 'C')) { PyErr_SetString(PyExc_TypeError, "view is not contiguous"); return NULL; }
+    PyObject *parts = PyList_New(0), *result = NULL;
+    if (!parts) return NULL;
+    const unsigned char *buf = vb->buf;
+    Py_ssize_t pos = 0, n = vb->len;
+    int other = 0;
+    while (n - pos >= 17) {                      /* base offset, length, leader epoch, magic */
+        const unsigned char *b = buf + pos;
+        int64_t size = (int64_t)(int32_t)be_at(b + 8, 4) + 12;
+        if (b[16] != 2 || size < 61) { other = 1; break; }
+        if (size > n - pos) break;               /* the view ends inside it */
+        int64_t base = (int64_t)be_at(b, 8), last = base + (int32_t)be_at(b + 23, 4);
+        int attributes = (int)be_at(b + 21, 2) & 0xFF;
+        if (base <= state[WALK_LAST] || last < base || (end_offset >= 0 && last >= end_offset)) { other = 1; break; }
+        if (last >= lo && !(hi >= 0 && base >= hi)) {    /* read: its CRC checked */
+            if (!(attributes & 0x20) && ((attributes & 0x07) || (int32_t)be_at(b + 57, 4) < 0)) { other = 1; break; }
+            int matches = batch_crc_matches(crc, b, size);
+            if (matches < 0) goto done;
+            if (!matches) { other = 1; break; }
+            if (!(attributes & 0x20)) {          /* not a control batch */
+                PyObject *part = batch_part(view, pos, b, size, last);
+                if (!part || PyList_Append(parts, part) < 0) { Py_XDECREF(part); goto done; }
+                Py_DECREF(part);
+            }
+        }
+        state[WALK_LAST] = last;
+        if (last + 1 > state[WALK_NEXT]) { state[WALK_NEXT] = last + 1; state[WALK_END] = position + pos + size; }
+        pos += (Py_ssize_t)size;
+    }
+    for (int k = 0; k < WALK_COUNT; k++) {
+        PyObject *v = PyLong_FromLongLong(state[k]);
+        if (!v || PyList_SetItem(walk, k, v) < 0) goto done;
+    }
+    result = Py_BuildValue("(nOO)", pos, other ? Py_True : Py_False, parts);
 done:
-    for (int k = 0; k < taken; k++) PyBuffer_Release(&ob[k]);
+    Py_DECREF(parts);
     return result;
 }
 
@@ -1283,11 +1283,10 @@ static PyMethodDef methods[] = {
      "An uncompressed v2 batch of values or (key, value) tuples, one timestamp: header (CRC 0) and records."},
     {"scan_records", scan_records, METH_VARARGS, "Field positions of every v2 record, as native arrays."},
     {"scan_columns", scan_columns, METH_VARARGS,
-     "Decode v2 batches' records into columns: offsets, timestamps, keys and values in Arrow's layout."},
-    {"scan_columns_exact", scan_columns_exact, METH_VARARGS,
-     "scan_columns with the key and value data allocated at their exact size (the records walked twice)."},
-    {"scan_arrow", scan_arrow, METH_VARARGS,
-     "Decode v2 batches' records into caller-allocated Arrow buffers: offsets, timestamps, keys, values."},
+     "Columnar decode of v2 batches: offsets, timestamps, Arrow binary keys and values."},
+    {"scan_arrow", scan_arrow, METH_VARARGS, "scan_columns into caller-allocated Arrow buffers, from a given row on."},
+    {"scan_batches", scan_batches, METH_VARARGS,
+     "Walk the whole v2 batches of a read (headers, offsets, CRCs) into scan_columns' parts."},
     {"decode_records", decode_records, METH_VARARGS,
      "Decode v2 records into Record objects; optional topic, partition, timestamp_type stamped on each."},
     {"freed_as_record", freed_as_record, METH_O,

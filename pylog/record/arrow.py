@@ -40,21 +40,23 @@ def read_arrow(log, start_offset: int | None = None, end_offset: int | None = No
     ``isolation`` is that of :meth:`Log.read`; ``"committed"`` leaves out aborted
     transactions. ``max_bytes`` bounds one fetch; the table holds everything read, one
     record batch a fetch. With the C speedups and without headers, each fetch is read in
-    cache-sized chunks (``FetchData.data_batch_chunks``) and decoded straight into buffers
-    of pyarrow's memory pool (``scan_arrow``). Every batch's CRC is checked.
-    Cost: O(bytes) in C plus O(batches) light Python steps; memory about the size of the
-    keys and values read. Reads only.
+    cache-sized chunks and its batches, headers, CRCs and records, decoded by one C call a
+    chunk straight into buffers of pyarrow's memory pool (``FetchData.walk_whole_batches``
+    with ``scan_batches``, then ``scan_arrow``); a fetch holding a compressed or legacy
+    batch is decoded batch by batch (``FetchData.data_batch_chunks``). Every batch's CRC is
+    checked. Cost: O(bytes) in C plus O(fetches + chunks) light Python steps (O(batches)
+    for compressed ones); memory about the size of the keys and values read. Reads only.
     """
     pa = require("pyarrow", "Log.read_arrow")
     # Imported on first use: columnar imports numpy (~0.1 s), and every Log imports this module.
     from pylog.record.columnar import arrow_schema
     schema = arrow_schema(pa, include_headers)
-    scan = None if include_headers else backend.c_function("scan_arrow")
+    scans = (backend.c_function("scan_batches"), backend.c_function("scan_arrow"))  # (None, None) without C
     batches = []
     place = _Place(pa, log.topic, log.partition)
     for fetch in _fetches(log, start_offset, end_offset, isolation, max_bytes):
-        if scan is not None:
-            batch = _fetch_arrow(pa, scan, fetch, place, schema, end_offset)
+        if scans[0] is not None and not include_headers:
+            batch = _fetch_arrow(pa, scans, fetch, place, schema, end_offset)
         else:
             cols = fetch.columns(include_headers=include_headers)
             if end_offset is not None and cols.num_rows and cols.offsets[-1] >= end_offset:
@@ -92,63 +94,91 @@ def _fetches(log, start_offset, end_offset, isolation: str, max_bytes: int):
         offset = nxt
 
 
-def _fetch_arrow(pa, scan, fetch, place: "_Place", schema, end_offset: int | None):
+def _fetch_arrow(pa, scans, fetch, place: "_Place", schema, end_offset: int | None):
     """One fetch's rows below ``end_offset`` as a ``pyarrow.RecordBatch`` (None when it holds
-    no data records): its batches a cache-sized chunk at a time, each chunk's records decoded
-    by one C call into :class:`_ArrowColumns`. A fetch holding a legacy (magic 0/1) entry, rare in bulk data,
-    is decoded through ``FetchData.columns``; a structure fault re-decodes the chunk with the
-    object decoder, whose error names the batch."""
-    from pylog.record.columnar import _decode_run
+    no data records), by :func:`_fetch_arrow_walked`; a fetch holding a batch that walk
+    leaves to the general path is decoded again batch by batch (:func:`_fetch_arrow_batches`)."""
+    walk, scan = scans
     out = _ArrowColumns(pa, fetch.size_bytes)
-    for chunk in fetch.data_batch_chunks():
-        if any(b.magic != 2 for b in chunk):
+    if not _fetch_arrow_walked(walk, scan, fetch, out):
+        out = _ArrowColumns(pa, fetch.size_bytes)
+        if not _fetch_arrow_batches(scan, fetch, out):
             cols = fetch.columns()
             if end_offset is not None and cols.num_rows and cols.offsets[-1] >= end_offset:
                 cols = cols.slice(cols.offsets < end_offset)
             return cols.to_arrow(place.topic, place.partition, include_headers=False) if cols.num_rows else None
-        try:
-            out.scan(scan, [(b.payload(fetch.path) if b.attributes & ATTR_COMPRESSION_MASK
-                             else b.raw()[BATCH_HEADER_BYTES:], b.record_count, b.base_offset, b.base_timestamp,
-                             b.max_timestamp if b.attributes & ATTR_TIMESTAMP_TYPE else None) for b in chunk])
-        except ValueError:
-            _decode_run(chunk, False, fetch.path)  # raises InvalidRecordError naming the batch
-            raise InvalidRecordError("record batch structure does not decode", position=chunk[0].position,
-                                     path=fetch.path) from None
     if not out.rows:
         return None
     hi = fetch.next_offset if end_offset is None else min(fetch.next_offset, end_offset)
     return out.record_batch(place, schema, fetch.first_offset, hi)
 
 
+def _fetch_arrow_walked(walk, scan, fetch, out: "_ArrowColumns") -> bool:
+    """The data batches of ``fetch`` decoded into ``out``: walked a read chunk at a time in C
+    (``FetchData.batch_parts``), each chunk's records decoded by one C call (``scan_arrow``).
+    False when the walk leaves a batch to the general path or a record does not decode."""
+    for parts in fetch.batch_parts(walk):
+        if parts is None or not out.scan(scan, parts):
+            return False
+    return True
+
+
+def _fetch_arrow_batches(scan, fetch, out: "_ArrowColumns") -> bool:
+    """The data batches of ``fetch`` decoded into ``out`` a cache-sized chunk at a time, each
+    chunk's records by one C call (``scan_arrow``; a compressed batch decompressed first).
+    False when the fetch holds a legacy (magic 0/1) entry, rare in bulk data: the caller
+    decodes it through ``FetchData.columns``. A structure fault re-decodes the chunk with
+    the object decoder, whose error names the batch."""
+    from pylog.record.columnar import _decode_run
+    for chunk in fetch.data_batch_chunks():
+        if any(b.magic != 2 for b in chunk):
+            return False
+        if not out.scan(scan, [(b.payload(fetch.path) if b.attributes & ATTR_COMPRESSION_MASK
+                                else b.raw()[BATCH_HEADER_BYTES:], b.record_count, b.base_offset, b.base_timestamp,
+                                b.max_timestamp if b.attributes & ATTR_TIMESTAMP_TYPE else None) for b in chunk]):
+            _decode_run(chunk, False, fetch.path)  # raises InvalidRecordError naming the batch
+            raise InvalidRecordError("record batch structure does not decode", position=chunk[0].position,
+                                     path=fetch.path) from None
+    return True
+
+
 class _ArrowColumns:
-    """The columns of one fetch in Arrow's layout, filled chunk by chunk by ``scan_arrow``:
-    offsets, timestamps (µs), timestamp types, then offsets, validity bitmap (written from
-    the first null on) and data of the keys and of the values. The buffers are resizable
-    ones of pyarrow's memory pool, which keeps freed pages for the next read: 120 MB of new
-    ``bytes`` cost 90 ms of page faults here, of the pool's buffers 14 ms (measured)."""
+    """The columns of one fetch in Arrow's layout: offsets, timestamps (µs), timestamp types,
+    then offsets, validity bitmap (written from the first null on) and data of the keys and
+    of the values, and ``fill``, where the next row goes (rows, key bytes, value bytes, key
+    nulls, value nulls). The buffers are resizable ones of pyarrow's memory pool, which
+    keeps freed pages for the next read: 120 MB of new ``bytes`` cost 90 ms of page faults
+    here, of the pool's buffers 14 ms (measured)."""
 
     #: bytes a row takes in each row buffer (a bitmap: 1, rounded up below)
     _ROW_BYTES = (8, 8, 4, 4, 1, None, 4, 1, None)
-
     def __init__(self, pa, fetch_bytes: int):
         self.pa = pa
         self.fetch_bytes = fetch_bytes
         self.buffers = None
         self.room = None  # (rows, key bytes, value bytes) the buffers hold at least
-        self.rows = self.key_bytes = self.value_bytes = self.key_nulls = self.value_nulls = 0
+        self.fill = [0, 0, 0, 0, 0]
 
-    def scan(self, scan, parts: list) -> None:
-        """Decode ``parts`` (``scan_arrow``'s) after the rows held, growing the buffers first."""
+    @property
+    def rows(self) -> int:
+        return self.fill[0]
+
+    def scan(self, scan, parts: list) -> bool:
+        """Decode ``parts`` (``scan_arrow``'s) after the rows held, growing the buffers first.
+        False when a record does not decode (``scan_arrow``'s ValueError)."""
         rows = sum(p[1] for p in parts)
         data_bytes = sum(len(p[0]) for p in parts)
         first = self.buffers is None
-        self._reserve(self.rows + rows, self.key_bytes + data_bytes, self.value_bytes + data_bytes)
-        self.rows, self.key_bytes, self.value_bytes, self.key_nulls, self.value_nulls = scan(
-            parts, tuple(self.buffers), self.rows, self.key_bytes, self.value_bytes, self.key_nulls, self.value_nulls)
+        self._reserve(self.rows + rows, self.fill[1] + data_bytes, self.fill[2] + data_bytes)
+        try:
+            scan(parts, tuple(self.buffers), self.fill)
+        except ValueError:
+            return False
         if first:  # room for the whole fetch at the first chunk's density: rarely a second growth
             scale = 1.0625 * self.fetch_bytes / max(data_bytes, 1)
-            self._reserve(int(self.rows * scale) + 64, int(self.key_bytes * scale) + data_bytes,
-                          int(self.value_bytes * scale) + data_bytes)
+            self._reserve(int(self.rows * scale) + 64, int(self.fill[1] * scale) + data_bytes,
+                          int(self.fill[2] * scale) + data_bytes)
+        return True
 
     def _reserve(self, rows: int, key_bytes: int, value_bytes: int) -> None:
         """Room for ``rows`` rows, ``key_bytes`` of keys and ``value_bytes`` of values; a
@@ -176,13 +206,14 @@ class _ArrowColumns:
         """The rows with offsets in [lo, hi) as a ``RecordBatch`` of ``schema`` (Spark's
         Kafka source, without headers). The buffers are cut to their size first (in place:
         the memory pool shrinks a block where it lies)."""
-        pa, n = self.pa, self.rows
-        sizes = [self._size(k, n, self.key_bytes if k == 5 else self.value_bytes) for k in range(len(self.buffers))]
+        pa = self.pa
+        n, key_bytes, value_bytes, key_nulls, value_nulls = self.fill
+        sizes = [self._size(k, n, key_bytes if k == 5 else value_bytes) for k in range(len(self.buffers))]
         for buf, size in zip(self.buffers, sizes):
             buf.resize(size, shrink_to_fit=True)
         offsets, stamps, types, ko, kbits, kd, vo, vbits, vd = self.buffers
-        cols = [pa.Array.from_buffers(pa.binary(), n, [kbits if self.key_nulls else None, ko, kd], self.key_nulls),
-                pa.Array.from_buffers(pa.binary(), n, [vbits if self.value_nulls else None, vo, vd], self.value_nulls),
+        cols = [pa.Array.from_buffers(pa.binary(), n, [kbits if key_nulls else None, ko, kd], key_nulls),
+                pa.Array.from_buffers(pa.binary(), n, [vbits if value_nulls else None, vo, vd], value_nulls),
                 *place.columns(n),
                 pa.Array.from_buffers(pa.int64(), n, [None, offsets], 0),
                 pa.Array.from_buffers(schema.field("timestamp").type, n, [None, stamps], 0),

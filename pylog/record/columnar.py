@@ -283,14 +283,21 @@ def _walk_native(scan_columns, batches: list, payloads: list) -> Columns:
     """The columns of v2 batches (``payloads``: their record bytes, slices of the fetched
     bytes or decompressed) in one C walk, keys and values copied once, straight into their
     columns (``scan_columns``). O(bytes), one Python step a batch."""
-    append_times = [b.max_timestamp if b.attributes & ATTR_TIMESTAMP_TYPE else None for b in batches]
+    return scan_parts(scan_columns, [(p, b.record_count, b.base_offset, b.base_timestamp,
+                                      b.max_timestamp if b.attributes & ATTR_TIMESTAMP_TYPE else None)
+                                     for b, p in zip(batches, payloads)])
+
+
+def scan_parts(scan_columns, parts: list) -> Columns:
+    """The columns of ``parts``, ``scan_columns``' (records, count, base offset, base
+    timestamp, append time or None; more fields after are not read), the key and value data
+    new bytes of their exact size. Raises :class:`Malformed` for a record that does not
+    decode. O(bytes) in C."""
     try:
-        offsets, timestamps, kd, ko, kv, vd, vo, vv = scan_columns(
-            [(p, b.record_count, b.base_offset, b.base_timestamp, t)
-             for b, p, t in zip(batches, payloads, append_times)])
+        offsets, timestamps, kd, ko, kv, vd, vo, vv = scan_columns(parts)
     except ValueError:
         raise Malformed from None
-    types = np.repeat(np.array([t is not None for t in append_times], np.int8), [b.record_count for b in batches])
+    types = np.repeat(np.array([p[4] is not None for p in parts], np.int8), [p[1] for p in parts])
     return Columns(np.frombuffer(offsets, _I64), np.frombuffer(timestamps, _I64), types, kd, np.frombuffer(ko, _I32),
                    np.frombuffer(kv, np.bool_), vd, np.frombuffer(vo, _I32), np.frombuffer(vv, np.bool_))
 

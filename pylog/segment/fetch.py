@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+from crc32c import crc32c as _crc
+
 from pylog.layout import ENTRY_PREFIX_BYTES, LOG_OVERHEAD_BYTES
 from pylog.platform import require_posix
 from pylog.record.batch import decode_batches
@@ -207,21 +209,30 @@ class FetchData:
 
     def _chunks(self, scratch: memoryview):
         """The whole batches of the slice, a list per read into ``scratch`` (reused)."""
+        return self._reads(scratch, self._whole_batches)
+
+    def _whole_batches(self, view: memoryview, position: int) -> tuple[list, int]:
+        batches = list(decode_batches(view, position_base=position, allow_incomplete=True, path=self._path))
+        return batches, (batches[-1].position + batches[-1].size - position if batches else 0)
+
+    def _reads(self, scratch: memoryview, take):
+        """The slice read into ``scratch`` (reused), each read handed to ``take(view, position)``
+        with the bytes of the batch the read before cut first: it returns what to yield and the
+        bytes of whole batches it used (none: the view ends inside its first batch)."""
         if self._handle is None or self._raw is not None:
-            yield list(decode_batches(self.raw(), position_base=self._position, allow_incomplete=True,
-                                      path=self._path))
+            item, used = take(memoryview(self.raw()), self._position)
+            if used:
+                yield item
             return
         position, end = self._position, self._position + self.size_bytes
         kept = 0  # bytes at the start of scratch: the start of a batch the last read cut
         while position + kept < end:
             want = min(len(scratch), end - position)
             got = kept + _pread_into(self._handle.fd, scratch[kept:want], position + kept)
-            batches = list(decode_batches(scratch[:got], position_base=position, allow_incomplete=True,
-                                          path=self._path))
-            used = batches[-1].position + batches[-1].size - position if batches else 0
-            if batches:
-                yield batches
-                del batches
+            item, used = take(scratch[:got], position)
+            if used:
+                yield item
+                del item
             elif got < want or got < ENTRY_PREFIX_BYTES or position + _entry_bytes(scratch) > end:
                 return  # the file or the fetch ends inside a batch: whole batches only
             else:  # one batch larger than the buffer: a buffer its size
@@ -231,6 +242,39 @@ class FetchData:
             kept = got - used
             scratch[:kept] = scratch[used:got]
             position += used
+
+    def batch_parts(self, scan, chunk_bytes: int = READ_CHUNK_BYTES, *, buffer: bytearray | None = None):
+        """The batches of :meth:`data_batch_chunks` walked in C (``scan``:
+        ``_speedups.scan_batches``) a read at a time, one call a read instead of Python steps
+        a batch: a list a read of the ``parts`` the columnar scans take, one a batch (records,
+        count, base offset, base timestamp, append time or None, last offset, leader epoch),
+        the records viewing the reused buffer (valid until the next list is asked for). The
+        same batches are left out, the same CRCs and offsets checked. A batch that walk leaves
+        to :meth:`data_batch_chunks` (a legacy or compressed one, or a fault, which that path
+        reports), or a committed read with aborted transactions (their filter is that path's),
+        ends the iteration with None: the caller decodes the fetch that way instead.
+        ``chunk_bytes`` and ``buffer`` as for :meth:`data_batch_chunks`. O(bytes) in C, one
+        ``pread`` and one Python step a read."""
+        if self.isolation == "committed" and self.aborted_transactions:
+            yield None
+            return
+        bounds = (self.first_offset, -1 if self._bound is None else self._bound,
+                  -1 if self._offset_range[1] is None else self._offset_range[1])
+        walk = [self._offset_range[0] - 1, self.first_offset, -1]  # last offset, next offset, end position
+
+        def take(view, position):
+            used, other, parts = scan(view, position, bounds, walk, _crc)
+            if other:
+                raise _GeneralPath
+            return parts, used
+
+        try:
+            yield from self._reads(memoryview(bytearray(chunk_bytes) if buffer is None else buffer), take)
+        except _GeneralPath:
+            yield None
+            return
+        if self._next_offset is None:
+            self._found_next(walk[1], None if walk[2] < 0 else walk[2])
 
     def columns(self, *, include_headers: bool = False):
         """The records of :meth:`records` as :class:`~pylog.record.columnar.Columns`: the
@@ -324,6 +368,10 @@ def _wait_writable(destination) -> None:
     import select
     fd = destination if isinstance(destination, int) else destination.fileno()
     select.select([], [fd], [], 1.0)
+
+
+class _GeneralPath(Exception):
+    """``scan_batches`` stopped at a batch for :meth:`FetchData.data_batch_chunks`."""
 
 
 class _AbortFilter:

@@ -1,7 +1,7 @@
 """The columnar decode of fetch after fetch through one reused read buffer (what
 ``Consumer.poll_columns`` reads with): the same columns as ``FetchData.columns``, none of
-them a view of the buffer, every CRC checked; and ``scan_columns_exact``, which must give
-what ``scan_columns`` gives, key and value data at their exact size."""
+them a view of the buffer, every CRC checked; and ``scan_columns``, which must give what the
+pure-Python decode gives, key and value data at their exact size."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 
 from pylog import CorruptRecordError, InvalidRecordError, Log, decode_batches, encode_batch
 from pylog.record import backend
+from pylog.record.batch import decode_v2_records
 from pylog.record.columns_scratch import ColumnsScratch
 
 BIG = 10**18
@@ -83,29 +84,41 @@ needs_c = pytest.mark.skipif("c" not in backend.available(), reason="pylog._spee
 
 
 @needs_c
-def test_scan_columns_exact_gives_scan_columns_result_with_data_at_its_exact_size():
-    data = encode_batch([(b"k%d" % i, b"v" * i) for i in range(40)] + [None, (b"", b""), (None, b"w" * 300)],
-                        base_offset=7, timestamp=5)
-    exact, cut = _scan("scan_columns_exact", data), _scan("scan_columns", data)
-    assert exact == cut
-    assert len(exact[2]) == sum(len(b"k%d" % i) for i in range(40)) and len(exact[5]) == sum(range(40)) + 300
+def test_scan_columns_gives_each_records_key_and_value_with_data_at_its_exact_size():
+    records = [(b"k%d" % i, b"v" * i) for i in range(40)] + [None, (b"", b""), (None, b"w" * 300)]
+    data = encode_batch(records, base_offset=7, timestamp=5)
+    offsets, stamps, kd, ko, kv, vd, vo, vv = _scan("scan_columns", data)
+    want = list(decode_batches(data))[0].records()
+    keys = [kd[a:b] if valid else None for a, b, valid in zip(_ints(ko), _ints(ko)[1:], kv)]
+    values = [vd[a:b] if valid else None for a, b, valid in zip(_ints(vo), _ints(vo)[1:], vv)]
+    assert keys == [r.key for r in want] and values == [r.value for r in want]
+    assert struct.unpack(f"<{len(want)}q", offsets) == tuple(range(7, 7 + len(want)))
+    assert len(kd) == sum(len(b"k%d" % i) for i in range(40)) and len(vd) == sum(range(40)) + 300
+
+
+def _ints(raw: bytes) -> list[int]:
+    return list(struct.unpack(f"<{len(raw) // 4}i", raw))
 
 
 @needs_c
-def test_scan_columns_exact_accepts_and_refuses_what_scan_columns_does():
+def test_scan_columns_accepts_and_refuses_what_the_pure_python_decode_does():
     data = encode_batch([(b"k%d" % i, b"v" * (i * 7 % 200)) for i in range(60)], timestamp=1)
     rng = random.Random(1)
     for _ in range(2000):
         buf = bytearray(data)
         for _ in range(rng.randint(1, 3)):
             buf[rng.randrange(61, len(buf))] ^= rng.randrange(1, 256)
-        outcomes = []
-        for name in ("scan_columns_exact", "scan_columns"):
-            try:
-                outcomes.append(_scan(name, bytes(buf)))
-            except ValueError:
-                outcomes.append(ValueError)
-        assert outcomes[0] == outcomes[1]
+        try:
+            with backend.use("python"):
+                values = [r.value for r in decode_v2_records(bytes(buf[61:]), 60, 0, 1, None)]
+        except InvalidRecordError:
+            values = ValueError
+        try:
+            _, _, _, _, _, vd, vo, vv = _scan("scan_columns", bytes(buf))
+            scanned = [vd[a:b] if valid else None for a, b, valid in zip(_ints(vo), _ints(vo)[1:], vv)]
+        except ValueError:
+            scanned = ValueError
+        assert scanned == values
 
 
 def test_a_structure_fault_raises_an_invalid_record_error_naming_the_batch(tmp_path, impl):
@@ -121,3 +134,20 @@ def test_a_structure_fault_raises_an_invalid_record_error_naming_the_batch(tmp_p
     with Log.open(str(tmp_path / "t-0"), read_only=True) as log, pytest.raises(InvalidRecordError) as e:
         ColumnsScratch().decode(log.read(0, 1 << 20), 0, BIG)
     assert e.value.position == first_bytes
+
+
+@needs_c
+def test_batch_parts_walks_plain_batches_in_c_and_leaves_a_compressed_one_to_the_general_path(tmp_path):
+    from pylog import _speedups
+    log = _log(tmp_path / "t-0", [[b"a"] * 3, [b"b"] * 2])
+    log.append([b"t"], producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True)
+    log.append_txn_marker(7, 0, commit=True)
+    fetch = log.read(1, 1 << 20)
+    parts = [p for chunk in fetch.batch_parts(_speedups.scan_batches) for p in chunk]
+    # (count, base offset, append time, last offset) of each data batch: the commit marker left out
+    assert [(p[1], p[2], p[4], p[5]) for p in parts] == [(3, 0, None, 2), (2, 3, None, 4), (1, 5, None, 5)]
+    assert [bytes(p[0]) for p in parts] == [bytes(b.raw()[61:]) for b in log.read(1, 1 << 20).batches()
+                                            if not b.is_control]
+    assert fetch.next_offset == 7 == log.log_end_offset
+    log.append([b"z"] * 5, compression="gzip")
+    assert list(log.read(0, 1 << 20).batch_parts(_speedups.scan_batches))[-1] is None
