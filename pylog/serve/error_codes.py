@@ -17,9 +17,21 @@ UNSUPPORTED_VERSION = kafka_errors.UnsupportedVersionError.errno
 INVALID_REQUIRED_ACKS = kafka_errors.InvalidRequiredAcksError.errno
 INVALID_REQUEST = kafka_errors.InvalidRequestError.errno
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = kafka_errors.TransactionalIdAuthorizationFailedError.errno
+ILLEGAL_GENERATION = kafka_errors.IllegalGenerationError.errno
+INCONSISTENT_GROUP_PROTOCOL = kafka_errors.InconsistentGroupProtocolError.errno
+UNKNOWN_MEMBER_ID = kafka_errors.UnknownMemberIdError.errno
+REBALANCE_IN_PROGRESS = kafka_errors.RebalanceInProgressError.errno
+GROUP_ID_NOT_FOUND = kafka_errors.GroupIdNotFoundError.errno
+INVALID_GROUP_ID = kafka_errors.InvalidGroupIdError.errno
+OFFSET_METADATA_TOO_LARGE = kafka_errors.OffsetMetadataTooLargeError.errno
 
 #: pylog's error classes, most specific first, and the Kafka error each becomes
 _CODES = [
+    (errors.IllegalGenerationError, kafka_errors.IllegalGenerationError),
+    (errors.UnknownMemberIdError, kafka_errors.UnknownMemberIdError),
+    (errors.RebalanceInProgressError, kafka_errors.RebalanceInProgressError),
+    (errors.GroupNotEmptyError, kafka_errors.NonEmptyGroupError),
+    (errors.GroupSubscribedToTopicError, kafka_errors.GroupSubscribedToTopicError),
     (errors.UnknownTopicError, kafka_errors.UnknownTopicOrPartitionError),
     (errors.InvalidTopicError, kafka_errors.InvalidTopicError),
     (errors.OffsetOutOfRangeError, kafka_errors.OffsetOutOfRangeError),
