@@ -12,7 +12,8 @@ import time
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
+from kafka.protocol.admin import DescribeGroupsRequest, ListGroupsRequest
+from kafka.protocol.consumer import FetchRequest, JoinGroupRequest, ListOffsetsRequest
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest
 from kafka.protocol.producer import ProduceRequest
 
@@ -108,6 +109,21 @@ def test_api_versions_at_a_version_not_served_answers_unsupported_version_with_t
     response = ApiVersionsResponse.decode(answer, version=0, header=True)
     assert response.header.correlation_id == 42 and response.error_code == 35  # UNSUPPORTED_VERSION
     assert {k.api_key for k in response.api_keys} == {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 22}
+
+
+@pytest.mark.parametrize("request_, version", [
+    (DescribeGroupsRequest(groups=[None], include_authorized_operations=False), 5),
+    (ListGroupsRequest(states_filter=[None], types_filter=[]), 5),
+    (JoinGroupRequest(group_id="g", session_timeout_ms=6_000, rebalance_timeout_ms=6_000, member_id="",
+                      group_instance_id=None, protocol_type="consumer",
+                      protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=None)]), 5),
+    (JoinGroupRequest(group_id=None, session_timeout_ms=6_000, rebalance_timeout_ms=6_000, member_id="",
+                      group_instance_id=None, protocol_type="consumer", protocols=[]), 7),
+], ids=["DescribeGroups group id", "ListGroups state", "JoinGroup protocol metadata", "JoinGroup group id"])
+def test_a_null_where_kafkas_definition_allows_none_closes_the_connection_without_a_failure(server, caplog,
+                                                                                           request_, version):
+    assert _closed_after(server, request_frame(request_, version))
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 def test_random_and_mutated_frames_change_no_file_and_a_client_works_after(server, caplog):
