@@ -30,7 +30,8 @@ from pylog.coordinator.schema import decode
 from pylog.errors import PylogError
 from pylog.record.encode import now_ms
 from pylog.serve.error_codes import (
-    ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID, NONE, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, error_code,
+    ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID, INVALID_SESSION_TIMEOUT, NONE,
+    REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, error_code,
 )
 from pylog.serve.purgatory import AppendNotifier, wait_for
 
@@ -75,6 +76,9 @@ async def handle_join_group(apis, request) -> JoinGroupResponse:
     body = request.body
     if not body.group_id:
         return _join_error(body.member_id, INVALID_GROUP_ID)
+    config = apis.config
+    if not config.group_min_session_timeout_ms <= body.session_timeout_ms <= config.group_max_session_timeout_ms:
+        return _join_error(body.member_id, INVALID_SESSION_TIMEOUT)
     protocols = {p.name: bytes(p.metadata) for p in body.protocols or () if p.name in ASSIGNORS}
     if body.protocol_type != CONSUMER_PROTOCOL_TYPE or not protocols:
         return _join_error(body.member_id, INCONSISTENT_GROUP_PROTOCOL)

@@ -24,6 +24,7 @@ REBALANCE_IN_PROGRESS = kafka_errors.RebalanceInProgressError.errno
 GROUP_ID_NOT_FOUND = kafka_errors.GroupIdNotFoundError.errno
 INVALID_GROUP_ID = kafka_errors.InvalidGroupIdError.errno
 OFFSET_METADATA_TOO_LARGE = kafka_errors.OffsetMetadataTooLargeError.errno
+INVALID_SESSION_TIMEOUT = kafka_errors.InvalidSessionTimeoutError.errno
 
 #: pylog's error classes, most specific first, and the Kafka error each becomes
 _CODES = [

@@ -14,7 +14,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import (
     CommitFailedError, IllegalGenerationError, InconsistentGroupProtocolError, InvalidGroupIdError,
-    OffsetMetadataTooLargeError, RebalanceInProgressError, UnknownMemberIdError,
+    InvalidSessionTimeoutError, OffsetMetadataTooLargeError, RebalanceInProgressError, UnknownMemberIdError,
 )
 from kafka.protocol.consumer import (
     HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, OffsetCommitRequest, OffsetCommitResponse,
@@ -25,7 +25,9 @@ from kafka.structs import OffsetAndMetadata
 
 from pylog.coordinator.group_coordinator import GroupCoordinator
 from pylog.coordinator.group_membership import read_group_file
+from pylog.errors import InvalidConfigError
 from pylog.manager import LogManager
+from pylog.serve import Server
 from tests.serve.conftest import pylog_cli, read_frame, request_frame
 from tests.waiting import poll_until, wait_until
 
@@ -258,6 +260,24 @@ def test_a_join_the_group_cannot_take_is_refused_with_kafkas_error(pylog_server,
         answer = _call(sock, request, JoinGroupResponse, 5)
     assert (answer.error_code, answer.generation_id) == (error, -1)
     assert read_group_file(pylog_server.root, "raw") is None
+
+
+@pytest.mark.parametrize("session_timeout_ms, error", [
+    (5_999, InvalidSessionTimeoutError.errno), (6_000, 0), (1_800_000, 0), (1_800_001, InvalidSessionTimeoutError.errno),
+    (-1, InvalidSessionTimeoutError.errno),
+])
+def test_a_session_timeout_outside_the_groups_bounds_is_refused(pylog_server, session_timeout_ms, error):
+    request = _join_request("", rebalance_timeout_ms=30_000)
+    request.session_timeout_ms = session_timeout_ms  # Kafka's group.min/max.session.timeout.ms: 6 s, 30 min
+    with socket.create_connection(pylog_server.address, timeout=60) as sock:
+        answer = _call(sock, request, JoinGroupResponse, 5)
+    assert answer.error_code == error
+    assert (read_group_file(pylog_server.root, "raw") is None) == (error != 0)
+
+
+def test_session_timeout_bounds_that_admit_none_are_a_config_error(tmp_path):
+    with pytest.raises(InvalidConfigError, match="group_max_session_timeout_ms 5000 is outside"):
+        Server(str(tmp_path), group_min_session_timeout_ms=6_000, group_max_session_timeout_ms=5_000)
 
 
 def test_a_commit_with_too_long_metadata_or_no_group_id_writes_nothing(pylog_server):
