@@ -25,6 +25,7 @@ from kafka.protocol.consumer import HeartbeatResponse, JoinGroupResponse, LeaveG
 
 from pylog.coordinator.assignors import ASSIGNORS
 from pylog.coordinator.group_coordinator import consumer_assignment, consumer_subscription
+from pylog.coordinator.group_membership import read_group_file
 from pylog.coordinator.offsets_records import CONSUMER_PROTOCOL_SUBSCRIPTION, CONSUMER_PROTOCOL_TYPE
 from pylog.coordinator.schema import decode
 from pylog.errors import PylogError
@@ -145,8 +146,8 @@ async def handle_sync_group(apis, request) -> SyncGroupResponse:
     try:
         error = INVALID_GROUP_ID
         if body.group_id:
-            membership = await apis.group_membership(body.group_id)
-            state = await apis.run_blocking(membership.read)
+            membership = await _joined_membership(apis, body.group_id)
+            state = await apis.run_blocking(membership.read) if membership is not None else {"members": {}}
             error = _member_error(state, body.member_id, body.generation_id)
     except PylogError as e:
         error = error_code(e)
@@ -155,6 +156,17 @@ async def handle_sync_group(apis, request) -> SyncGroupResponse:
     assignment = consumer_assignment(tuple(tp) for tp in state["assignment"].get(body.member_id, []))
     return SyncGroupResponse(throttle_time_ms=0, error_code=NONE, protocol_type=CONSUMER_PROTOCOL_TYPE,
                              protocol_name=state["protocol"], assignment=assignment)
+
+
+async def _joined_membership(apis, group_id: str):
+    """The group's :class:`~pylog.coordinator.group_membership.GroupMembership`, or None
+    for a group never joined (no state file), whose members are all unknown: a request
+    naming it takes nothing (a membership holds a file descriptor). Cost: one small file
+    read, in the disk thread pool."""
+    coordinator = await apis.group_coordinator()
+    if await apis.run_blocking(read_group_file, coordinator.root, group_id) is None:
+        return None
+    return coordinator.membership(group_id)
 
 
 def _member_error(state: dict, member_id: str, generation: int) -> int:
@@ -172,8 +184,10 @@ async def handle_heartbeat(apis, request) -> HeartbeatResponse:
     body = request.body
     if not body.group_id:
         return HeartbeatResponse(throttle_time_ms=0, error_code=INVALID_GROUP_ID)
-    membership = await apis.group_membership(body.group_id)
     try:
+        membership = await _joined_membership(apis, body.group_id)
+        if membership is None:
+            return HeartbeatResponse(throttle_time_ms=0, error_code=UNKNOWN_MEMBER_ID)
         state = await apis.run_blocking(membership.heartbeat, body.member_id)
     except PylogError as e:
         return HeartbeatResponse(throttle_time_ms=0, error_code=error_code(e))
@@ -187,11 +201,14 @@ async def handle_leave_group(apis, request) -> LeaveGroupResponse:
     members = [body.member_id] if request.api_version < 3 else [m.member_id for m in body.members or ()]
     if not body.group_id:
         return LeaveGroupResponse(throttle_time_ms=0, error_code=INVALID_GROUP_ID, members=[])
-    membership = await apis.group_membership(body.group_id)
+    try:
+        membership = await _joined_membership(apis, body.group_id)
+    except PylogError as e:
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=error_code(e), members=[])
     answers = []
     for member_id in members:
         try:
-            state = await apis.run_blocking(membership.read)
+            state = await apis.run_blocking(membership.read) if membership is not None else {"members": {}}
             error = NONE if member_id in state["members"] else UNKNOWN_MEMBER_ID
             if error == NONE:
                 await apis.run_blocking(membership.leave, member_id)

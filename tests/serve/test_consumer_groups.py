@@ -5,6 +5,7 @@ every member), and the offsets they commit are Kafka's ``__consumer_offsets`` re
 
 from __future__ import annotations
 
+import os
 import select
 import socket
 import threading
@@ -17,8 +18,8 @@ from kafka.errors import (
     InvalidSessionTimeoutError, OffsetMetadataTooLargeError, RebalanceInProgressError, UnknownMemberIdError,
 )
 from kafka.protocol.consumer import (
-    HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, OffsetCommitRequest, OffsetCommitResponse,
-    SyncGroupRequest, SyncGroupResponse,
+    HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
+    OffsetCommitRequest, OffsetCommitResponse, SyncGroupRequest, SyncGroupResponse,
 )
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 from kafka.structs import OffsetAndMetadata
@@ -222,6 +223,28 @@ def _raw_commit(sock, member_id: str, generation: int) -> int:
     request = OffsetCommitRequest(group_id="raw", generation_id_or_member_epoch=generation, member_id=member_id,
                                   group_instance_id=None, topics=[topic])
     return _call(sock, request, OffsetCommitResponse, 7).topics[0].partitions[0].error_code
+
+
+def test_requests_of_groups_never_joined_are_unknown_members_and_hold_nothing(pylog_server):
+    """A Heartbeat, SyncGroup or LeaveGroup naming a group without state answers
+    UNKNOWN_MEMBER_ID and keeps no file descriptor for it (it kept one per group named)."""
+    with socket.create_connection(pylog_server.address, timeout=60) as sock:
+        def ask(i: int) -> tuple[int, int, int]:
+            group = f"never-{i}"
+            sync = SyncGroupRequest(group_id=group, generation_id=1, member_id="m", group_instance_id=None,
+                                    assignments=[])
+            leave = LeaveGroupRequest(group_id=group, members=[LeaveGroupRequest.MemberIdentity(
+                member_id="m", group_instance_id=None, reason=None)])
+            return (_call(sock, HeartbeatRequest(group_id=group, generation_id=1, member_id="m",
+                                                 group_instance_id=None), HeartbeatResponse, 3).error_code,
+                    _call(sock, sync, SyncGroupResponse, 3).error_code,
+                    _call(sock, leave, LeaveGroupResponse, 5).members[0].error_code)
+
+        assert ask(0) == (UnknownMemberIdError.errno,) * 3
+        open_before = len(os.listdir("/proc/self/fd"))
+        assert {ask(i) for i in range(1, 41)} == {(UnknownMemberIdError.errno,) * 3}
+        assert len(os.listdir("/proc/self/fd")) < open_before + 10
+    assert not [name for name in os.listdir(pylog_server.root) if name.startswith(".pylog-group-")]
 
 
 def test_an_admin_client_lists_and_describes_the_groups(pylog_server):
