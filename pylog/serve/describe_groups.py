@@ -14,7 +14,7 @@ from pylog.coordinator.group_coordinator import consumer_assignment, consumer_su
 from pylog.coordinator.group_membership import read_group_file
 from pylog.coordinator.offsets_records import CONSUMER_PROTOCOL_TYPE
 from pylog.errors import PylogError
-from pylog.serve.error_codes import GROUP_ID_NOT_FOUND, NONE, error_code
+from pylog.serve.error_codes import GROUP_ID_NOT_FOUND, INVALID_GROUP_ID, NONE, error_code
 
 _Group = DescribeGroupsResponse.DescribedGroup
 _Member = _Group.DescribedGroupMember
@@ -49,7 +49,8 @@ def _state_name(file_state: dict | None) -> str:
 
 async def handle_describe_groups(apis, request) -> DescribeGroupsResponse:
     """Each group's state, protocol and live members with their subscriptions and
-    assignments; an unknown group is ``Dead`` (``GROUP_ID_NOT_FOUND`` from v6)."""
+    assignments; an unknown group is ``Dead`` (``GROUP_ID_NOT_FOUND`` from v6), an empty
+    group id ``INVALID_GROUP_ID``."""
     coordinator = await apis.group_coordinator()
     groups = []
     for group_id in request.body.groups or ():
@@ -62,6 +63,9 @@ async def handle_describe_groups(apis, request) -> DescribeGroupsResponse:
 
 
 def _describe(apis, coordinator, group_id: str, version: int):
+    if not group_id:
+        return _Group(error_code=INVALID_GROUP_ID, group_id=group_id, group_state="Dead", protocol_type="",
+                      protocol_data="", members=[])
     file_state = read_group_file(coordinator.root, group_id)
     if file_state is None and group_id not in coordinator.group_ids():
         error = GROUP_ID_NOT_FOUND if version >= _NOT_FOUND_VERSION else NONE

@@ -14,14 +14,17 @@ import time
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import (
-    CommitFailedError, IllegalGenerationError, InconsistentGroupProtocolError, InvalidGroupIdError,
+    CommitFailedError, IllegalGenerationError, InconsistentGroupProtocolError, InvalidGroupIdError, InvalidRequestError,
     InvalidSessionTimeoutError, OffsetMetadataTooLargeError, RebalanceInProgressError, UnknownMemberIdError,
 )
+from kafka.protocol.admin import DescribeGroupsRequest, DescribeGroupsResponse
 from kafka.protocol.consumer import (
     HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
     OffsetCommitRequest, OffsetCommitResponse, SyncGroupRequest, SyncGroupResponse,
 )
-from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
+from kafka.protocol.metadata import (
+    ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
+)
 from kafka.structs import OffsetAndMetadata
 
 from pylog.coordinator.group_coordinator import GroupCoordinator
@@ -247,6 +250,27 @@ def test_requests_of_groups_never_joined_are_unknown_members_and_hold_nothing(py
     assert not [name for name in os.listdir(pylog_server.root) if name.startswith(".pylog-group-")]
 
 
+@pytest.mark.parametrize("version", [3, 4])
+def test_find_coordinator_of_a_key_type_not_served_is_an_invalid_request(pylog_server, version):
+    with socket.create_connection(pylog_server.address, timeout=60) as sock:
+        group = _call(sock, FindCoordinatorRequest(key="g", key_type=0, coordinator_keys=["g"]),
+                      FindCoordinatorResponse, version)
+        share = _call(sock, FindCoordinatorRequest(key="g", key_type=2, coordinator_keys=["g"]),
+                      FindCoordinatorResponse, version)
+    if version >= 4:
+        group, share = group.coordinators[0], share.coordinators[0]
+    assert (group.error_code, group.port) == (0, pylog_server.port)
+    assert (share.error_code, share.node_id) == (InvalidRequestError.errno, -1)
+
+
+def test_describe_groups_of_an_empty_group_id_is_an_invalid_group_id(pylog_server):
+    with socket.create_connection(pylog_server.address, timeout=60) as sock:
+        answer = _call(sock, DescribeGroupsRequest(groups=["", "unknown"], include_authorized_operations=False),
+                       DescribeGroupsResponse, 5)
+    assert [(g.group_id, g.error_code, g.group_state) for g in answer.groups] == [
+        ("", InvalidGroupIdError.errno, "Dead"), ("unknown", 0, "Dead")]
+
+
 def test_an_admin_client_lists_and_describes_the_groups(pylog_server):
     _produce(pylog_server, "listed", [b"x"] * 3, partitions=2)
     consumer = _group_consumer(pylog_server, "watchers", "listed", client_id="watcher-1")
@@ -286,8 +310,8 @@ def test_a_join_the_group_cannot_take_is_refused_with_kafkas_error(pylog_server,
 
 
 @pytest.mark.parametrize("session_timeout_ms, error", [
-    (5_999, InvalidSessionTimeoutError.errno), (6_000, 0), (1_800_000, 0), (1_800_001, InvalidSessionTimeoutError.errno),
-    (-1, InvalidSessionTimeoutError.errno),
+    (5_999, InvalidSessionTimeoutError.errno), (6_000, 0), (1_800_000, 0),
+    (1_800_001, InvalidSessionTimeoutError.errno), (-1, InvalidSessionTimeoutError.errno),
 ])
 def test_a_session_timeout_outside_the_groups_bounds_is_refused(pylog_server, session_timeout_ms, error):
     request = _join_request("", rebalance_timeout_ms=30_000)
