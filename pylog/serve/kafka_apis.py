@@ -18,11 +18,11 @@ import inspect
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
-from kafka.protocol.admin import DescribeGroupsRequest, ListGroupsRequest
+from kafka.protocol.admin import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.consumer import (
     FetchRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, ListOffsetsRequest, OffsetCommitRequest,
-    OffsetFetchRequest, SyncGroupRequest,
+    OffsetDeleteRequest, OffsetFetchRequest, SyncGroupRequest,
 )
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
@@ -32,6 +32,7 @@ from pylog.errors import PylogError
 from pylog.serve.consumer_groups import (
     GroupNotifier, handle_heartbeat, handle_join_group, handle_leave_group, handle_sync_group,
 )
+from pylog.serve.delete_groups import handle_delete_groups, handle_offset_delete
 from pylog.serve.describe_groups import handle_describe_groups, handle_list_groups
 from pylog.serve.error_codes import NONE, UNSUPPORTED_VERSION
 from pylog.serve.fetch import handle_fetch, new_marker
@@ -63,6 +64,8 @@ SUPPORTED_VERSIONS = {
     ApiKey.SyncGroup: (SyncGroupRequest, 0, 5),
     ApiKey.DescribeGroups: (DescribeGroupsRequest, 0, 6),
     ApiKey.ListGroups: (ListGroupsRequest, 0, 5),
+    ApiKey.DeleteGroups: (DeleteGroupsRequest, 0, 2),
+    ApiKey.OffsetDelete: (OffsetDeleteRequest, 0, 0),
 }
 REQUEST_CLASSES = {int(k): cls for k, (cls, _, _) in SUPPORTED_VERSIONS.items()}
 VERSIONS = {int(k): (low, high) for k, (_, low, high) in SUPPORTED_VERSIONS.items()}
@@ -95,6 +98,8 @@ HANDLERS = {
     ApiKey.SyncGroup: handle_sync_group,
     ApiKey.DescribeGroups: handle_describe_groups,
     ApiKey.ListGroups: handle_list_groups,
+    ApiKey.DeleteGroups: handle_delete_groups,
+    ApiKey.OffsetDelete: handle_offset_delete,
 }
 
 

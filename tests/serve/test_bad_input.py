@@ -15,10 +15,10 @@ import time
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.protocol.admin import DescribeGroupsRequest, ListGroupsRequest
+from kafka.protocol.admin import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
 from kafka.protocol.consumer import (
     FetchRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, ListOffsetsRequest, OffsetCommitRequest,
-    OffsetFetchRequest, SyncGroupRequest,
+    OffsetDeleteRequest, OffsetFetchRequest, SyncGroupRequest,
 )
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer import ProduceRequest
@@ -82,8 +82,9 @@ _MEMBER, _GENERATION = "fuzz-member", 1
 def _group_seeds() -> list[bytes]:
     """A member's requests, in the order it sends them: FindCoordinator, JoinGroup of group
     "fuzzed" subscribed to "kept", SyncGroup, Heartbeat, OffsetCommit, OffsetFetch,
-    DescribeGroups, ListGroups, LeaveGroup; and a commit without a generation to the group
-    "committed", which has no members (so a mutation of it that stays valid writes)."""
+    DescribeGroups, ListGroups, LeaveGroup; a commit without a generation to the group
+    "committed", which has no members (so a mutation of it that stays valid writes), then
+    OffsetDelete and DeleteGroups of it."""
     subscription = (0).to_bytes(2, "big") + (1).to_bytes(4, "big") + (4).to_bytes(2, "big") + b"kept" + (
         -1).to_bytes(4, "big", signed=True)
     join = JoinGroupRequest(group_id="fuzzed", session_timeout_ms=6_000, rebalance_timeout_ms=6_000, member_id=_MEMBER,
@@ -116,6 +117,10 @@ def _group_seeds() -> list[bytes]:
         request_frame(ListGroupsRequest(states_filter=[], types_filter=[]), 5),
         request_frame(LeaveGroupRequest(group_id="fuzzed", members=[
             LeaveGroupRequest.MemberIdentity(member_id=_MEMBER, group_instance_id=None, reason=None)]), 5),
+        request_frame(OffsetDeleteRequest(group_id="committed", topics=[OffsetDeleteRequest.OffsetDeleteRequestTopic(
+            name="kept", partitions=[OffsetDeleteRequest.OffsetDeleteRequestTopic.OffsetDeleteRequestPartition(
+                partition_index=0)])]), 0),
+        request_frame(DeleteGroupsRequest(groups_names=["committed", "fuzzed"]), 2),
     ]
 
 
@@ -162,7 +167,7 @@ def test_api_versions_at_a_version_not_served_answers_unsupported_version_with_t
         answer = read_frame(sock)
     response = ApiVersionsResponse.decode(answer, version=0, header=True)
     assert response.header.correlation_id == 42 and response.error_code == 35  # UNSUPPORTED_VERSION
-    assert {k.api_key for k in response.api_keys} == {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 22}
+    assert {k.api_key for k in response.api_keys} == {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 22, 42, 47}
 
 
 @pytest.mark.parametrize("request_, version", [

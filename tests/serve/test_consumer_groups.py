@@ -14,10 +14,13 @@ import time
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import (
-    CommitFailedError, IllegalGenerationError, InconsistentGroupProtocolError, InvalidGroupIdError, InvalidRequestError,
-    InvalidSessionTimeoutError, OffsetMetadataTooLargeError, RebalanceInProgressError, UnknownMemberIdError,
+    CommitFailedError, GroupIdNotFoundError, GroupSubscribedToTopicError, IllegalGenerationError,
+    InconsistentGroupProtocolError, InvalidGroupIdError, InvalidRequestError, InvalidSessionTimeoutError, NoError,
+    OffsetMetadataTooLargeError, RebalanceInProgressError, UnknownMemberIdError,
 )
-from kafka.protocol.admin import DescribeGroupsRequest, DescribeGroupsResponse
+from kafka.protocol.admin import (
+    DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
+)
 from kafka.protocol.consumer import (
     HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
     OffsetCommitRequest, OffsetCommitResponse, SyncGroupRequest, SyncGroupResponse,
@@ -271,6 +274,13 @@ def test_describe_groups_of_an_empty_group_id_is_an_invalid_group_id(pylog_serve
         ("", InvalidGroupIdError.errno, "Dead"), ("unknown", 0, "Dead")]
 
 
+def test_delete_groups_of_an_empty_group_id_is_an_invalid_group_id(pylog_server):
+    with socket.create_connection(pylog_server.address, timeout=60) as sock:
+        answer = _call(sock, DeleteGroupsRequest(groups_names=["", "unknown"]), DeleteGroupsResponse, 2)
+    assert [(g.group_id, g.error_code) for g in answer.results] == [
+        ("", InvalidGroupIdError.errno), ("unknown", GroupIdNotFoundError.errno)]
+
+
 def test_an_admin_client_lists_and_describes_the_groups(pylog_server):
     _produce(pylog_server, "listed", [b"x"] * 3, partitions=2)
     consumer = _group_consumer(pylog_server, "watchers", "listed", client_id="watcher-1")
@@ -289,6 +299,30 @@ def test_an_admin_client_lists_and_describes_the_groups(pylog_server):
         assert admin.list_groups(states_filter=["Stable"]) == []
     finally:
         admin.close()
+
+
+def test_an_admin_client_deletes_a_groups_offsets_then_the_group_but_not_a_group_with_members(pylog_server):
+    _produce(pylog_server, "raw-topic", [b"x"] * 3, partitions=2)
+    coordinator = GroupCoordinator.for_root(pylog_server.root)
+    admin = KafkaAdminClient(bootstrap_servers=pylog_server.bootstrap_servers)
+    try:
+        coordinator.commit_offsets("retired", {("raw-topic", 0): 3, ("raw-topic", 1): 1})
+        coordinator.commit_offsets("raw", {("raw-topic", 0): 2})
+        with socket.create_connection(pylog_server.address, timeout=60) as sock:  # "raw" has a live member now
+            assert _call(sock, _join_request("", rebalance_timeout_ms=30_000), JoinGroupResponse, 5).error_code == 0
+            gone = TopicPartition("raw-topic", 0)
+            assert admin.delete_group_offsets("retired", [gone]) == {gone: NoError}
+            assert set(coordinator.committed("retired")) == {("raw-topic", 1)}
+            assert admin.delete_group_offsets("raw", [gone]) == {gone: GroupSubscribedToTopicError}
+            with pytest.raises(GroupIdNotFoundError):
+                admin.delete_group_offsets("nobody", [gone])
+            assert admin.delete_groups(["retired", "raw", "nobody"]) == {
+                "retired": "OK", "raw": "NonEmptyGroupError", "nobody": "GroupIdNotFoundError"}
+        assert coordinator.committed("retired") == {} and "retired" not in coordinator.group_ids()
+        assert coordinator.committed("raw")[("raw-topic", 0)].offset == 2
+    finally:
+        admin.close()
+        coordinator.release()
 
 
 @pytest.mark.parametrize("group_id, protocol_type, protocol, metadata, error", [
