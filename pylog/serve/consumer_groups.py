@@ -24,7 +24,7 @@ import asyncio
 from kafka.protocol.consumer import HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse, SyncGroupResponse
 
 from pylog.coordinator.assignors import ASSIGNORS
-from pylog.coordinator.group_coordinator import consumer_assignment, consumer_subscription
+from pylog.coordinator.group_coordinator import MAX_STRING_BYTES, consumer_assignment, consumer_subscription
 from pylog.coordinator.group_membership import read_group_file
 from pylog.coordinator.offsets_records import CONSUMER_PROTOCOL_SUBSCRIPTION, CONSUMER_PROTOCOL_TYPE
 from pylog.coordinator.schema import decode
@@ -66,6 +66,12 @@ def _subscription(metadata: bytes) -> tuple[list, list]:
     return list(value["topics"]), owned
 
 
+def fits_a_record(text: str) -> bool:
+    """Whether ``text`` (a group or member id) fits a coordinator record's int16-length
+    string: a flexible request version may carry a longer one."""
+    return len(text.encode()) <= MAX_STRING_BYTES
+
+
 def _join_error(member_id: str, error: int) -> JoinGroupResponse:
     return JoinGroupResponse(throttle_time_ms=0, error_code=error, generation_id=-1, protocol_name="",
                              leader="", member_id=member_id, members=[])
@@ -75,8 +81,10 @@ async def handle_join_group(apis, request) -> JoinGroupResponse:
     """Join (or rejoin) and wait for the rebalance to complete; the generation, the
     protocol, the leader, and for the leader the members' subscriptions."""
     body = request.body
-    if not body.group_id:
+    if not body.group_id or not fits_a_record(body.group_id):
         return _join_error(body.member_id, INVALID_GROUP_ID)
+    if not fits_a_record(body.member_id):  # no member has such an id
+        return _join_error(body.member_id, UNKNOWN_MEMBER_ID)
     config = apis.config
     if not config.group_min_session_timeout_ms <= body.session_timeout_ms <= config.group_max_session_timeout_ms:
         return _join_error(body.member_id, INVALID_SESSION_TIMEOUT)

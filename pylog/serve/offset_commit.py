@@ -7,9 +7,9 @@ A commit is checked against the group's membership and generation (a member of a
 generation gets ``ILLEGAL_GENERATION``, one the group removed ``UNKNOWN_MEMBER_ID``; a
 commit without a generation is allowed only to a group without members; metadata longer
 than a coordinator record's string is ``OFFSET_METADATA_TOO_LARGE``, an empty group id
-``INVALID_GROUP_ID``) and is appended as one batch, so every partition of a request gets the same answer. Durability: the
-batch reaches the operating system before the answer, the disk at the partition's flush
-policy. Cost: one append, and a fetch replays the group's offsets partition from where it
+or one longer than such a string ``INVALID_GROUP_ID``) and is appended as one batch, so
+every partition of a request gets the same answer. Durability: the batch reaches the
+operating system before the answer, the disk at the partition's flush policy. Cost: one append, and a fetch replays the group's offsets partition from where it
 last stopped; both in the disk thread pool.
 """
 
@@ -20,6 +20,7 @@ from kafka.protocol.consumer import OffsetCommitResponse, OffsetFetchResponse
 from pylog.clients.consumer_coordinator import OffsetAndMetadata
 from pylog.errors import PylogError
 from pylog.coordinator.group_coordinator import MAX_STRING_BYTES
+from pylog.serve.consumer_groups import fits_a_record
 from pylog.serve.error_codes import INVALID_GROUP_ID, NONE, OFFSET_METADATA_TOO_LARGE, error_code
 
 _CommitTopic = OffsetCommitResponse.OffsetCommitResponseTopic
@@ -41,7 +42,7 @@ async def handle_offset_commit(apis, request) -> OffsetCommitResponse:
         p.committed_leader_epoch if p.committed_leader_epoch >= 0 else None)
         for t in body.topics or () for p in t.partitions or ()}
     coordinator = await apis.group_coordinator()
-    if not body.group_id:
+    if not body.group_id or not fits_a_record(body.group_id):
         error = INVALID_GROUP_ID
     elif any(len(om.metadata.encode()) > MAX_STRING_BYTES for om in offsets.values()):
         error = OFFSET_METADATA_TOO_LARGE

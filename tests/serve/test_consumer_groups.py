@@ -5,6 +5,7 @@ every member), and the offsets they commit are Kafka's ``__consumer_offsets`` re
 
 from __future__ import annotations
 
+import logging
 import os
 import select
 import socket
@@ -359,6 +360,27 @@ def test_a_session_timeout_outside_the_groups_bounds_is_refused(pylog_server, se
 def test_session_timeout_bounds_that_admit_none_are_a_config_error(tmp_path):
     with pytest.raises(InvalidConfigError, match="group_max_session_timeout_ms 5000 is outside"):
         Server(str(tmp_path), group_min_session_timeout_ms=6_000, group_max_session_timeout_ms=5_000)
+
+
+def test_a_group_or_member_id_longer_than_a_record_string_is_refused_without_a_failure(pylog_server, caplog):
+    """Flexible versions carry strings longer than a coordinator record's int16 length:
+    writing the GroupMetadata record of such a join failed in the handler."""
+    too_long = "g" * 40_000
+    join = _join_request("", rebalance_timeout_ms=30_000)
+    join.group_id = too_long
+    topic = OffsetCommitRequest.OffsetCommitRequestTopic(name="raw-topic", partitions=[
+        OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+            partition_index=0, committed_offset=1, committed_leader_epoch=-1, committed_metadata="")])
+    commit = OffsetCommitRequest(group_id=too_long, generation_id_or_member_epoch=-1, member_id="",
+                                 group_instance_id=None, topics=[topic])
+    with socket.create_connection(pylog_server.address, timeout=60) as sock:
+        assert _call(sock, join, JoinGroupResponse, 7).error_code == InvalidGroupIdError.errno
+        join.group_id, join.member_id = "raw", "m" * 40_000
+        assert _call(sock, join, JoinGroupResponse, 7).error_code == UnknownMemberIdError.errno
+        assert _call(sock, commit, OffsetCommitResponse, 8).topics[0].partitions[0].error_code == \
+            InvalidGroupIdError.errno
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert read_group_file(pylog_server.root, "raw") is None
 
 
 def test_a_commit_with_too_long_metadata_or_no_group_id_writes_nothing(pylog_server):
