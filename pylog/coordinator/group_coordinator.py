@@ -86,7 +86,18 @@ class GroupCoordinator(PerRoot):
     # -- reading -------------------------------------------------------------------------------
     def _state(self, group_id: str) -> GroupState:
         """The replayed state of the group's partition, caught up. O(new records)."""
-        p = partition_for_group(group_id, self.partitions)
+        return self._partition_state(partition_for_group(group_id, self.partitions))
+
+    def group_ids(self) -> list[str]:
+        """Every group with committed offsets or metadata, sorted. O(new records of all
+        the partitions)."""
+        ids = set()
+        for p in range(self.partitions):
+            state = self._partition_state(p)
+            ids.update(state.offsets, state.groups)
+        return sorted(ids)
+
+    def _partition_state(self, p: int) -> GroupState:
         with self._lock:
             reader = self._readers.get(p)
             if reader is None:
@@ -161,8 +172,7 @@ class GroupCoordinator(PerRoot):
                 "subscription": _versioned(CONSUMER_PROTOCOL_SUBSCRIPTION, SUBSCRIPTION_VERSION, {
                     "topics": info["topics"], "userData": None,
                     "ownedPartitions": _by_topic(info["owned"])}),
-                "assignment": _versioned(CONSUMER_PROTOCOL_ASSIGNMENT, ASSIGNMENT_VERSION, {
-                    "assignedPartitions": _by_topic(assigned), "userData": None})})
+                "assignment": consumer_assignment(assigned)})
         value = {"protocolType": CONSUMER_PROTOCOL_TYPE, "generation": state["generation"],
                  "protocol": state["protocol"], "leader": state["leader"],
                  "currentStateTimestamp": state["current_state_ms"], "members": members}
@@ -238,6 +248,18 @@ def checked_offsets(offsets) -> list:
             check_int(leader_epoch, f"leader epoch to commit for {topic}-{partition}", (0, INT32_MAX))
         out.append(((topic, partition), offset, metadata, leader_epoch))
     return sorted(out, key=lambda item: item[0])
+
+
+def consumer_assignment(partitions) -> bytes:
+    """The consumer protocol's Assignment of ``partitions`` (``[(topic, partition)]``), as
+    a member's SyncGroup answer and a GroupMetadata record carry it."""
+    return _versioned(CONSUMER_PROTOCOL_ASSIGNMENT, ASSIGNMENT_VERSION,
+                      {"assignedPartitions": _by_topic(partitions), "userData": None})
+
+
+def consumer_subscription(topics) -> bytes:
+    """The consumer protocol's version-0 Subscription of ``topics``."""
+    return _versioned(CONSUMER_PROTOCOL_SUBSCRIPTION, 0, {"topics": list(topics), "userData": None})
 
 
 def _string(text: str) -> bytes:

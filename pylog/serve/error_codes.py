@@ -24,9 +24,22 @@ INVALID_REPLICATION_FACTOR = kafka_errors.InvalidReplicationFactorError.errno
 INVALID_REPLICA_ASSIGNMENT = kafka_errors.InvalidReplicationAssignmentError.errno
 INVALID_CONFIG = kafka_errors.InvalidConfigurationError.errno
 UNKNOWN_TOPIC_ID = kafka_errors.UnknownTopicIdError.errno
+ILLEGAL_GENERATION = kafka_errors.IllegalGenerationError.errno
+INCONSISTENT_GROUP_PROTOCOL = kafka_errors.InconsistentGroupProtocolError.errno
+UNKNOWN_MEMBER_ID = kafka_errors.UnknownMemberIdError.errno
+REBALANCE_IN_PROGRESS = kafka_errors.RebalanceInProgressError.errno
+GROUP_ID_NOT_FOUND = kafka_errors.GroupIdNotFoundError.errno
+INVALID_GROUP_ID = kafka_errors.InvalidGroupIdError.errno
+OFFSET_METADATA_TOO_LARGE = kafka_errors.OffsetMetadataTooLargeError.errno
+INVALID_SESSION_TIMEOUT = kafka_errors.InvalidSessionTimeoutError.errno
 
 #: pylog's error classes, most specific first, and the Kafka error each becomes
 _CODES = [
+    (errors.IllegalGenerationError, kafka_errors.IllegalGenerationError),
+    (errors.UnknownMemberIdError, kafka_errors.UnknownMemberIdError),
+    (errors.RebalanceInProgressError, kafka_errors.RebalanceInProgressError),
+    (errors.GroupNotEmptyError, kafka_errors.NonEmptyGroupError),
+    (errors.GroupSubscribedToTopicError, kafka_errors.GroupSubscribedToTopicError),
     (errors.UnknownTopicError, kafka_errors.UnknownTopicOrPartitionError),
     (errors.InvalidTopicError, kafka_errors.InvalidTopicError),
     (errors.OffsetOutOfRangeError, kafka_errors.OffsetOutOfRangeError),

@@ -7,7 +7,8 @@ as Kafka's broker does for a request it cannot handle), but for ApiVersions itse
 answers ``UNSUPPORTED_VERSION`` at version 0 with the list, so the client can ask again.
 The versions' lower ends are those Kafka's JSON definitions still list (Kafka 4 dropped
 the oldest); the upper ends stop before the versions that need what is not served yet
-(topic ids in Produce 13 and Fetch 13+, transactions V2 in Produce 12).
+(topic ids in Produce 13, Fetch 13+, OffsetCommit and OffsetFetch 10, transactions V2
+in Produce 12).
 """
 
 from __future__ import annotations
@@ -17,28 +18,40 @@ import inspect
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
+from kafka.protocol.admin import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
 from kafka.protocol.admin.cluster import DescribeClusterRequest
 from kafka.protocol.admin.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 from kafka.protocol.admin.topics import (
     CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
 )
 from kafka.protocol.api_key import ApiKey
-from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
-from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest
+from kafka.protocol.consumer import (
+    FetchRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, ListOffsetsRequest, OffsetCommitRequest,
+    OffsetDeleteRequest, OffsetFetchRequest, SyncGroupRequest,
+)
+from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
 
+from pylog.coordinator.group_coordinator import GroupCoordinator
 from pylog.errors import PylogError
+from pylog.serve.consumer_groups import (
+    GroupNotifier, handle_heartbeat, handle_join_group, handle_leave_group, handle_sync_group,
+)
 from pylog.serve.create_partitions import handle_create_partitions
 from pylog.serve.create_topics import handle_create_topics
+from pylog.serve.delete_groups import handle_delete_groups, handle_offset_delete
 from pylog.serve.delete_records import handle_delete_records
 from pylog.serve.delete_topics import handle_delete_topics
 from pylog.serve.describe_cluster import handle_describe_cluster
 from pylog.serve.describe_configs import handle_describe_configs
+from pylog.serve.describe_groups import handle_describe_groups, handle_list_groups
 from pylog.serve.error_codes import NONE, UNSUPPORTED_VERSION
 from pylog.serve.fetch import handle_fetch, new_marker
+from pylog.serve.find_coordinator import handle_find_coordinator
 from pylog.serve.incremental_alter_configs import handle_incremental_alter_configs
 from pylog.serve.list_offsets import handle_list_offsets
 from pylog.serve.metadata import handle_metadata
+from pylog.serve.offset_commit import handle_offset_commit, handle_offset_fetch
 from pylog.serve.produce import handle_produce
 from pylog.serve.producer_ids import handle_init_producer_id
 from pylog.serve.purgatory import AppendNotifier
@@ -54,6 +67,17 @@ SUPPORTED_VERSIONS = {
     ApiKey.Metadata: (MetadataRequest, 0, 12),
     ApiKey.ApiVersions: (ApiVersionsRequest, 0, 4),
     ApiKey.InitProducerId: (InitProducerIdRequest, 0, 4),
+    ApiKey.OffsetCommit: (OffsetCommitRequest, 2, 9),
+    ApiKey.OffsetFetch: (OffsetFetchRequest, 1, 9),
+    ApiKey.FindCoordinator: (FindCoordinatorRequest, 0, 6),
+    ApiKey.JoinGroup: (JoinGroupRequest, 2, 9),
+    ApiKey.Heartbeat: (HeartbeatRequest, 0, 4),
+    ApiKey.LeaveGroup: (LeaveGroupRequest, 0, 5),
+    ApiKey.SyncGroup: (SyncGroupRequest, 0, 5),
+    ApiKey.DescribeGroups: (DescribeGroupsRequest, 0, 6),
+    ApiKey.ListGroups: (ListGroupsRequest, 0, 5),
+    ApiKey.DeleteGroups: (DeleteGroupsRequest, 0, 2),
+    ApiKey.OffsetDelete: (OffsetDeleteRequest, 0, 0),
     ApiKey.DescribeConfigs: (DescribeConfigsRequest, 1, 4),
     ApiKey.CreateTopics: (CreateTopicsRequest, 2, 7),
     ApiKey.DeleteTopics: (DeleteTopicsRequest, 1, 6),
@@ -91,6 +115,17 @@ HANDLERS = {
     ApiKey.Metadata: handle_metadata,
     ApiKey.ApiVersions: handle_api_versions,
     ApiKey.InitProducerId: handle_init_producer_id,
+    ApiKey.OffsetCommit: handle_offset_commit,
+    ApiKey.OffsetFetch: handle_offset_fetch,
+    ApiKey.FindCoordinator: handle_find_coordinator,
+    ApiKey.JoinGroup: handle_join_group,
+    ApiKey.Heartbeat: handle_heartbeat,
+    ApiKey.LeaveGroup: handle_leave_group,
+    ApiKey.SyncGroup: handle_sync_group,
+    ApiKey.DescribeGroups: handle_describe_groups,
+    ApiKey.ListGroups: handle_list_groups,
+    ApiKey.DeleteGroups: handle_delete_groups,
+    ApiKey.OffsetDelete: handle_offset_delete,
     ApiKey.DescribeConfigs: handle_describe_configs,
     ApiKey.CreateTopics: handle_create_topics,
     ApiKey.DeleteTopics: handle_delete_topics,
@@ -104,7 +139,8 @@ HANDLERS = {
 class KafkaApis:
     """The handlers' shared state: the log dir's ``manager``, the server's ``config``
     (:class:`~pylog.serve.serve_config.ServeConfig`), the address clients are told to use,
-    the notifier fetches wait on, and the thread pools for disk writes (``io_pool``) and
+    the notifiers fetches and joins wait on, the log dir's group coordinator (taken at the
+    first group request), and the thread pools for disk writes (``io_pool``) and
     ``sendfile`` (``network_pool``). Created and used on the event loop's thread."""
 
     def __init__(self, manager, config, *, advertised_host: str, advertised_port: int):
@@ -112,6 +148,8 @@ class KafkaApis:
         self.advertised_host, self.advertised_port = advertised_host, advertised_port
         self.appends = AppendNotifier()
         self.marker = new_marker()
+        self.groups = GroupNotifier()
+        self._group_coordinator: GroupCoordinator | None = None
         self.io_pool = ThreadPoolExecutor(config.num_io_threads, thread_name_prefix="pylog-serve-io")
         self.network_pool = ThreadPoolExecutor(config.num_network_threads, thread_name_prefix="pylog-serve-send")
 
@@ -143,15 +181,34 @@ class KafkaApis:
         the pool; nothing for logs already open."""
         await self.run_blocking(_open_each, self.manager, list(pairs))
 
+    async def group_coordinator(self) -> GroupCoordinator:
+        """The log dir's group coordinator; the first call creates ``__consumer_offsets``
+        if missing (in the disk pool)."""
+        if self._group_coordinator is None:
+            coordinator = await self.run_blocking(GroupCoordinator.for_root, self.manager.root)
+            if self._group_coordinator is None:
+                self._group_coordinator = coordinator
+            else:
+                coordinator.release()
+        return self._group_coordinator
+
+    async def group_membership(self, group_id: str):
+        """The coordinator's :class:`~pylog.coordinator.group_membership.GroupMembership`
+        of ``group_id``."""
+        return (await self.group_coordinator()).membership(group_id)
+
     @staticmethod
     def log_failure(what: str, exc: BaseException) -> None:
         """A failure that is a bug, not the client's: logged with its traceback."""
         LOG.error("%s failed", what, exc_info=exc)
 
     def close(self) -> None:
-        """Wait for the appends and sends in flight, then stop the pools."""
+        """Wait for the appends and sends in flight, stop the pools, then give back the
+        group coordinator (its members' lease ends)."""
         self.io_pool.shutdown(wait=True)
         self.network_pool.shutdown(wait=True)
+        if self._group_coordinator is not None:
+            self._group_coordinator.release()
 
 
 def _open_each(manager, pairs) -> None:

@@ -68,7 +68,8 @@ def parse_request(frame: bytes, request_classes: dict, versions: dict) -> Reques
     """``frame`` as a :class:`Request`, its body decoded with ``request_classes[api_key]``
     at the header's version. Raises :class:`UnsupportedVersion` for a version outside
     ``versions[api_key]`` (min, max), :class:`BadRequest` for an unknown api key or a body
-    that does not parse."""
+    that does not parse, null where the message's definition allows no null included
+    (as Kafka's generated readers refuse it)."""
     header = peek_header(frame)
     key, version = header.request_api_key, header.request_api_version
     if key not in request_classes:
@@ -80,7 +81,43 @@ def parse_request(frame: bytes, request_classes: dict, versions: dict) -> Reques
         message = request_classes[key].decode(frame, version=version, header=True)
     except Exception as e:
         raise BadRequest(f"api key {key} version {version}: body does not parse: {e}") from None
+    null = _null_field(message, message.fields, version)
+    if null is not None:
+        raise BadRequest(f"api key {key} version {version}: {null} is null, which its definition does not allow")
     return Request(message.header, message)
+
+
+#: the types whose null is a length of -1 (or a compact length of 0)
+_NULL_LENGTH_TYPES = ("string", "bytes", "records")
+
+
+def _null_field(value, fields, version: int) -> str | None:
+    """The path of the first field of ``value`` (a decoded message or struct whose
+    definition is ``fields``) that is null though not nullable at ``version``, or None.
+    kafka-python's decoders read a null length as None whatever the definition says.
+    Cost: O(fields and array items)."""
+    for field in fields.values() if isinstance(fields, dict) else fields:
+        if not field.for_version_q(version):
+            continue
+        item = getattr(value, field.name, None)
+        if item is None:
+            if field.nullable_for_version_q(version) or field.tagged_field_q(version) or not (
+                    field.is_array() or field.is_struct() or field.type_str in _NULL_LENGTH_TYPES):
+                continue  # a uuid of zeros decodes as None too
+            return field.name
+        if field.is_struct_array():
+            for i, element in enumerate(item):
+                inner = _null_field(element, field.fields, version)
+                if inner is not None:
+                    return f"{field.name}[{i}].{inner}"
+        elif field.is_array():
+            if any(element is None for element in item):
+                return f"{field.name}[]"
+        elif field.is_struct():
+            inner = _null_field(item, field.fields, version)
+            if inner is not None:
+                return f"{field.name}.{inner}"
+    return None
 
 
 def encode_response(request: Request, body) -> bytes:

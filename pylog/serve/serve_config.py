@@ -1,7 +1,8 @@
 """``ServeConfig``: the server's settings, named after the Kafka broker settings they
 mirror (``node.id``, ``auto.create.topics.enable``, ``num.partitions``,
-``socket.request.max.bytes``, ``max.connections``, ``num.io.threads``), with Kafka's
-defaults where Kafka has one that fits a single node."""
+``socket.request.max.bytes``, ``max.connections``, ``num.io.threads``,
+``group.min.session.timeout.ms``), with Kafka's defaults where Kafka has one that fits a
+single node."""
 
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ class ServeConfig:
     buffered. ``max_connections``: connections past it are closed as they are accepted.
     ``num_io_threads``: threads that append and allocate producer ids off the event loop.
     ``num_network_threads``: threads that send fetched file ranges with ``sendfile`` (one
-    per response in flight)."""
+    per response in flight). ``group_min_session_timeout_ms`` and
+    ``group_max_session_timeout_ms``: the session timeouts a JoinGroup may ask for (others
+    get ``INVALID_SESSION_TIMEOUT``)."""
 
     node_id: int = 0
     cluster_id: str = "pylog"
@@ -34,12 +37,16 @@ class ServeConfig:
     max_connections: int = 1000
     num_io_threads: int = 8
     num_network_threads: int = 8
+    group_min_session_timeout_ms: int = 6_000
+    group_max_session_timeout_ms: int = 1_800_000
 
     def __post_init__(self):
         check_int(self.node_id, "node_id", (0, INT32_MAX), error=InvalidConfigError)
         for name in ("num_partitions", "socket_request_max_bytes", "max_connections", "num_io_threads",
-                     "num_network_threads"):
+                     "num_network_threads", "group_min_session_timeout_ms"):
             check_int(getattr(self, name), name, (1, INT32_MAX), error=InvalidConfigError)
+        check_int(self.group_max_session_timeout_ms, "group_max_session_timeout_ms",
+                  (self.group_min_session_timeout_ms, INT32_MAX), error=InvalidConfigError)
         if not isinstance(self.auto_create_topics_enable, bool):
             raise InvalidConfigError(f"auto_create_topics_enable must be a bool, got "
                                      f"{self.auto_create_topics_enable!r}")

@@ -5,23 +5,32 @@ still works."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import os
 import random
 import socket
 import time
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
-from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest
+from kafka.protocol.admin import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
+from kafka.protocol.consumer import (
+    FetchRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, ListOffsetsRequest, OffsetCommitRequest,
+    OffsetDeleteRequest, OffsetFetchRequest, SyncGroupRequest,
+)
+from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer import ProduceRequest
 
+from pylog.coordinator.offsets_reader import OFFSETS_TOPIC
+from pylog.layout import TOPIC_CONFIGS_FILE
 from pylog.logdir.producer_ids import PRODUCER_IDS_FILE
 from pylog.manager import LogManager
 from pylog.record import encode_batch
 from pylog.serve import Server
 from pylog.serve.kafka_apis import SUPPORTED_VERSIONS
-from tests.serve.conftest import file_digests, read_frame, request_frame
+from tests.serve.conftest import read_frame, request_frame
 
 FUZZ_SECONDS = 3.0
 
@@ -45,8 +54,9 @@ def _closed_after(server, frame: bytes) -> bool:
 
 
 def _seeds() -> list[bytes]:
-    """Valid requests to mutate: ApiVersions, Metadata, Fetch and ListOffsets of "kept", and
-    Produce to a topic that does not exist (so a mutation that stays valid writes nothing)."""
+    """Valid requests to mutate: ApiVersions, Metadata, Fetch and ListOffsets of "kept",
+    Produce to a topic that does not exist (so a mutation that stays valid writes nothing),
+    and the group requests (:func:`_group_seeds`)."""
     fetch_topic = FetchRequest.FetchTopic(topic="kept", partitions=[FetchRequest.FetchTopic.FetchPartition(
         partition=0, fetch_offset=0, partition_max_bytes=1 << 16)])
     produce_topic = ProduceRequest.TopicProduceData(name="absent", partition_data=[
@@ -60,8 +70,58 @@ def _seeds() -> list[bytes]:
         request_frame(FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=[fetch_topic]), 12),
         request_frame(FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=[fetch_topic]), 4),
         request_frame(ListOffsetsRequest(replica_id=-1, topics=[list_topic]), 7),
+        *_group_seeds(),
         request_frame(ProduceRequest(acks=1, timeout_ms=1000, topic_data=[produce_topic]), 9),
         request_frame(ProduceRequest(acks=1, timeout_ms=1000, topic_data=[produce_topic]), 3),
+    ]
+
+
+#: the member the group seeds join as, and its generation after the first join
+_MEMBER, _GENERATION = "fuzz-member", 1
+
+
+def _group_seeds() -> list[bytes]:
+    """A member's requests, in the order it sends them: FindCoordinator, JoinGroup of group
+    "fuzzed" subscribed to "kept", SyncGroup, Heartbeat, OffsetCommit, OffsetFetch,
+    DescribeGroups, ListGroups, LeaveGroup; a commit without a generation to the group
+    "committed", which has no members (so a mutation of it that stays valid writes), then
+    OffsetDelete and DeleteGroups of it."""
+    subscription = (0).to_bytes(2, "big") + (1).to_bytes(4, "big") + (4).to_bytes(2, "big") + b"kept" + (
+        -1).to_bytes(4, "big", signed=True)
+    join = JoinGroupRequest(group_id="fuzzed", session_timeout_ms=6_000, rebalance_timeout_ms=6_000, member_id=_MEMBER,
+                            group_instance_id=None, protocol_type="consumer", protocols=[
+                                JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=subscription)])
+
+    def commit(group_id: str, generation: int, member_id: str) -> OffsetCommitRequest:
+        return OffsetCommitRequest(
+            group_id=group_id, generation_id_or_member_epoch=generation, member_id=member_id, group_instance_id=None,
+            topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name="kept", partitions=[
+                OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+                    partition_index=0, committed_offset=2, committed_leader_epoch=-1, committed_metadata="m")])])
+    fetch_group = OffsetFetchRequest.OffsetFetchRequestGroup(group_id="fuzzed", topics=[
+        OffsetFetchRequest.OffsetFetchRequestGroup.OffsetFetchRequestTopics(name="kept", partition_indexes=[0])])
+    return [
+        request_frame(FindCoordinatorRequest(key="fuzzed", key_type=0), 3),
+        request_frame(FindCoordinatorRequest(key_type=0, coordinator_keys=["fuzzed", "committed"]), 4),
+        request_frame(join, 5),
+        request_frame(SyncGroupRequest(group_id="fuzzed", generation_id=_GENERATION, member_id=_MEMBER,
+                                       group_instance_id=None, protocol_type="consumer", protocol_name="range",
+                                       assignments=[]), 5),
+        request_frame(HeartbeatRequest(group_id="fuzzed", generation_id=_GENERATION, member_id=_MEMBER,
+                                       group_instance_id=None), 4),
+        request_frame(commit("fuzzed", _GENERATION, _MEMBER), 8),
+        request_frame(commit("committed", -1, ""), 2),
+        request_frame(OffsetFetchRequest(group_id="fuzzed", topics=[OffsetFetchRequest.OffsetFetchRequestTopic(
+            name="kept", partition_indexes=[0])], require_stable=False), 7),
+        request_frame(OffsetFetchRequest(groups=[fetch_group], require_stable=False), 8),
+        request_frame(DescribeGroupsRequest(groups=["fuzzed", "committed"], include_authorized_operations=False), 5),
+        request_frame(ListGroupsRequest(states_filter=[], types_filter=[]), 5),
+        request_frame(LeaveGroupRequest(group_id="fuzzed", members=[
+            LeaveGroupRequest.MemberIdentity(member_id=_MEMBER, group_instance_id=None, reason=None)]), 5),
+        request_frame(OffsetDeleteRequest(group_id="committed", topics=[OffsetDeleteRequest.OffsetDeleteRequestTopic(
+            name="kept", partitions=[OffsetDeleteRequest.OffsetDeleteRequestTopic.OffsetDeleteRequestPartition(
+                partition_index=0)])]), 0),
+        request_frame(DeleteGroupsRequest(groups_names=["committed", "fuzzed"]), 2),
     ]
 
 
@@ -93,8 +153,8 @@ def test_sizes_past_the_limit_or_below_one_close_the_connection(server):
 
 
 def test_an_api_not_served_or_a_version_not_served_closes_the_connection(server):
-    join_group = (11).to_bytes(2, "big") + (5).to_bytes(2, "big") + (1).to_bytes(4, "big") + b"\x00\x00"
-    assert _closed_after(server, len(join_group).to_bytes(4, "big") + join_group)
+    leader_and_isr = (4).to_bytes(2, "big") + (5).to_bytes(2, "big") + (1).to_bytes(4, "big") + b"\x00\x00"
+    assert _closed_after(server, len(leader_and_isr).to_bytes(4, "big") + leader_and_isr)  # between brokers only
     produce_v2 = bytearray(_seeds()[-1])
     produce_v2[6:8] = (2).to_bytes(2, "big")
     assert _closed_after(server, bytes(produce_v2))
@@ -111,13 +171,53 @@ def test_api_versions_at_a_version_not_served_answers_unsupported_version_with_t
     assert {k.api_key for k in response.api_keys} == {int(k) for k in SUPPORTED_VERSIONS}
 
 
+@pytest.mark.parametrize("request_, version", [
+    (DescribeGroupsRequest(groups=[None], include_authorized_operations=False), 5),
+    (ListGroupsRequest(states_filter=[None], types_filter=[]), 5),
+    (JoinGroupRequest(group_id="g", session_timeout_ms=6_000, rebalance_timeout_ms=6_000, member_id="",
+                      group_instance_id=None, protocol_type="consumer",
+                      protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=None)]), 5),
+    (JoinGroupRequest(group_id=None, session_timeout_ms=6_000, rebalance_timeout_ms=6_000, member_id="",
+                      group_instance_id=None, protocol_type="consumer", protocols=[]), 7),
+], ids=["DescribeGroups group id", "ListGroups state", "JoinGroup protocol metadata", "JoinGroup group id"])
+def test_a_null_where_kafkas_definition_allows_none_closes_the_connection_without_a_failure(server, caplog,
+                                                                                           request_, version):
+    assert _closed_after(server, request_frame(request_, version))
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR and r.name == "pylog.serve"]
+
+
+def _is_group_file(path: str) -> bool:
+    """Whether ``path`` (relative to the log dir) is what a valid group request may write:
+    a partition of ``__consumer_offsets``, or a group's state file (or its ``.tmp``)."""
+    return path.startswith(OFFSETS_TOPIC + "-") or path.startswith(".pylog-group-")
+
+
+def _files_but_groups(root: str) -> dict:
+    """Every file and directory under ``root`` but the group files (JoinGroups still
+    waiting may be rewriting them), as relative path -> sha256 (or "directory"), but
+    ``topic-configs.json`` parsed (the topics' settings)."""
+    out = {}
+    for dirpath, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if not _is_group_file(d)]
+        out.update((os.path.relpath(os.path.join(dirpath, d), root), "directory") for d in dirs)
+        for name in names:
+            rel = os.path.relpath(os.path.join(dirpath, name), root)
+            if _is_group_file(rel):
+                continue
+            with open(os.path.join(root, rel), "rb") as f:
+                data = f.read()
+            out[rel] = json.loads(data) if rel == TOPIC_CONFIGS_FILE else hashlib.sha256(data).hexdigest()
+    return out
+
+
 def test_random_and_mutated_frames_change_no_file_and_a_client_works_after(server, caplog):
     rng, seeds, sent = random.Random(35), _seeds(), 0
     for seed in seeds:  # each valid once: "kept" is open for writing (its clean-shutdown marker gone) from here
         with socket.create_connection(server.address, timeout=30) as sock:
             sock.sendall(seed)
             assert read_frame(sock) is not None
-    before = file_digests(server.root)
+    before = _files_but_groups(server.root)
+    assert before[TOPIC_CONFIGS_FILE] == {"kept": {}, OFFSETS_TOPIC: {"cleanup_policy": "compact"}}
     deadline = time.monotonic() + FUZZ_SECONDS
     while time.monotonic() < deadline:
         with socket.create_connection(server.address, timeout=30) as sock:
@@ -129,12 +229,15 @@ def test_random_and_mutated_frames_change_no_file_and_a_client_works_after(serve
                     break
                 sent += 1
     assert sent > 50
-    failures = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    failures = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR and r.name == "pylog.serve"]
     assert not failures, failures  # every bad frame is a closed connection or an error code, not a bug
-    after = file_digests(server.root)
-    # a mutation may turn into a valid InitProducerId, which hands out a producer id
+    after = _files_but_groups(server.root)
+    # a mutation may turn into a valid InitProducerId, which hands out a producer id, or into
+    # a valid group request, which writes the group files
     before.pop(PRODUCER_IDS_FILE, None), after.pop(PRODUCER_IDS_FILE, None)
     assert after == before
+    assert {name for name in os.listdir(server.root) if _is_group_file(name) and not name.startswith(
+        ".pylog-group-")} == {f"{OFFSETS_TOPIC}-{p}" for p in range(50)}
     producer = KafkaProducer(bootstrap_servers=server.bootstrap_servers)
     producer.send("kept", b"after").get(timeout=60)
     producer.close()
