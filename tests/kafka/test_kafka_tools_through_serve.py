@@ -1,7 +1,8 @@
-"""Kafka's own Java tools against ``pylog serve``: ``VerifiableProducer`` (the producer Kafka's
-system tests use: idempotent, acks=all) writes, each acknowledged offset holds its record in
-the files, ``kafka-get-offsets`` reads the end offset and ``kafka-console-consumer`` reads
-every record back in order; ``pylog verify`` is clean after."""
+"""Kafka's own Java tools against ``pylog serve``: ``VerifiableProducer`` and
+``VerifiableConsumer`` (the clients Kafka's system tests use: an idempotent acks=all producer,
+a classic group member), ``kafka-topics``, ``kafka-get-offsets``, ``kafka-console-consumer``
+and ``kafka-consumer-groups``; what they write is in the files, what they read and describe is
+what the files hold, and ``pylog verify`` is clean after."""
 
 from __future__ import annotations
 
@@ -54,3 +55,40 @@ def test_verifiable_producer_acks_are_in_the_files_and_kafkas_tools_read_them_ba
     server.stop()
     verified = pylog_cli("verify", str(root))
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_kafka_topics_verifiable_consumer_and_consumer_groups_through_the_server(kafka_tool, served):
+    """kafka-topics creates and describes a topic; VerifiableConsumer (a classic group member)
+    reads every record VerifiableProducer wrote and commits; kafka-consumer-groups describes
+    the group's offsets at the log end, as pylog's own tool does."""
+    root, server = served
+    bootstrap = server.bootstrap_servers
+    created = kafka_tool(kafka.TOOLS["topics"], "--bootstrap-server", bootstrap, "--create", "--topic", "grouped",
+                         "--partitions", "3")
+    assert "Created topic grouped." in created.stdout
+    described = kafka_tool(kafka.TOOLS["topics"], "--bootstrap-server", bootstrap, "--describe", "--topic", "grouped")
+    assert [line.split("\t")[2] for line in described.stdout.splitlines() if "Partition:" in line] == [
+        f"Partition: {p}" for p in range(3)]
+    kafka_tool("org.apache.kafka.tools.VerifiableProducer", "--bootstrap-server", bootstrap, "--topic", "grouped",
+               "--max-messages", RECORDS, "--acks", "-1", timeout_s=180)
+
+    consumed = kafka_tool("org.apache.kafka.tools.VerifiableConsumer", "--bootstrap-server", bootstrap,
+                          "--topic", "grouped", "--group-id", "verifiers", "--max-messages", RECORDS,
+                          "--reset-policy", "earliest", timeout_s=180)
+    assert sum(e["count"] for e in _events(consumed.stdout, "records_consumed")) == RECORDS
+    commits = _events(consumed.stdout, "offsets_committed")
+    assert commits and all(c["success"] for c in commits)
+
+    with_data = {}
+    for p in range(3):
+        with Log.open(root / f"grouped-{p}", read_only=True) as log:
+            if log.log_end_offset:
+                with_data[p] = log.log_end_offset
+    groups = kafka_tool(kafka.TOOLS["consumer-groups"], "--bootstrap-server", bootstrap, "--describe",
+                        "--group", "verifiers")
+    rows = [line.split() for line in groups.stdout.splitlines() if line.startswith("verifiers ")]
+    assert {int(r[2]): (int(r[3]), int(r[4]), int(r[5])) for r in rows} == {
+        p: (end, end, 0) for p, end in with_data.items()}
+    server.stop()
+    ours = pylog_cli("consumer-groups", str(root), "--describe", "--group", "verifiers")
+    assert ours.returncode == 0 and sorted(ours.stdout.decode().split()) == sorted(groups.stdout.split())
