@@ -108,6 +108,7 @@ class TransactionCoordinator:
         self.pool = pool
         self.partitions = partitions
         self._locks = ByteLockFile(os.path.join(root, CLIENTS_LOCK_FILE))
+        self._mutexes: dict[int, ByteMutex] = {}  # one per byte: its thread lock excludes this process's threads
         self._readers: dict[int, TailReader] = {}
         self._states: dict[int, dict[str, TxnMetadata]] = {}
         ensure_internal_topic(root, TXN_TOPIC, partitions)
@@ -164,7 +165,8 @@ class TransactionCoordinator:
             log.append([(key, value)])
 
     def _mutex(self, transactional_id: str) -> ByteMutex:
-        return ByteMutex(self._locks, name_byte("txn:" + transactional_id))
+        byte = name_byte("txn:" + transactional_id)
+        return self._mutexes.setdefault(byte, ByteMutex(self._locks, byte))
 
     def _checked(self, transactional_id: str, producer_id: int, producer_epoch: int) -> TxnMetadata:
         meta = self.current(transactional_id)
