@@ -25,9 +25,12 @@ from kafka.protocol.consumer import (
     OffsetDeleteRequest, OffsetFetchRequest, SyncGroupRequest,
 )
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest, MetadataRequest
-from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
+from kafka.protocol.producer import (
+    AddPartitionsToTxnRequest, EndTxnRequest, InitProducerIdRequest, ProduceRequest,
+)
 
 from pylog.coordinator.group_coordinator import GroupCoordinator
+from pylog.coordinator.txn_coordinator import TransactionCoordinator
 from pylog.errors import PylogError
 from pylog.serve.consumer_groups import (
     GroupNotifier, handle_heartbeat, handle_join_group, handle_leave_group, handle_sync_group,
@@ -44,6 +47,9 @@ from pylog.serve.produce import handle_produce
 from pylog.serve.producer_ids import handle_init_producer_id
 from pylog.serve.purgatory import AppendNotifier
 from pylog.serve.request_channel import UnsupportedVersion, encode_body, encode_response, parse_request
+from pylog.serve.transactions import (
+    ServerWriters, handle_add_partitions_to_txn, handle_end_txn,
+)
 
 LOG = logging.getLogger("pylog.serve")
 
@@ -66,6 +72,9 @@ SUPPORTED_VERSIONS = {
     ApiKey.ListGroups: (ListGroupsRequest, 0, 5),
     ApiKey.DeleteGroups: (DeleteGroupsRequest, 0, 2),
     ApiKey.OffsetDelete: (OffsetDeleteRequest, 0, 0),
+    # transactions (classic: the versions before transactions V2)
+    ApiKey.AddPartitionsToTxn: (AddPartitionsToTxnRequest, 0, 4),
+    ApiKey.EndTxn: (EndTxnRequest, 0, 4),
 }
 REQUEST_CLASSES = {int(k): cls for k, (cls, _, _) in SUPPORTED_VERSIONS.items()}
 VERSIONS = {int(k): (low, high) for k, (_, low, high) in SUPPORTED_VERSIONS.items()}
@@ -100,6 +109,8 @@ HANDLERS = {
     ApiKey.ListGroups: handle_list_groups,
     ApiKey.DeleteGroups: handle_delete_groups,
     ApiKey.OffsetDelete: handle_offset_delete,
+    ApiKey.AddPartitionsToTxn: handle_add_partitions_to_txn,
+    ApiKey.EndTxn: handle_end_txn,
 }
 
 
@@ -117,6 +128,8 @@ class KafkaApis:
         self.marker = new_marker()
         self.groups = GroupNotifier()
         self._group_coordinator: GroupCoordinator | None = None
+        self._txn_coordinator: TransactionCoordinator | None = None
+        self.txn_writers: ServerWriters | None = None  # what the transaction coordinator appends through
         self.io_pool = ThreadPoolExecutor(config.num_io_threads, thread_name_prefix="pylog-serve-io")
         self.network_pool = ThreadPoolExecutor(config.num_network_threads, thread_name_prefix="pylog-serve-send")
 
@@ -164,6 +177,22 @@ class KafkaApis:
         of ``group_id``."""
         return (await self.group_coordinator()).membership(group_id)
 
+    async def txn_coordinator(self, *, create: bool = True) -> TransactionCoordinator | None:
+        """The log dir's transaction coordinator, appending through the server's logs
+        (:class:`~pylog.serve.transactions.ServerWriters`); the first call creates
+        ``__transaction_state`` if missing (in the disk pool), but with ``create=False``,
+        which answers None then (no transactional id can be known: nothing is written)."""
+        if self._txn_coordinator is None:
+            if not create and not TransactionCoordinator.has_state(self.manager.root):
+                return None
+            writers = ServerWriters(self.manager, (await self.group_coordinator()).pool)
+            coordinator = await self.run_blocking(lambda: TransactionCoordinator(self.manager.root, writers))
+            if self._txn_coordinator is None:
+                self._txn_coordinator, self.txn_writers = coordinator, writers
+            else:
+                coordinator.close()
+        return self._txn_coordinator
+
     @staticmethod
     def log_failure(what: str, exc: BaseException) -> None:
         """A failure that is a bug, not the client's: logged with its traceback."""
@@ -174,6 +203,8 @@ class KafkaApis:
         group coordinator (its members' lease ends)."""
         self.io_pool.shutdown(wait=True)
         self.network_pool.shutdown(wait=True)
+        if self._txn_coordinator is not None:
+            self._txn_coordinator.close()
         if self._group_coordinator is not None:
             self._group_coordinator.release()
 

@@ -1,0 +1,200 @@
+"""Transactions through ``pylog serve``: a librdkafka transactional producer commits and
+aborts, read_committed consumers (librdkafka through the server, pylog's ``Log`` in
+process) see exactly the committed records; a newer instance fences the older one and
+aborts what it left open."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+from kafka.protocol.producer import (
+    AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, EndTxnRequest, EndTxnResponse, InitProducerIdRequest,
+    InitProducerIdResponse, ProduceRequest, ProduceResponse,
+)
+
+from pylog.coordinator.txn_state_reader import read_transaction_states
+from pylog.manager import LogManager
+from pylog.record import encode_batch
+from pylog.serve import Server
+from tests.serve.conftest import file_digests, read_frame, request_frame
+
+UNKNOWN_TOPIC_OR_PARTITION = 3
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+
+
+def _producer(server, transactional_id: str, **settings):
+    producer = confluent_kafka.Producer({"bootstrap.servers": server.bootstrap_servers,
+                                         "transactional.id": transactional_id, **settings})
+    producer.init_transactions(30)
+    return producer
+
+
+def _consume(server, topic: str, count: int, partitions=(0,), **settings) -> list:
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": server.bootstrap_servers, "group.id": "reader",
+                                         "enable.auto.commit": False, "isolation.level": "read_committed",
+                                         **settings})
+    consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in partitions])
+    got, deadline = [], time.monotonic() + 60
+    while len(got) < count and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is None:
+            continue
+        assert message.error() is None, message.error()
+        got.append(message.value())
+    consumer.close()
+    return got
+
+
+def _committed_values(root: str, topic: str, partitions: int) -> list:
+    """What pylog's own read_committed reading of the log dir sees, partition by partition."""
+    with LogManager(root, read_only=True) as manager:
+        return [r.value for p in range(partitions)
+                for r in manager.log(topic, p).records(isolation="committed")]
+
+
+def test_a_librdkafka_transaction_commits_and_another_aborts(pylog_server):
+    with LogManager(pylog_server.root) as manager:
+        manager.create_topic("orders", partitions=2)
+    producer = _producer(pylog_server, "tx-orders")
+    producer.begin_transaction()
+    for i in range(6):
+        producer.produce("orders", value=b"committed-%d" % i, partition=i % 2)
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    for i in range(4):
+        producer.produce("orders", value=b"aborted-%d" % i, partition=i % 2)
+    producer.flush(30)
+    producer.abort_transaction(30)
+    producer.begin_transaction()
+    producer.produce("orders", value=b"last", partition=0)
+    producer.commit_transaction(30)
+
+    expected = [b"committed-0", b"committed-2", b"committed-4", b"last", b"committed-1", b"committed-3",
+                b"committed-5"]
+    got = _consume(pylog_server, "orders", 7, partitions=(0, 1))
+    assert sorted(got) == sorted(expected)
+    assert _committed_values(pylog_server.root, "orders", 2) == expected
+    states = read_transaction_states(pylog_server.root)
+    assert states["tx-orders"][1].state == "CompleteCommit"
+
+
+# -- on the wire: fencing and bad input ------------------------------------------------------------
+INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, INVALID_PRODUCER_ID_MAPPING, INVALID_TRANSACTION_TIMEOUT = 47, 48, 49, 50
+
+
+def _call(server, request, version: int):
+    """``request`` at ``version`` on a new connection, and the server's decoded answer."""
+    with socket.create_connection(server.address, timeout=60) as sock:
+        sock.sendall(request_frame(request, version))
+        answer = read_frame(sock)
+    return _RESPONSES[type(request)].decode(answer, version=version, header=True)
+
+
+_RESPONSES = {InitProducerIdRequest: InitProducerIdResponse, AddPartitionsToTxnRequest: AddPartitionsToTxnResponse,
+              EndTxnRequest: EndTxnResponse, ProduceRequest: ProduceResponse}
+
+
+def _init(server, transactional_id: str, timeout_ms: int = 60_000):
+    return _call(server, InitProducerIdRequest(transactional_id=transactional_id, transaction_timeout_ms=timeout_ms,
+                                               producer_id=-1, producer_epoch=-1), 4)
+
+
+def _add(server, transactional_id: str, pid: int, epoch: int, topic: str = "t", partitions=(0,)) -> list[int]:
+    topics = [AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic, partitions=list(partitions))]
+    answer = _call(server, AddPartitionsToTxnRequest(v3_and_below_transactional_id=transactional_id,
+                                                     v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+                                                     v3_and_below_topics=topics), 3)
+    return [p.partition_error_code for t in answer.results_by_topic_v3_and_below for p in t.results_by_partition]
+
+
+def _end(server, transactional_id: str, pid: int, epoch: int, commit: bool) -> int:
+    return _call(server, EndTxnRequest(transactional_id=transactional_id, producer_id=pid, producer_epoch=epoch,
+                                       committed=commit), 3).error_code
+
+
+def _produce(server, transactional_id: str, pid: int, epoch: int, sequence: int, value: bytes, partition: int = 0):
+    batch = encode_batch([value], producer_id=pid, producer_epoch=epoch, base_sequence=sequence,
+                         is_transactional=True)
+    data = ProduceRequest.TopicProduceData(name="t", partition_data=[
+        ProduceRequest.TopicProduceData.PartitionProduceData(index=partition, records=batch)])
+    answer = _call(server, ProduceRequest(transactional_id=transactional_id, acks=-1, timeout_ms=1000,
+                                          topic_data=[data]), 9)
+    return answer.responses[0].partition_responses[0].error_code
+
+
+@pytest.fixture
+def server(tmp_path):
+    root = str(tmp_path / "data")
+    with LogManager(root) as manager:
+        manager.create_topic("t", partitions=2)
+    with Server(root, listen=("127.0.0.1", 0), auto_create_topics_enable=False) as server:
+        yield server
+
+
+def test_a_new_instance_fences_the_older_and_aborts_what_it_left_open(server):
+    first = _init(server, "tx")
+    assert (first.error_code, first.producer_epoch) == (0, 0)
+    assert _add(server, "tx", first.producer_id, 0) == [0]
+    assert _produce(server, "tx", first.producer_id, 0, 0, b"left open") == 0
+    second = _init(server, "tx")
+    assert (second.error_code, second.producer_id, second.producer_epoch) == (0, first.producer_id, 1)
+    assert _add(server, "tx", first.producer_id, 0) == [INVALID_PRODUCER_EPOCH]
+    assert _end(server, "tx", first.producer_id, 0, commit=True) == INVALID_PRODUCER_EPOCH
+    assert _produce(server, "tx", first.producer_id, 0, 1, b"fenced") == INVALID_PRODUCER_EPOCH
+    log = server.manager.log("t", 0)
+    assert [r.value for r in log.records()] == [b"left open"]
+    assert [r.value for r in log.records(isolation="committed")] == []  # aborted by the new instance
+    assert log.last_stable_offset == log.log_end_offset
+
+
+def test_bad_transactional_requests_get_kafkas_codes_and_write_nothing(server):
+    ok = _init(server, "tx")
+    pid = ok.producer_id
+    assert _add(server, "tx", pid, 0, partitions=(0,)) == [0]
+    assert _produce(server, "tx", pid, 0, 0, b"in") == 0
+    server.manager.log("t", 1)  # open (its first open tidies its files) before the digests
+    before = file_digests(server.root)
+    assert _init(server, "other", timeout_ms=0).error_code == INVALID_TRANSACTION_TIMEOUT
+    assert _init(server, "other", timeout_ms=10**9).error_code == INVALID_TRANSACTION_TIMEOUT
+    assert _add(server, "unknown", pid, 0) == [INVALID_PRODUCER_ID_MAPPING]
+    assert _add(server, "tx", pid + 1, 0) == [INVALID_PRODUCER_ID_MAPPING]
+    assert _add(server, "tx", pid, 5) == [INVALID_PRODUCER_EPOCH]
+    assert _add(server, "tx", pid, 0, topic="absent") == [UNKNOWN_TOPIC_OR_PARTITION]
+    assert _produce(server, "tx", pid, 0, 0, b"not added", partition=1) == INVALID_TXN_STATE
+    assert _produce(server, "unknown", pid, 0, 0, b"x") == INVALID_PRODUCER_ID_MAPPING
+    assert _end(server, "unknown", pid, 0, commit=True) == INVALID_PRODUCER_ID_MAPPING
+    assert _end(server, "tx", pid, 3, commit=True) == INVALID_PRODUCER_EPOCH
+    assert file_digests(server.root) == before
+    assert _end(server, "tx", pid, 0, commit=True) == 0
+    assert _end(server, "tx", pid, 0, commit=True) == 0  # a retry of the commit
+    assert _end(server, "tx", pid, 0, commit=False) == INVALID_TXN_STATE  # no transaction to abort
+    fresh = _init(server, "fresh")
+    assert _end(server, "fresh", fresh.producer_id, 0, commit=True) == INVALID_TXN_STATE
+    assert [r.value for r in server.manager.log("t", 0).records(isolation="committed")] == [b"in"]
+
+
+def test_transactional_requests_before_any_init_producer_id_create_nothing(server):
+    server.manager.log("t", 0)  # open (its first open tidies its files) before the digests
+    before = file_digests(server.root)
+    assert _add(server, "tx", 0, 0) == [INVALID_PRODUCER_ID_MAPPING]
+    assert _produce(server, "tx", 0, 0, 0, b"x") == INVALID_PRODUCER_ID_MAPPING
+    assert _end(server, "tx", 0, 0, commit=False) == INVALID_PRODUCER_ID_MAPPING
+    assert file_digests(server.root) == before  # no __transaction_state made for them
+
+
+def test_verify_only_add_partitions_reports_those_not_in_the_transaction(server):
+    ok = _init(server, "tx")
+    assert _add(server, "tx", ok.producer_id, 0, partitions=(0,)) == [0]
+    server.manager.log("t", 1)  # open (its first open tidies its files) before the digests
+    request = AddPartitionsToTxnRequest(transactions=[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
+        transactional_id="tx", producer_id=ok.producer_id, producer_epoch=0, verify_only=True,
+        topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name="t", partitions=[0, 1])])])
+    before = file_digests(server.root)
+    answer = _call(server, request, 4)
+    assert [[(p.partition_index, p.partition_error_code) for p in t.results_by_partition]
+            for r in answer.results_by_transaction for t in r.topic_results] == [[(0, 0), (1, INVALID_TXN_STATE)]]
+    assert file_digests(server.root) == before
+
