@@ -26,7 +26,8 @@ from kafka.protocol.consumer import (
 )
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer import (
-    AddPartitionsToTxnRequest, EndTxnRequest, InitProducerIdRequest, ProduceRequest,
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest, InitProducerIdRequest, ProduceRequest,
+    TxnOffsetCommitRequest,
 )
 
 from pylog.coordinator.group_coordinator import GroupCoordinator
@@ -48,7 +49,7 @@ from pylog.serve.producer_ids import handle_init_producer_id
 from pylog.serve.purgatory import AppendNotifier
 from pylog.serve.request_channel import UnsupportedVersion, encode_body, encode_response, parse_request
 from pylog.serve.transactions import (
-    ServerWriters, handle_add_partitions_to_txn, handle_end_txn,
+    ServerWriters, handle_add_offsets_to_txn, handle_add_partitions_to_txn, handle_end_txn, handle_txn_offset_commit,
 )
 
 LOG = logging.getLogger("pylog.serve")
@@ -74,7 +75,9 @@ SUPPORTED_VERSIONS = {
     ApiKey.OffsetDelete: (OffsetDeleteRequest, 0, 0),
     # transactions (classic: the versions before transactions V2)
     ApiKey.AddPartitionsToTxn: (AddPartitionsToTxnRequest, 0, 4),
+    ApiKey.AddOffsetsToTxn: (AddOffsetsToTxnRequest, 0, 3),
     ApiKey.EndTxn: (EndTxnRequest, 0, 4),
+    ApiKey.TxnOffsetCommit: (TxnOffsetCommitRequest, 0, 4),
 }
 REQUEST_CLASSES = {int(k): cls for k, (cls, _, _) in SUPPORTED_VERSIONS.items()}
 VERSIONS = {int(k): (low, high) for k, (_, low, high) in SUPPORTED_VERSIONS.items()}
@@ -110,7 +113,9 @@ HANDLERS = {
     ApiKey.DeleteGroups: handle_delete_groups,
     ApiKey.OffsetDelete: handle_offset_delete,
     ApiKey.AddPartitionsToTxn: handle_add_partitions_to_txn,
+    ApiKey.AddOffsetsToTxn: handle_add_offsets_to_txn,
     ApiKey.EndTxn: handle_end_txn,
+    ApiKey.TxnOffsetCommit: handle_txn_offset_commit,
 }
 
 

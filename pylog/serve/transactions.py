@@ -1,9 +1,10 @@
 """Transactions on the wire, as Kafka's ``KafkaApis`` hands them to its transaction
 coordinator: InitProducerId of a transactional id, AddPartitionsToTxn (v0-3, and the
-batched v4 form with ``verify_only``) and EndTxn, all
+batched v4 form with ``verify_only``), AddOffsetsToTxn, TxnOffsetCommit and EndTxn, all
 driven through pylog's :class:`~pylog.coordinator.txn_coordinator.TransactionCoordinator`
 (the one that pylog's own transactional ``Producer`` uses: the same ``__transaction_state``
-records, epochs, fencing and markers).
+records, epochs, fencing and markers) and, for offsets, its
+:class:`~pylog.coordinator.group_coordinator.GroupCoordinator`.
 
 A transactional Produce is checked here against the coordinator's state first: a batch
 to a partition not added to the ongoing transaction is ``INVALID_TXN_STATE`` (as a Kafka
@@ -21,13 +22,19 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from kafka.protocol.producer import AddPartitionsToTxnResponse, EndTxnResponse, InitProducerIdResponse
+from kafka.protocol.producer import (
+    AddOffsetsToTxnResponse, AddPartitionsToTxnResponse, EndTxnResponse, InitProducerIdResponse,
+    TxnOffsetCommitResponse,
+)
 
+from pylog.clients.consumer_coordinator import OffsetAndMetadata
 from pylog.coordinator.offsets_reader import OFFSETS_TOPIC
 from pylog.errors import InvalidTxnStateError, PylogError
+from pylog.layout import SEQUENCE_MODULUS
 from pylog.record.batch import decode_batches
+from pylog.serve.consumer_groups import fits_a_record
 from pylog.serve.error_codes import (
-    INVALID_PRODUCER_ID_MAPPING, INVALID_TRANSACTION_TIMEOUT, INVALID_TXN_STATE, NONE, error_code,
+    INVALID_GROUP_ID, INVALID_PRODUCER_ID_MAPPING, INVALID_TRANSACTION_TIMEOUT, INVALID_TXN_STATE, NONE, error_code,
 )
 
 #: Kafka's ``transaction.max.timeout.ms`` default: the longest transaction timeout a producer may ask for
@@ -38,6 +45,8 @@ _BATCHED_VERSION = 4
 _TopicResult = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
 _PartitionResult = _TopicResult.AddPartitionsToTxnPartitionResult
 _TxnResult = AddPartitionsToTxnResponse.AddPartitionsToTxnResult
+_CommitTopic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+_CommitPartition = _CommitTopic.TxnOffsetCommitResponsePartition
 
 
 class ServerWriters:
@@ -55,6 +64,23 @@ class ServerWriters:
                 yield log
         else:
             yield self._manager.log(topic, partition)
+
+
+class _OffsetsSender:
+    """What the group coordinator appends a transaction's offsets through
+    (``append_atomic``): one transactional batch of the producer, its sequence following
+    the producer's last in the partition (0 in a new epoch)."""
+
+    def __init__(self, writers: ServerWriters, producer_id: int, producer_epoch: int):
+        self._writers, self.producer_id, self.producer_epoch = writers, producer_id, producer_epoch
+
+    def append_atomic(self, tp, records) -> None:
+        with self._writers.writer(*tp) as log:
+            known = [p for p in log.active_producers() if p.producer_id == self.producer_id]
+            sequence = (known[0].last_sequence + 1) % SEQUENCE_MODULUS \
+                if known and known[0].producer_epoch == self.producer_epoch and known[0].last_sequence >= 0 else 0
+            log.append(records, producer_id=self.producer_id, producer_epoch=self.producer_epoch,
+                       base_sequence=sequence, is_transactional=True)
 
 
 async def handle_init_transactional_producer_id(apis, request) -> InitProducerIdResponse:
@@ -121,6 +147,63 @@ def _add_existing(manager, coordinator, transactional_id, producer_id, producer_
     for topic, partition in partitions:
         manager.log(topic, partition)
     coordinator.add_partitions(transactional_id, producer_id, producer_epoch, partitions)
+
+
+async def handle_add_offsets_to_txn(apis, request) -> AddOffsetsToTxnResponse:
+    """Add the group's ``__consumer_offsets`` partition to the transaction, so that the
+    offsets TxnOffsetCommit writes there get the transaction's marker."""
+    body = request.body
+    if not body.group_id or not fits_a_record(body.group_id):
+        return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=INVALID_GROUP_ID)
+    coordinator = await apis.txn_coordinator(create=False)
+    if coordinator is None:
+        return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=INVALID_PRODUCER_ID_MAPPING)
+    groups = await apis.group_coordinator()
+    try:
+        await apis.run_blocking(coordinator.add_partitions, body.transactional_id, body.producer_id,
+                                body.producer_epoch, [groups.offsets_partition(body.group_id)])
+        error = NONE
+    except PylogError as e:
+        error = error_code(e)
+    return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=error)
+
+
+async def handle_txn_offset_commit(apis, request) -> TxnOffsetCommitResponse:
+    """The group's offsets as one batch of the producer's transaction (checked against
+    the group's generation when the request names one): visible once it commits, never
+    if it aborts. The group's offsets partition must have been added (AddOffsetsToTxn)."""
+    body = request.body
+    offsets = {(t.name, p.partition_index): OffsetAndMetadata(
+        p.committed_offset, p.committed_metadata or "",
+        p.committed_leader_epoch if p.committed_leader_epoch >= 0 else None)
+        for t in body.topics or () for p in t.partitions or ()}
+    coordinator = await apis.txn_coordinator(create=False)
+    if not body.group_id or not fits_a_record(body.group_id):
+        error = INVALID_GROUP_ID
+    elif coordinator is None:
+        error = INVALID_PRODUCER_ID_MAPPING
+    else:
+        groups = await apis.group_coordinator()
+        generation = body.generation_id if request.api_version >= 3 else -1
+        member_id = body.member_id if request.api_version >= 3 else ""
+        try:
+            await apis.run_blocking(_commit_in_transaction, coordinator, groups, apis.txn_writers, body, offsets,
+                                    generation, member_id)
+            error = NONE
+        except PylogError as e:
+            error = error_code(e)
+    return TxnOffsetCommitResponse(throttle_time_ms=0, topics=[_CommitTopic(name=t.name, partitions=[
+        _CommitPartition(partition_index=p.partition_index, error_code=error) for p in t.partitions or ()])
+        for t in body.topics or ()])
+
+
+def _commit_in_transaction(coordinator, groups, writers, body, offsets, generation, member_id) -> None:
+    tp = groups.offsets_partition(body.group_id)
+    if coordinator.verify_partitions(body.transactional_id, body.producer_id, body.producer_epoch, [tp]):
+        raise InvalidTxnStateError(f"group {body.group_id!r}'s offsets were not added to the transaction of "
+                                   f"{body.transactional_id!r} (AddOffsetsToTxn first)")
+    groups.commit_offsets(body.group_id, offsets, generation=generation, member_id=member_id,
+                          sender=_OffsetsSender(writers, body.producer_id, body.producer_epoch))
 
 
 async def handle_end_txn(apis, request) -> EndTxnResponse:

@@ -1,7 +1,8 @@
 """Transactions through ``pylog serve``: a librdkafka transactional producer commits and
 aborts, read_committed consumers (librdkafka through the server, pylog's ``Log`` in
 process) see exactly the committed records; a newer instance fences the older one and
-aborts what it left open."""
+aborts what it left open; offsets committed in a transaction count once it commits, and
+librdkafka's consume-transform-produce writes each input once across an abort."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import socket
 import time
 
 import pytest
+from kafka.protocol.consumer import OffsetFetchRequest, OffsetFetchResponse
 from kafka.protocol.producer import (
-    AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, EndTxnRequest, EndTxnResponse, InitProducerIdRequest,
-    InitProducerIdResponse, ProduceRequest, ProduceResponse,
+    AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest, AddPartitionsToTxnResponse,
+    EndTxnRequest, EndTxnResponse, InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse,
+    TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 )
 
 from pylog.coordinator.txn_state_reader import read_transaction_states
@@ -94,7 +97,9 @@ def _call(server, request, version: int):
 
 
 _RESPONSES = {InitProducerIdRequest: InitProducerIdResponse, AddPartitionsToTxnRequest: AddPartitionsToTxnResponse,
-              EndTxnRequest: EndTxnResponse, ProduceRequest: ProduceResponse}
+              EndTxnRequest: EndTxnResponse, ProduceRequest: ProduceResponse,
+              AddOffsetsToTxnRequest: AddOffsetsToTxnResponse, TxnOffsetCommitRequest: TxnOffsetCommitResponse,
+              OffsetFetchRequest: OffsetFetchResponse}
 
 
 def _init(server, transactional_id: str, timeout_ms: int = 60_000):
@@ -198,3 +203,88 @@ def test_verify_only_add_partitions_reports_those_not_in_the_transaction(server)
             for r in answer.results_by_transaction for t in r.topic_results] == [[(0, 0), (1, INVALID_TXN_STATE)]]
     assert file_digests(server.root) == before
 
+
+
+def _txn_commit(server, transactional_id: str, pid: int, epoch: int, offset: int) -> int:
+    request = TxnOffsetCommitRequest(transactional_id=transactional_id, group_id="g", producer_id=pid,
+                                     producer_epoch=epoch, topics=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(
+                                         name="t", partitions=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.
+                                                               TxnOffsetCommitRequestPartition(
+                                                                   partition_index=0, committed_offset=offset,
+                                                                   committed_metadata="")])])
+    return _call(server, request, 2).topics[0].partitions[0].error_code
+
+
+def _group_offset(server) -> int:
+    request = OffsetFetchRequest(group_id="g", topics=[OffsetFetchRequest.OffsetFetchRequestTopic(
+        name="t", partition_indexes=[0])], require_stable=False)
+    return _call(server, request, 7).topics[0].partitions[0].committed_offset
+
+
+def test_offsets_committed_in_a_transaction_count_only_once_it_commits(server):
+    pid = _init(server, "tx").producer_id
+    assert _add(server, "tx", pid, 0) == [0]
+    assert _txn_commit(server, "tx", pid, 0, 5) == INVALID_TXN_STATE  # AddOffsetsToTxn first
+    assert _call(server, AddOffsetsToTxnRequest(transactional_id="tx", producer_id=pid, producer_epoch=0,
+                                                group_id="g"), 3).error_code == 0
+    assert _txn_commit(server, "tx", pid, 1, 5) == INVALID_PRODUCER_EPOCH
+    assert _txn_commit(server, "tx", pid, 0, 5) == 0
+    assert _group_offset(server) == -1  # not before the commit
+    assert _end(server, "tx", pid, 0, commit=False) == 0
+    assert _group_offset(server) == -1  # nor after an abort
+    assert _call(server, AddOffsetsToTxnRequest(transactional_id="tx", producer_id=pid, producer_epoch=0,
+                                                group_id="g"), 3).error_code == 0
+    assert _txn_commit(server, "tx", pid, 0, 7) == 0
+    assert _end(server, "tx", pid, 0, commit=True) == 0
+    assert _group_offset(server) == 7
+
+# -- consume-transform-produce ----------------------------------------------------------------------
+def test_consume_transform_produce_with_offsets_in_the_transactions_and_an_abort_midway(pylog_server):
+    """Read "in" in a group, write each record upper-cased to "out" in transactions that
+    carry the group's offsets (send_offsets_to_transaction); the second transaction is
+    aborted after its records and offsets were sent, and its input read again. "out",
+    read_committed, holds every input once; the group's committed offsets are the end."""
+    inputs = [b"record-%02d" % i for i in range(20)]
+    with LogManager(pylog_server.root) as manager:
+        manager.create_topic("in", partitions=2)
+        manager.create_topic("out", partitions=1)
+        for i, value in enumerate(inputs):
+            manager.log("in", i % 2).append([value])
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": pylog_server.bootstrap_servers, "group.id": "ctp",
+                                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                                         "isolation.level": "read_committed"})
+    consumer.subscribe(["in"])
+    producer = _producer(pylog_server, "tx-ctp")
+    done, transactions, aborted = 0, 0, False
+    deadline = time.monotonic() + 90
+    while done < len(inputs) and time.monotonic() < deadline:
+        messages = [m for m in consumer.consume(num_messages=4, timeout=0.5) if m.error() is None]
+        if not messages:
+            continue
+        producer.begin_transaction()
+        for m in messages:
+            producer.produce("out", value=m.value().upper(), partition=0)
+        producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+                                             consumer.consumer_group_metadata(), 30)
+        transactions += 1
+        if transactions == 2 and not aborted:
+            producer.flush(30)
+            producer.abort_transaction(30)
+            aborted = True
+            committed = consumer.committed(consumer.assignment(), 30)
+            for tp in committed:  # read again from what the group committed
+                consumer.seek(confluent_kafka.TopicPartition(tp.topic, tp.partition,
+                                                             tp.offset if tp.offset >= 0 else 0))
+            continue
+        producer.commit_transaction(30)
+        done += len(messages)
+    assert aborted and done == len(inputs)
+    committed = consumer.committed([confluent_kafka.TopicPartition("in", p) for p in (0, 1)], 30)
+    consumer.close()
+    assert sorted((tp.partition, tp.offset) for tp in committed) == [(0, 10), (1, 10)]
+    out = _consume(pylog_server, "out", len(inputs))
+    assert sorted(out) == sorted(v.upper() for v in inputs)
+    assert sorted(_committed_values(pylog_server.root, "out", 1)) == sorted(v.upper() for v in inputs)
+    with LogManager(pylog_server.root, read_only=True) as manager:
+        everything = [r.value for r in manager.log("out", 0).records()]
+    assert len(everything) > len(inputs)  # the aborted records are in the log, skipped by committed reads
