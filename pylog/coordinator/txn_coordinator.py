@@ -143,6 +143,15 @@ class TransactionCoordinator:
         apply_txn_records(states, records)
         return states
 
+    def transactions(self) -> dict[str, TxnMetadata]:
+        """Every transactional id's state as last written, as Kafka's ListTransactions
+        sees them. Cost: a replay of the new records of every written partition."""
+        out: dict[str, TxnMetadata] = {}
+        for p in range(self.partitions):
+            if os.listdir(os.path.join(self.root, partition_dir_name(TXN_TOPIC, p))):
+                out.update(self._caught_up(p))
+        return out
+
     def abort_expired(self, now_ms: int | None = None) -> list[str]:
         """Abort every transaction open longer than its ``transaction_timeout_ms``, as
         Kafka's coordinator does periodically: the epoch is bumped (the producer, if still

@@ -18,7 +18,9 @@ import inspect
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
-from kafka.protocol.admin import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
+from kafka.protocol.admin import (
+    DeleteGroupsRequest, DescribeGroupsRequest, DescribeProducersRequest, ListGroupsRequest, ListTransactionsRequest,
+)
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.consumer import (
     FetchRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, ListOffsetsRequest, OffsetCommitRequest,
@@ -48,6 +50,7 @@ from pylog.serve.produce import handle_produce
 from pylog.serve.producer_ids import handle_init_producer_id
 from pylog.serve.purgatory import AppendNotifier
 from pylog.serve.request_channel import UnsupportedVersion, encode_body, encode_response, parse_request
+from pylog.serve.transaction_admin import handle_describe_producers, handle_list_transactions
 from pylog.serve.transactions import (
     ServerWriters, handle_add_offsets_to_txn, handle_add_partitions_to_txn, handle_end_txn, handle_txn_offset_commit,
 )
@@ -78,6 +81,8 @@ SUPPORTED_VERSIONS = {
     ApiKey.AddOffsetsToTxn: (AddOffsetsToTxnRequest, 0, 3),
     ApiKey.EndTxn: (EndTxnRequest, 0, 4),
     ApiKey.TxnOffsetCommit: (TxnOffsetCommitRequest, 0, 4),
+    ApiKey.DescribeProducers: (DescribeProducersRequest, 0, 0),
+    ApiKey.ListTransactions: (ListTransactionsRequest, 0, 1),
 }
 REQUEST_CLASSES = {int(k): cls for k, (cls, _, _) in SUPPORTED_VERSIONS.items()}
 VERSIONS = {int(k): (low, high) for k, (_, low, high) in SUPPORTED_VERSIONS.items()}
@@ -116,6 +121,8 @@ HANDLERS = {
     ApiKey.AddOffsetsToTxn: handle_add_offsets_to_txn,
     ApiKey.EndTxn: handle_end_txn,
     ApiKey.TxnOffsetCommit: handle_txn_offset_commit,
+    ApiKey.DescribeProducers: handle_describe_producers,
+    ApiKey.ListTransactions: handle_list_transactions,
 }
 
 

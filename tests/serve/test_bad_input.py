@@ -204,7 +204,7 @@ def test_api_versions_at_a_version_not_served_answers_unsupported_version_with_t
         answer = read_frame(sock)
     response = ApiVersionsResponse.decode(answer, version=0, header=True)
     assert response.header.correlation_id == 42 and response.error_code == 35  # UNSUPPORTED_VERSION
-    assert {k.api_key for k in response.api_keys} == {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 22, 24, 25, 26, 28, 42, 47}
+    assert {k.api_key for k in response.api_keys} == {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 22, 24, 25, 26, 28, 42, 47, 61, 66}
 
 
 @pytest.mark.parametrize("request_, version", [

@@ -10,6 +10,9 @@ import socket
 import time
 
 import pytest
+from kafka.protocol.admin import (
+    DescribeProducersRequest, DescribeProducersResponse, ListTransactionsRequest, ListTransactionsResponse,
+)
 from kafka.protocol.consumer import OffsetFetchRequest, OffsetFetchResponse
 from kafka.protocol.producer import (
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest, AddPartitionsToTxnResponse,
@@ -99,7 +102,8 @@ def _call(server, request, version: int):
 _RESPONSES = {InitProducerIdRequest: InitProducerIdResponse, AddPartitionsToTxnRequest: AddPartitionsToTxnResponse,
               EndTxnRequest: EndTxnResponse, ProduceRequest: ProduceResponse,
               AddOffsetsToTxnRequest: AddOffsetsToTxnResponse, TxnOffsetCommitRequest: TxnOffsetCommitResponse,
-              OffsetFetchRequest: OffsetFetchResponse}
+              OffsetFetchRequest: OffsetFetchResponse, DescribeProducersRequest: DescribeProducersResponse,
+              ListTransactionsRequest: ListTransactionsResponse}
 
 
 def _init(server, transactional_id: str, timeout_ms: int = 60_000):
@@ -237,6 +241,38 @@ def test_offsets_committed_in_a_transaction_count_only_once_it_commits(server):
     assert _txn_commit(server, "tx", pid, 0, 7) == 0
     assert _end(server, "tx", pid, 0, commit=True) == 0
     assert _group_offset(server) == 7
+
+
+def _list(server, states=(), producer_ids=(), duration_ms: int = -1):
+    answer = _call(server, ListTransactionsRequest(state_filters=list(states), producer_id_filters=list(producer_ids),
+                                                   duration_filter=duration_ms), 1)
+    return answer.unknown_state_filters, [(t.transactional_id, t.producer_id, t.transaction_state)
+                                          for t in answer.transaction_states]
+
+
+def test_describe_producers_and_list_transactions_show_an_open_transaction(server):
+    assert _list(server) == ([], [])  # no transactional id yet (and nothing created for the question)
+    pid = _init(server, "tx").producer_id
+    other = _init(server, "done").producer_id
+    assert _add(server, "tx", pid, 0, partitions=(1,)) == [0]
+    assert _produce(server, "tx", pid, 0, 0, b"a", partition=1) == 0
+    assert _produce(server, "tx", pid, 0, 1, b"b", partition=1) == 0
+    assert _list(server) == ([], [("done", other, "Empty"), ("tx", pid, "Ongoing")])
+    assert _list(server, states=["Ongoing", "Bogus"]) == (["Bogus"], [("tx", pid, "Ongoing")])
+    assert _list(server, producer_ids=[other]) == ([], [("done", other, "Empty")])
+    assert _list(server, states=["Ongoing"], duration_ms=3_600_000) == ([], [])  # open for less than an hour
+    request = DescribeProducersRequest(topics=[DescribeProducersRequest.TopicRequest(name="t", partition_indexes=[1, 0]),
+                                               DescribeProducersRequest.TopicRequest(name="absent",
+                                                                                     partition_indexes=[0])])
+    answer = _call(server, request, 0)
+    described = {(t.name, p.partition_index): (p.error_code, [(s.producer_id, s.producer_epoch, s.last_sequence,
+                                                               s.current_txn_start_offset) for s in p.active_producers])
+                 for t in answer.topics for p in t.partitions}
+    assert described == {("t", 1): (0, [(pid, 0, 1, 0)]), ("t", 0): (0, []),
+                         ("absent", 0): (UNKNOWN_TOPIC_OR_PARTITION, [])}
+    assert _end(server, "tx", pid, 0, commit=True) == 0
+    assert _list(server, states=["CompleteCommit"]) == ([], [("tx", pid, "CompleteCommit")])
+
 
 # -- consume-transform-produce ----------------------------------------------------------------------
 def test_consume_transform_produce_with_offsets_in_the_transactions_and_an_abort_midway(pylog_server):
