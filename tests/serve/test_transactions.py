@@ -1,5 +1,5 @@
-"""Transactions through ``pylog serve``: a librdkafka transactional producer commits and
-aborts, read_committed consumers (librdkafka through the server, pylog's ``Log`` in
+"""Transactions through ``pylog serve``: librdkafka's and kafka-python's transactional
+producers commit and abort, read_committed consumers (librdkafka through the server, pylog's ``Log`` in
 process) see exactly the committed records; a newer instance fences the older one and
 aborts what it left open; offsets committed in a transaction count once it commits, and
 librdkafka's consume-transform-produce writes each input once across an abort."""
@@ -86,6 +86,35 @@ def test_a_librdkafka_transaction_commits_and_another_aborts(pylog_server):
     states = read_transaction_states(pylog_server.root)
     assert states["tx-orders"][1].state == "CompleteCommit"
 
+
+
+def test_a_kafka_python_transaction_commits_and_another_aborts(pylog_server):
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    with LogManager(pylog_server.root) as manager:
+        manager.create_topic("orders", partitions=2)
+    producer = KafkaProducer(bootstrap_servers=pylog_server.bootstrap_servers, transactional_id="kp-tx")
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send("orders", b"committed-0", partition=0)
+    producer.send("orders", b"committed-1", partition=1)
+    producer.commit_transaction()
+    producer.begin_transaction()
+    producer.send("orders", b"aborted", partition=0)
+    producer.flush()
+    producer.abort_transaction()
+    producer.close()
+    consumer = KafkaConsumer(bootstrap_servers=pylog_server.bootstrap_servers, isolation_level="read_committed",
+                             consumer_timeout_ms=30_000)
+    consumer.assign([TopicPartition("orders", 0), TopicPartition("orders", 1)])
+    consumer.seek_to_beginning()
+    got = []
+    for message in consumer:  # each partition's records come whole: the aborted one would come with committed-0
+        got.append(message.value)
+        if b"committed-0" in got and b"committed-1" in got:
+            break
+    consumer.close()
+    assert sorted(got) == [b"committed-0", b"committed-1"]
+    assert _committed_values(pylog_server.root, "orders", 2) == [b"committed-0", b"committed-1"]
 
 # -- on the wire: fencing and bad input ------------------------------------------------------------
 INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, INVALID_PRODUCER_ID_MAPPING, INVALID_TRANSACTION_TIMEOUT = 47, 48, 49, 50
