@@ -196,10 +196,15 @@ class TransactionCoordinator:
         return meta
 
     # -- protocol -----------------------------------------------------------------------------
-    def init_producer_id(self, transactional_id: str, timeout_ms: int) -> tuple[int, int]:
+    def init_producer_id(self, transactional_id: str, timeout_ms: int, *,
+                         current: tuple[int, int] | None = None) -> tuple[int, int]:
         """``(producer_id, epoch)`` for a new instance of ``transactional_id``, after
-        finishing what the previous instance left open. Durable before it returns."""
+        finishing what the previous instance left open. Durable before it returns.
+        ``current``: the (producer id, epoch) a running producer re-initialising itself
+        has (KIP-360); another than the id's is fenced (:meth:`_checked`'s errors)."""
         with self._mutex(transactional_id):
+            if current is not None:
+                self._checked(transactional_id, *current)
             meta = self.current(transactional_id)
             if meta is not None:
                 # fences the previous instance, the markers carry it; MAX_EPOCH is the last

@@ -91,11 +91,18 @@ async def handle_init_transactional_producer_id(apis, request) -> InitProducerId
         return _init_answer(INVALID_TRANSACTION_TIMEOUT)
     coordinator = await apis.txn_coordinator()
     try:
-        pid, epoch = await apis.run_blocking(coordinator.init_producer_id, body.transactional_id,
-                                             body.transaction_timeout_ms)
+        pid, epoch = await apis.run_blocking(lambda: coordinator.init_producer_id(
+            body.transactional_id, body.transaction_timeout_ms, current=_current(request)))
     except PylogError as e:
         return _init_answer(error_code(e))
     return InitProducerIdResponse(throttle_time_ms=0, error_code=NONE, producer_id=pid, producer_epoch=epoch)
+
+
+def _current(request) -> tuple[int, int] | None:
+    """The (producer id, epoch) a producer re-initialising itself sends (v3+), or None."""
+    if request.api_version < 3 or request.body.producer_id < 0:
+        return None
+    return request.body.producer_id, request.body.producer_epoch
 
 
 def _init_answer(error: int) -> InitProducerIdResponse:

@@ -135,9 +135,9 @@ _RESPONSES = {InitProducerIdRequest: InitProducerIdResponse, AddPartitionsToTxnR
               ListTransactionsRequest: ListTransactionsResponse}
 
 
-def _init(server, transactional_id: str, timeout_ms: int = 60_000):
+def _init(server, transactional_id: str, timeout_ms: int = 60_000, current=(-1, -1)):
     return _call(server, InitProducerIdRequest(transactional_id=transactional_id, transaction_timeout_ms=timeout_ms,
-                                               producer_id=-1, producer_epoch=-1), 4)
+                                               producer_id=current[0], producer_epoch=current[1]), 4)
 
 
 def _add(server, transactional_id: str, pid: int, epoch: int, topic: str = "t", partitions=(0,)) -> list[int]:
@@ -182,6 +182,10 @@ def test_a_new_instance_fences_the_older_and_aborts_what_it_left_open(server):
     assert _add(server, "tx", first.producer_id, 0) == [INVALID_PRODUCER_EPOCH]
     assert _end(server, "tx", first.producer_id, 0, commit=True) == INVALID_PRODUCER_EPOCH
     assert _produce(server, "tx", first.producer_id, 0, 1, b"fenced") == INVALID_PRODUCER_EPOCH
+    fenced_init = _init(server, "tx", current=(first.producer_id, 0))  # the old one re-initialising (KIP-360)
+    assert (fenced_init.error_code, fenced_init.producer_id) == (INVALID_PRODUCER_EPOCH, -1)
+    bumped = _init(server, "tx", current=(first.producer_id, 1))  # the current one: its epoch is bumped
+    assert (bumped.error_code, bumped.producer_id, bumped.producer_epoch) == (0, first.producer_id, 2)
     log = server.manager.log("t", 0)
     assert [r.value for r in log.records()] == [b"left open"]
     assert [r.value for r in log.records(isolation="committed")] == []  # aborted by the new instance
