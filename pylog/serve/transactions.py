@@ -34,7 +34,8 @@ from pylog.layout import SEQUENCE_MODULUS
 from pylog.record.batch import decode_batches
 from pylog.serve.consumer_groups import fits_a_record
 from pylog.serve.error_codes import (
-    INVALID_GROUP_ID, INVALID_PRODUCER_ID_MAPPING, INVALID_TRANSACTION_TIMEOUT, INVALID_TXN_STATE, NONE, error_code,
+    INVALID_GROUP_ID, INVALID_PRODUCER_ID_MAPPING, INVALID_REQUEST, INVALID_TRANSACTION_TIMEOUT, INVALID_TXN_STATE, NONE,
+    error_code,
 )
 
 #: Kafka's ``transaction.max.timeout.ms`` default: the longest transaction timeout a producer may ask for
@@ -87,6 +88,8 @@ async def handle_init_transactional_producer_id(apis, request) -> InitProducerId
     """The transactional id's producer id at its next epoch (the previous instance is
     fenced, the transaction it left open aborted, or committed if it had decided so)."""
     body = request.body
+    if not body.transactional_id or not fits_a_record(body.transactional_id):
+        return _init_answer(INVALID_REQUEST)  # as Kafka's coordinator answers an empty one
     if not 0 < body.transaction_timeout_ms <= MAX_TRANSACTION_TIMEOUT_MS:
         return _init_answer(INVALID_TRANSACTION_TIMEOUT)
     coordinator = await apis.txn_coordinator()

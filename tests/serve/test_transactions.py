@@ -118,6 +118,7 @@ def test_a_kafka_python_transaction_commits_and_another_aborts(pylog_server):
 
 # -- on the wire: fencing and bad input ------------------------------------------------------------
 INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, INVALID_PRODUCER_ID_MAPPING, INVALID_TRANSACTION_TIMEOUT = 47, 48, 49, 50
+INVALID_REQUEST = 42
 
 
 def _call(server, request, version: int):
@@ -201,6 +202,8 @@ def test_bad_transactional_requests_get_kafkas_codes_and_write_nothing(server):
     before = file_digests(server.root)
     assert _init(server, "other", timeout_ms=0).error_code == INVALID_TRANSACTION_TIMEOUT
     assert _init(server, "other", timeout_ms=10**9).error_code == INVALID_TRANSACTION_TIMEOUT
+    assert _init(server, "").error_code == INVALID_REQUEST
+    assert _init(server, "x" * 40_000).error_code == INVALID_REQUEST  # longer than a record's string
     assert _add(server, "unknown", pid, 0) == [INVALID_PRODUCER_ID_MAPPING]
     assert _add(server, "tx", pid + 1, 0) == [INVALID_PRODUCER_ID_MAPPING]
     assert _add(server, "tx", pid, 5) == [INVALID_PRODUCER_EPOCH]
