@@ -208,6 +208,11 @@ class ProducerFencedError(ProducerStateError):
     """Raised when a producer appends with an epoch older than the one the log knows."""
 
 
+class InvalidProducerIdMappingError(ProducerFencedError):
+    """Raised when a transactional id is unknown to the transaction coordinator, or names
+    another producer id than the one given (Kafka's ``INVALID_PRODUCER_ID_MAPPING``)."""
+
+
 class InvalidTxnStateError(ProducerStateError):
     """Raised for a transaction marker or transactional batch that does not fit the producer's state."""
 

@@ -29,7 +29,7 @@ from pylog.closing import close_all
 from pylog.coordinator.partitioning import DEFAULT_PARTITIONS, partition_for_transactional_id
 from pylog.coordinator.tail import TailReader
 from pylog.coordinator.txn_records import TRANSACTION_LOG, TRANSACTION_STATES, TXN_RECORDS
-from pylog.errors import InvalidTxnStateError, ProducerFencedError
+from pylog.errors import InvalidProducerIdMappingError, InvalidTxnStateError, ProducerFencedError
 from pylog.layout import CLIENTS_LOCK_FILE, TRANSACTION_STATE_TOPIC
 from pylog.locks import ByteLockFile, ByteMutex, name_byte
 from pylog.logdir.metadata import LogDirMetadata
@@ -108,9 +108,16 @@ class TransactionCoordinator:
         self.pool = pool
         self.partitions = partitions
         self._locks = ByteLockFile(os.path.join(root, CLIENTS_LOCK_FILE))
+        self._mutexes: dict[int, ByteMutex] = {}  # one per byte: its thread lock excludes this process's threads
         self._readers: dict[int, TailReader] = {}
         self._states: dict[int, dict[str, TxnMetadata]] = {}
         ensure_internal_topic(root, TXN_TOPIC, partitions)
+
+    @staticmethod
+    def has_state(root: str, partitions: int = DEFAULT_PARTITIONS) -> bool:
+        """Whether ``root`` has ``__transaction_state`` (a coordinator was made there): without
+        it no transactional id is known, and a server answers so without creating it."""
+        return os.path.isdir(os.path.join(root, partition_dir_name(TXN_TOPIC, partitions - 1)))
 
     def close(self) -> None:
         """Close the ``__transaction_state`` readers and the lock file (``close_all``)."""
@@ -135,6 +142,15 @@ class TransactionCoordinator:
             states.clear()
         apply_txn_records(states, records)
         return states
+
+    def transactions(self) -> dict[str, TxnMetadata]:
+        """Every transactional id's state as last written, as Kafka's ListTransactions
+        sees them. Cost: a replay of the new records of every written partition."""
+        out: dict[str, TxnMetadata] = {}
+        for p in range(self.partitions):
+            if os.listdir(os.path.join(self.root, partition_dir_name(TXN_TOPIC, p))):
+                out.update(self._caught_up(p))
+        return out
 
     def abort_expired(self, now_ms: int | None = None) -> list[str]:
         """Abort every transaction open longer than its ``transaction_timeout_ms``, as
@@ -164,21 +180,31 @@ class TransactionCoordinator:
             log.append([(key, value)])
 
     def _mutex(self, transactional_id: str) -> ByteMutex:
-        return ByteMutex(self._locks, name_byte("txn:" + transactional_id))
+        byte = name_byte("txn:" + transactional_id)
+        return self._mutexes.setdefault(byte, ByteMutex(self._locks, byte))
 
     def _checked(self, transactional_id: str, producer_id: int, producer_epoch: int) -> TxnMetadata:
         meta = self.current(transactional_id)
-        if meta is None or meta.producer_id != producer_id or meta.producer_epoch != producer_epoch:
-            now = "none" if meta is None else f"{meta.producer_id}/{meta.producer_epoch}"
+        if meta is None or meta.producer_id != producer_id:
+            raise InvalidProducerIdMappingError(
+                f"transactional id {transactional_id!r} " + ("is unknown" if meta is None else
+                                                             f"has producer id {meta.producer_id}, not {producer_id}"))
+        if meta.producer_epoch != producer_epoch:
             raise ProducerFencedError(f"transactional id {transactional_id!r}: producer {producer_id} epoch "
-                                      f"{producer_epoch} was fenced by a newer instance (now {now})")
+                                      f"{producer_epoch} was fenced by a newer instance (now epoch "
+                                      f"{meta.producer_epoch})")
         return meta
 
     # -- protocol -----------------------------------------------------------------------------
-    def init_producer_id(self, transactional_id: str, timeout_ms: int) -> tuple[int, int]:
+    def init_producer_id(self, transactional_id: str, timeout_ms: int, *,
+                         current: tuple[int, int] | None = None) -> tuple[int, int]:
         """``(producer_id, epoch)`` for a new instance of ``transactional_id``, after
-        finishing what the previous instance left open. Durable before it returns."""
+        finishing what the previous instance left open. Durable before it returns.
+        ``current``: the (producer id, epoch) a running producer re-initialising itself
+        has (KIP-360); another than the id's is fenced (:meth:`_checked`'s errors)."""
         with self._mutex(transactional_id):
+            if current is not None:
+                self._checked(transactional_id, *current)
             meta = self.current(transactional_id)
             if meta is not None:
                 # fences the previous instance, the markers carry it; MAX_EPOCH is the last
@@ -205,11 +231,25 @@ class TransactionCoordinator:
             meta.partitions |= set(partitions)
             self._write(transactional_id, meta)
 
-    def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> None:
-        """Commit or abort the ongoing transaction: decision, markers, completion."""
+    def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int, partitions) -> list:
+        """Those of ``partitions`` that are not part of the ongoing transaction (all when
+        none is ongoing), as Kafka's verify-only AddPartitionsToTxn answers; a fenced or
+        unknown producer raises as :meth:`add_partitions` does. Writes nothing."""
+        meta = self._checked(transactional_id, producer_id, producer_epoch)
+        return [tp for tp in partitions if meta.state != "Ongoing" or tp not in meta.partitions]
+
+    def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool, *,
+                        require_ongoing: bool = False) -> None:
+        """Commit or abort the ongoing transaction: decision, markers, completion. Without
+        one, nothing happens, but with ``require_ongoing`` (a Kafka client's EndTxn), which
+        raises :class:`InvalidTxnStateError` unless the last transaction ended the same way
+        (a retry)."""
         with self._mutex(transactional_id):
             meta = self._checked(transactional_id, producer_id, producer_epoch)
             if meta.state != "Ongoing":
+                if require_ongoing and meta.state != ("CompleteCommit" if commit else "CompleteAbort"):
+                    raise InvalidTxnStateError(f"transactional id {transactional_id!r} has no transaction to "
+                                               f"{'commit' if commit else 'abort'} (state {meta.state})")
                 return  # nothing was written in it
             self._complete(transactional_id, meta, commit=commit)
 

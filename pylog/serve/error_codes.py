@@ -16,7 +16,6 @@ OFFSET_OUT_OF_RANGE = kafka_errors.OffsetOutOfRangeError.errno
 UNSUPPORTED_VERSION = kafka_errors.UnsupportedVersionError.errno
 INVALID_REQUIRED_ACKS = kafka_errors.InvalidRequiredAcksError.errno
 INVALID_REQUEST = kafka_errors.InvalidRequestError.errno
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED = kafka_errors.TransactionalIdAuthorizationFailedError.errno
 #: the admin APIs' answers (CreateTopics, CreatePartitions, the configs, DeleteTopics)
 TOPIC_ALREADY_EXISTS = kafka_errors.TopicAlreadyExistsError.errno
 INVALID_PARTITIONS = kafka_errors.InvalidPartitionsError.errno
@@ -32,6 +31,10 @@ GROUP_ID_NOT_FOUND = kafka_errors.GroupIdNotFoundError.errno
 INVALID_GROUP_ID = kafka_errors.InvalidGroupIdError.errno
 OFFSET_METADATA_TOO_LARGE = kafka_errors.OffsetMetadataTooLargeError.errno
 INVALID_SESSION_TIMEOUT = kafka_errors.InvalidSessionTimeoutError.errno
+# transactions
+INVALID_TXN_STATE = kafka_errors.InvalidTxnStateError.errno
+INVALID_PRODUCER_ID_MAPPING = kafka_errors.InvalidProducerIdMappingError.errno
+INVALID_TRANSACTION_TIMEOUT = kafka_errors.InvalidTransactionTimeoutError.errno
 
 #: pylog's error classes, most specific first, and the Kafka error each becomes
 _CODES = [
@@ -49,6 +52,7 @@ _CODES = [
     (errors.InvalidTimestampError, kafka_errors.InvalidTimestampError),
     (errors.DuplicateSequenceError, kafka_errors.DuplicateSequenceNumberError),
     (errors.OutOfOrderSequenceError, kafka_errors.OutOfOrderSequenceNumberError),
+    (errors.InvalidProducerIdMappingError, kafka_errors.InvalidProducerIdMappingError),
     (errors.ProducerFencedError, kafka_errors.InvalidProducerEpochError),
     (errors.InvalidTxnStateError, kafka_errors.InvalidTxnStateError),
     (errors.RecordFormatError, kafka_errors.InvalidRecordError),

@@ -18,7 +18,9 @@ import inspect
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
-from kafka.protocol.admin import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
+from kafka.protocol.admin import (
+    DeleteGroupsRequest, DescribeGroupsRequest, DescribeProducersRequest, ListGroupsRequest, ListTransactionsRequest,
+)
 from kafka.protocol.admin.cluster import DescribeClusterRequest
 from kafka.protocol.admin.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 from kafka.protocol.admin.topics import (
@@ -30,9 +32,13 @@ from kafka.protocol.consumer import (
     OffsetDeleteRequest, OffsetFetchRequest, SyncGroupRequest,
 )
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest, MetadataRequest
-from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
+from kafka.protocol.producer import (
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest, InitProducerIdRequest, ProduceRequest,
+    TxnOffsetCommitRequest,
+)
 
 from pylog.coordinator.group_coordinator import GroupCoordinator
+from pylog.coordinator.txn_coordinator import TransactionCoordinator
 from pylog.errors import PylogError
 from pylog.serve.consumer_groups import (
     GroupNotifier, handle_heartbeat, handle_join_group, handle_leave_group, handle_sync_group,
@@ -56,6 +62,10 @@ from pylog.serve.produce import handle_produce
 from pylog.serve.producer_ids import handle_init_producer_id
 from pylog.serve.purgatory import AppendNotifier
 from pylog.serve.request_channel import UnsupportedVersion, encode_body, encode_response, parse_request
+from pylog.serve.transaction_admin import handle_describe_producers, handle_list_transactions
+from pylog.serve.transactions import (
+    ServerWriters, handle_add_offsets_to_txn, handle_add_partitions_to_txn, handle_end_txn, handle_txn_offset_commit,
+)
 
 LOG = logging.getLogger("pylog.serve")
 
@@ -85,6 +95,13 @@ SUPPORTED_VERSIONS = {
     ApiKey.IncrementalAlterConfigs: (IncrementalAlterConfigsRequest, 0, 1),
     ApiKey.DeleteRecords: (DeleteRecordsRequest, 0, 2),
     ApiKey.DescribeCluster: (DescribeClusterRequest, 0, 2),
+    # transactions (classic: the versions before transactions V2)
+    ApiKey.AddPartitionsToTxn: (AddPartitionsToTxnRequest, 0, 4),
+    ApiKey.AddOffsetsToTxn: (AddOffsetsToTxnRequest, 0, 3),
+    ApiKey.EndTxn: (EndTxnRequest, 0, 4),
+    ApiKey.TxnOffsetCommit: (TxnOffsetCommitRequest, 0, 4),
+    ApiKey.DescribeProducers: (DescribeProducersRequest, 0, 0),
+    ApiKey.ListTransactions: (ListTransactionsRequest, 0, 1),
 }
 #: api key -> the lowest version ApiVersions advertises, where it is below what is served:
 #: Produce from 0, as Kafka 4 does (KAFKA-18659): older librdkafka (kcat 1.7's 2.0 among
@@ -133,6 +150,12 @@ HANDLERS = {
     ApiKey.IncrementalAlterConfigs: handle_incremental_alter_configs,
     ApiKey.DeleteRecords: handle_delete_records,
     ApiKey.DescribeCluster: handle_describe_cluster,
+    ApiKey.AddPartitionsToTxn: handle_add_partitions_to_txn,
+    ApiKey.AddOffsetsToTxn: handle_add_offsets_to_txn,
+    ApiKey.EndTxn: handle_end_txn,
+    ApiKey.TxnOffsetCommit: handle_txn_offset_commit,
+    ApiKey.DescribeProducers: handle_describe_producers,
+    ApiKey.ListTransactions: handle_list_transactions,
 }
 
 
@@ -150,6 +173,8 @@ class KafkaApis:
         self.marker = new_marker()
         self.groups = GroupNotifier()
         self._group_coordinator: GroupCoordinator | None = None
+        self._txn_coordinator: TransactionCoordinator | None = None
+        self.txn_writers: ServerWriters | None = None  # what the transaction coordinator appends through
         self.io_pool = ThreadPoolExecutor(config.num_io_threads, thread_name_prefix="pylog-serve-io")
         self.network_pool = ThreadPoolExecutor(config.num_network_threads, thread_name_prefix="pylog-serve-send")
 
@@ -197,6 +222,22 @@ class KafkaApis:
         of ``group_id``."""
         return (await self.group_coordinator()).membership(group_id)
 
+    async def txn_coordinator(self, *, create: bool = True) -> TransactionCoordinator | None:
+        """The log dir's transaction coordinator, appending through the server's logs
+        (:class:`~pylog.serve.transactions.ServerWriters`); the first call creates
+        ``__transaction_state`` if missing (in the disk pool), but with ``create=False``,
+        which answers None then (no transactional id can be known: nothing is written)."""
+        if self._txn_coordinator is None:
+            if not create and not TransactionCoordinator.has_state(self.manager.root):
+                return None
+            writers = ServerWriters(self.manager, (await self.group_coordinator()).pool)
+            coordinator = await self.run_blocking(lambda: TransactionCoordinator(self.manager.root, writers))
+            if self._txn_coordinator is None:
+                self._txn_coordinator, self.txn_writers = coordinator, writers
+            else:
+                coordinator.close()
+        return self._txn_coordinator
+
     @staticmethod
     def log_failure(what: str, exc: BaseException) -> None:
         """A failure that is a bug, not the client's: logged with its traceback."""
@@ -207,6 +248,8 @@ class KafkaApis:
         group coordinator (its members' lease ends)."""
         self.io_pool.shutdown(wait=True)
         self.network_pool.shutdown(wait=True)
+        if self._txn_coordinator is not None:
+            self._txn_coordinator.close()
         if self._group_coordinator is not None:
             self._group_coordinator.release()
 

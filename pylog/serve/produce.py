@@ -8,8 +8,9 @@ disk never stalls the event loop.
 Durability is pylog's flush policy, as it is Kafka's: ``acks`` 1 and -1 answer once the
 batches are written to the segment file (this node is the only replica, so -1 waits for
 nothing more); an fsync follows when the topic's ``flush_messages``/``flush_ms`` say so.
-``acks=0`` gets no response at all. Transactional produce (a ``transactional_id``) is not
-implemented yet and is refused with ``TRANSACTIONAL_ID_AUTHORIZATION_FAILED``.
+``acks=0`` gets no response at all. A transactional produce (a ``transactional_id``) is
+first checked against the transaction coordinator: its partition must be in the producer's
+ongoing transaction (pylog/serve/transactions.py).
 Cost: O(bytes) per partition, one write each.
 """
 
@@ -19,8 +20,9 @@ from kafka.protocol.producer import ProduceResponse
 
 from pylog.errors import PylogError
 from pylog.serve.error_codes import (
-    INVALID_REQUIRED_ACKS, NONE, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, UNKNOWN_SERVER_ERROR, error_code,
+    INVALID_PRODUCER_ID_MAPPING, INVALID_REQUIRED_ACKS, NONE, UNKNOWN_SERVER_ERROR, error_code,
 )
+from pylog.serve.transactions import verify_transactional_batches
 
 _Topic = ProduceResponse.TopicProduceResponse
 _Partition = _Topic.PartitionProduceResponse
@@ -32,14 +34,19 @@ async def handle_produce(apis, request) -> ProduceResponse | None:
     """Append every partition's batches (one partition after the other, each in the disk
     thread pool), then answer each partition's first offset or error; None for ``acks=0``."""
     body = request.body
-    refused = (INVALID_REQUIRED_ACKS if body.acks not in ACKS
-               else TRANSACTIONAL_ID_AUTHORIZATION_FAILED if body.transactional_id is not None else NONE)
+    refused = INVALID_REQUIRED_ACKS if body.acks not in ACKS else NONE
+    verify = None
+    if body.transactional_id is not None and not refused:
+        coordinator = await apis.txn_coordinator(create=False)
+        refused = INVALID_PRODUCER_ID_MAPPING if coordinator is None else NONE
+        verify = lambda topic, partition, raw: verify_transactional_batches(  # noqa: E731
+            coordinator, body.transactional_id, topic, partition, raw)
     topics = []
     for topic in body.topic_data or ():  # a null array (a malformed request) is an empty one
         answers = []
         for partition in topic.partition_data or ():
             answer = (_Partition(index=partition.index, error_code=refused, base_offset=-1) if refused
-                      else await _append(apis, topic.name, partition))
+                      else await _append(apis, topic.name, partition, verify))
             answers.append(answer)
         topics.append(_Topic(name=topic.name, partition_responses=answers))
     apis.appends.notify()
@@ -48,11 +55,11 @@ async def handle_produce(apis, request) -> ProduceResponse | None:
     return ProduceResponse(responses=topics, throttle_time_ms=0)
 
 
-async def _append(apis, topic: str, partition) -> _Partition:
+async def _append(apis, topic: str, partition, verify=None) -> _Partition:
     """One partition's append, answered: its base offset, log append time and log start,
     or the Kafka error code of what refused it (nothing written then)."""
     try:
-        info, log_start_offset = await apis.run_blocking(_append_batches, apis.manager, topic, partition)
+        info, log_start_offset = await apis.run_blocking(_append_batches, apis.manager, topic, partition, verify)
     except PylogError as e:
         return _Partition(index=partition.index, error_code=error_code(e), base_offset=-1,
                           error_message=str(e)[:500])
@@ -63,8 +70,10 @@ async def _append(apis, topic: str, partition) -> _Partition:
                       log_append_time_ms=info.log_append_time, log_start_offset=log_start_offset)
 
 
-def _append_batches(manager, topic: str, partition):
+def _append_batches(manager, topic: str, partition, verify=None):
     """In the disk pool: the partition's log (opened, and recovered if it was not closed
-    cleanly, on first use) and the append to it."""
+    cleanly, on first use), the transaction's check (``verify``) and the append."""
     log = manager.log(topic, partition.index)
+    if verify is not None:
+        verify(topic, partition.index, partition.records)
     return log.append_batches(partition.records or b""), log.log_start_offset

@@ -21,9 +21,13 @@ from kafka.protocol.consumer import (
     OffsetDeleteRequest, OffsetFetchRequest, SyncGroupRequest,
 )
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest, MetadataRequest
-from kafka.protocol.producer import ProduceRequest
+from kafka.protocol.producer import (
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest, InitProducerIdRequest, ProduceRequest,
+    TxnOffsetCommitRequest,
+)
 
 from pylog.coordinator.offsets_reader import OFFSETS_TOPIC
+from pylog.coordinator.txn_coordinator import TXN_TOPIC
 from pylog.layout import TOPIC_CONFIGS_FILE
 from pylog.logdir.producer_ids import PRODUCER_IDS_FILE
 from pylog.manager import LogManager
@@ -56,7 +60,8 @@ def _closed_after(server, frame: bytes) -> bool:
 def _seeds() -> list[bytes]:
     """Valid requests to mutate: ApiVersions, Metadata, Fetch and ListOffsets of "kept",
     Produce to a topic that does not exist (so a mutation that stays valid writes nothing),
-    and the group requests (:func:`_group_seeds`)."""
+    the group requests (:func:`_group_seeds`) and the transaction requests
+    (:func:`_transaction_seeds`)."""
     fetch_topic = FetchRequest.FetchTopic(topic="kept", partitions=[FetchRequest.FetchTopic.FetchPartition(
         partition=0, fetch_offset=0, partition_max_bytes=1 << 16)])
     produce_topic = ProduceRequest.TopicProduceData(name="absent", partition_data=[
@@ -71,6 +76,7 @@ def _seeds() -> list[bytes]:
         request_frame(FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=[fetch_topic]), 4),
         request_frame(ListOffsetsRequest(replica_id=-1, topics=[list_topic]), 7),
         *_group_seeds(),
+        *_transaction_seeds(),
         request_frame(ProduceRequest(acks=1, timeout_ms=1000, topic_data=[produce_topic]), 9),
         request_frame(ProduceRequest(acks=1, timeout_ms=1000, topic_data=[produce_topic]), 3),
     ]
@@ -122,6 +128,37 @@ def _group_seeds() -> list[bytes]:
             name="kept", partitions=[OffsetDeleteRequest.OffsetDeleteRequestTopic.OffsetDeleteRequestPartition(
                 partition_index=0)])]), 0),
         request_frame(DeleteGroupsRequest(groups_names=["committed", "fuzzed"]), 2),
+    ]
+
+
+#: the producer id the first InitProducerId of the fuzzed log dir gets
+_PRODUCER_ID = 0
+
+
+def _transaction_seeds() -> list[bytes]:
+    """A transactional producer's requests that write only coordinator files, even when
+    replayed or mutated: FindCoordinator of its transactional id, InitProducerId,
+    AddPartitionsToTxn of a topic that does not exist (v3) and a verify-only one (v4),
+    AddOffsetsToTxn and TxnOffsetCommit of the group "fuzz-txn" (no members), and EndTxn."""
+    tid, pid = "fuzz-tx", _PRODUCER_ID
+    absent = [AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name="absent", partitions=[0])]
+    commit = TxnOffsetCommitRequest(
+        transactional_id=tid, group_id="fuzz-txn", producer_id=pid, producer_epoch=0, generation_id=-1, member_id="",
+        group_instance_id=None, topics=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name="kept", partitions=[
+            TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition(
+                partition_index=0, committed_offset=1, committed_leader_epoch=-1, committed_metadata="m")])])
+    return [
+        request_frame(FindCoordinatorRequest(key=tid, key_type=1), 3),
+        request_frame(InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60_000, producer_id=-1,
+                                            producer_epoch=-1), 4),
+        request_frame(AddPartitionsToTxnRequest(v3_and_below_transactional_id=tid, v3_and_below_producer_id=pid,
+                                                v3_and_below_producer_epoch=0, v3_and_below_topics=absent), 3),
+        request_frame(AddPartitionsToTxnRequest(transactions=[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
+            transactional_id=tid, producer_id=pid, producer_epoch=0, verify_only=True, topics=absent)]), 4),
+        request_frame(AddOffsetsToTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=0,
+                                             group_id="fuzz-txn"), 3),
+        request_frame(commit, 3),
+        request_frame(EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=0, committed=True), 3),
     ]
 
 
@@ -187,9 +224,10 @@ def test_a_null_where_kafkas_definition_allows_none_closes_the_connection_withou
 
 
 def _is_group_file(path: str) -> bool:
-    """Whether ``path`` (relative to the log dir) is what a valid group request may write:
-    a partition of ``__consumer_offsets``, or a group's state file (or its ``.tmp``)."""
-    return path.startswith(OFFSETS_TOPIC + "-") or path.startswith(".pylog-group-")
+    """Whether ``path`` (relative to the log dir) is what a valid group or transaction
+    request may write: a partition of ``__consumer_offsets`` or ``__transaction_state``, or
+    a group's state file (or its ``.tmp``)."""
+    return path.startswith((OFFSETS_TOPIC + "-", TXN_TOPIC + "-", ".pylog-group-"))
 
 
 def _files_but_groups(root: str) -> dict:
@@ -217,7 +255,8 @@ def test_random_and_mutated_frames_change_no_file_and_a_client_works_after(serve
             sock.sendall(seed)
             assert read_frame(sock) is not None
     before = _files_but_groups(server.root)
-    assert before[TOPIC_CONFIGS_FILE] == {"kept": {}, OFFSETS_TOPIC: {"cleanup_policy": "compact"}}
+    assert before[TOPIC_CONFIGS_FILE] == {"kept": {}, OFFSETS_TOPIC: {"cleanup_policy": "compact"},
+                                          TXN_TOPIC: {"cleanup_policy": "compact"}}
     deadline = time.monotonic() + FUZZ_SECONDS
     while time.monotonic() < deadline:
         with socket.create_connection(server.address, timeout=30) as sock:
@@ -237,7 +276,7 @@ def test_random_and_mutated_frames_change_no_file_and_a_client_works_after(serve
     before.pop(PRODUCER_IDS_FILE, None), after.pop(PRODUCER_IDS_FILE, None)
     assert after == before
     assert {name for name in os.listdir(server.root) if _is_group_file(name) and not name.startswith(
-        ".pylog-group-")} == {f"{OFFSETS_TOPIC}-{p}" for p in range(50)}
+        ".pylog-group-")} == {f"{topic}-{p}" for topic in (OFFSETS_TOPIC, TXN_TOPIC) for p in range(50)}
     producer = KafkaProducer(bootstrap_servers=server.bootstrap_servers)
     producer.send("kept", b"after").get(timeout=60)
     producer.close()

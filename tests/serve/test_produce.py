@@ -1,7 +1,8 @@
 """Produce on the wire: the partition's producer state checks idempotent sequences (a retry
 answers its first offset and writes nothing, a gap is OUT_OF_ORDER_SEQUENCE_NUMBER), a
-corrupt batch and an unknown topic are refused with Kafka's codes and change no file, a
-transactional produce is refused; and connections past the limit are closed."""
+corrupt batch and an unknown topic are refused with Kafka's codes and change no file, as is
+a produce of a transactional id the coordinator does not know (tests/serve/test_transactions.py
+has the rest); and connections past the limit are closed."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from pylog.serve import Server
 from tests.serve.conftest import file_digests, read_frame, request_frame
 
 DUPLICATE_OR_OK, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 2, 3
-OUT_OF_ORDER_SEQUENCE_NUMBER, TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 45, 53
+OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_ID_MAPPING = 45, 49
 
 
 @pytest.fixture
@@ -55,7 +56,7 @@ def test_an_idempotent_retry_answers_its_first_offset_and_a_gap_is_refused(serve
     assert [r.value for r in server.manager.log("t", 0).records()] == [b"a", b"b", b"c"]
 
 
-def test_a_corrupt_batch_an_unknown_topic_and_a_transaction_are_refused_and_write_nothing(server):
+def test_a_corrupt_batch_an_unknown_topic_and_an_unknown_transaction_are_refused_and_write_nothing(server):
     _produce(server, "t", encode_batch([b"first"]))  # "t" open for writing from here
     before = file_digests(server.root)
     corrupt = bytearray(encode_batch([b"x" * 50]))
@@ -63,7 +64,7 @@ def test_a_corrupt_batch_an_unknown_topic_and_a_transaction_are_refused_and_writ
     assert _produce(server, "t", bytes(corrupt)).error_code == CORRUPT_MESSAGE
     assert _produce(server, "absent", encode_batch([b"x"])).error_code == UNKNOWN_TOPIC_OR_PARTITION
     assert _produce(server, "t", encode_batch([b"x"]), transactional_id="tx").error_code == \
-        TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        INVALID_PRODUCER_ID_MAPPING
     assert file_digests(server.root) == before
 
 
