@@ -23,6 +23,9 @@ INVALID_REPLICATION_FACTOR = kafka_errors.InvalidReplicationFactorError.errno
 INVALID_REPLICA_ASSIGNMENT = kafka_errors.InvalidReplicationAssignmentError.errno
 INVALID_CONFIG = kafka_errors.InvalidConfigurationError.errno
 UNKNOWN_TOPIC_ID = kafka_errors.UnknownTopicIdError.errno
+#: OffsetForLeaderEpoch's answers to a client whose leader epoch is older or newer than this node's
+FENCED_LEADER_EPOCH = kafka_errors.FencedLeaderEpochError.errno
+UNKNOWN_LEADER_EPOCH = kafka_errors.UnknownLeaderEpochError.errno
 ILLEGAL_GENERATION = kafka_errors.IllegalGenerationError.errno
 INCONSISTENT_GROUP_PROTOCOL = kafka_errors.InconsistentGroupProtocolError.errno
 UNKNOWN_MEMBER_ID = kafka_errors.UnknownMemberIdError.errno

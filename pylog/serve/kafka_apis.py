@@ -29,7 +29,7 @@ from kafka.protocol.admin.topics import (
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.consumer import (
     FetchRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, ListOffsetsRequest, OffsetCommitRequest,
-    OffsetDeleteRequest, OffsetFetchRequest, SyncGroupRequest,
+    OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest, SyncGroupRequest,
 )
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer import (
@@ -58,6 +58,7 @@ from pylog.serve.incremental_alter_configs import handle_incremental_alter_confi
 from pylog.serve.list_offsets import handle_list_offsets
 from pylog.serve.metadata import handle_metadata
 from pylog.serve.offset_commit import handle_offset_commit, handle_offset_fetch
+from pylog.serve.offset_for_leader_epoch import handle_offset_for_leader_epoch
 from pylog.serve.produce import handle_produce
 from pylog.serve.producer_ids import handle_init_producer_id
 from pylog.serve.purgatory import AppendNotifier
@@ -77,6 +78,7 @@ SUPPORTED_VERSIONS = {
     ApiKey.Metadata: (MetadataRequest, 0, 12),
     ApiKey.ApiVersions: (ApiVersionsRequest, 0, 4),
     ApiKey.InitProducerId: (InitProducerIdRequest, 0, 4),
+    ApiKey.OffsetForLeaderEpoch: (OffsetForLeaderEpochRequest, 2, 4),
     ApiKey.OffsetCommit: (OffsetCommitRequest, 2, 9),
     ApiKey.OffsetFetch: (OffsetFetchRequest, 1, 9),
     ApiKey.FindCoordinator: (FindCoordinatorRequest, 0, 6),
@@ -132,6 +134,7 @@ HANDLERS = {
     ApiKey.Metadata: handle_metadata,
     ApiKey.ApiVersions: handle_api_versions,
     ApiKey.InitProducerId: handle_init_producer_id,
+    ApiKey.OffsetForLeaderEpoch: handle_offset_for_leader_epoch,
     ApiKey.OffsetCommit: handle_offset_commit,
     ApiKey.OffsetFetch: handle_offset_fetch,
     ApiKey.FindCoordinator: handle_find_coordinator,
