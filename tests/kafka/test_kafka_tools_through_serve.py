@@ -92,3 +92,36 @@ def test_kafka_topics_verifiable_consumer_and_consumer_groups_through_the_server
     server.stop()
     ours = pylog_cli("consumer-groups", str(root), "--describe", "--group", "verifiers")
     assert ours.returncode == 0 and sorted(ours.stdout.decode().split()) == sorted(groups.stdout.split())
+
+
+def test_kafka_transactions_lists_a_transaction_written_through_the_server(kafka_tool, served):
+    """A confluent-kafka transactional producer commits one transaction and aborts the next;
+    kafka-transactions lists its id in the state the coordinator wrote and describes the
+    partition's producer; DumpLogSegments reads every segment the server wrote."""
+    confluent_kafka = pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed (extra 'dev')")
+    root, server = served
+    producer = confluent_kafka.Producer({"bootstrap.servers": server.bootstrap_servers, "transactional.id": "tools"})
+    producer.init_transactions(60)
+    producer.begin_transaction()
+    for i in range(5):
+        producer.produce("txn", b"committed %d" % i, partition=0)
+    producer.commit_transaction(60)
+    producer.begin_transaction()
+    producer.produce("txn", b"aborted", partition=0)
+    assert producer.flush(60) == 0  # sent, so the abort has a partition to mark
+    producer.abort_transaction(60)
+
+    listed = kafka_tool(kafka.TOOLS["transactions"], "--bootstrap-server", server.bootstrap_servers, "list")
+    rows = [line.split() for line in listed.stdout.splitlines()[1:] if line.strip()]
+    assert [(r[0], r[3]) for r in rows] == [("tools", "CompleteAbort")]
+    producers = kafka_tool(kafka.TOOLS["transactions"], "--bootstrap-server", server.bootstrap_servers,
+                           "describe-producers", "--topic", "txn", "--partition", "0")
+    described = [line.split() for line in producers.stdout.splitlines()[1:] if line.strip()]
+    assert [(r[0], r[3], r[5]) for r in described] == [(rows[0][2], "5", "None")]  # 6 records: sequences 0-5
+
+    server.stop()
+    segments = sorted(str(p) for p in root.glob("*/*.log"))
+    dumped = kafka_tool("org.apache.kafka.tools.DumpLogSegments", "--files", ",".join(segments))
+    assert dumped.stdout.count("Dumping ") == len(segments) and "Exception" not in dumped.stdout + dumped.stderr
+    verified = pylog_cli("verify", str(root))
+    assert verified.returncode == 0, verified.stdout + verified.stderr
