@@ -7,6 +7,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -22,6 +23,25 @@ def pylog_cli(*args, **kwargs) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=ROOT_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.run([sys.executable, "-m", "pylog", *args], env=env, capture_output=True, timeout=120,
                           **kwargs)
+
+
+def librdkafka_consume(server, topic: str, count: int, partitions=(0,), **settings) -> list:
+    """Up to ``count`` messages a confluent-kafka consumer assigned ``partitions`` of ``topic``
+    (from offset 0) reads within 60 s, as ``(offset, key, value, headers)``; ``settings``
+    add to or replace its configuration."""
+    import confluent_kafka
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": server.bootstrap_servers, "group.id": "reader",
+                                         "enable.auto.commit": False, **settings})
+    consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in partitions])
+    got, deadline = [], time.monotonic() + 60
+    while len(got) < count and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is None:
+            continue
+        assert message.error() is None, message.error()
+        got.append((message.offset(), message.key(), message.value(), message.headers()))
+    consumer.close()
+    return got
 
 
 def file_digests(root) -> dict[str, str]:

@@ -3,28 +3,12 @@ assigned consumer, read_committed skipping an aborted transaction written by pyl
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from pylog.manager import LogManager
+from tests.serve.conftest import librdkafka_consume
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
-
-
-def _consume(server, topic: str, count: int, **settings) -> list:
-    consumer = confluent_kafka.Consumer({"bootstrap.servers": server.bootstrap_servers, "group.id": "unused",
-                                         "enable.auto.commit": False, **settings})
-    consumer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
-    got, deadline = [], time.monotonic() + 60
-    while len(got) < count and time.monotonic() < deadline:
-        message = consumer.poll(0.5)
-        if message is None:
-            continue
-        assert message.error() is None, message.error()
-        got.append((message.offset(), message.key(), message.value(), message.headers()))
-    consumer.close()
-    return got
 
 
 def test_an_idempotent_librdkafka_producer_and_an_assigned_consumer(pylog_server):
@@ -33,7 +17,7 @@ def test_an_idempotent_librdkafka_producer_and_an_assigned_consumer(pylog_server
     for i in range(200):
         producer.produce("orders", key=b"k%d" % i, value=b"v%d" % i, headers=[("n", str(i).encode())])
     assert producer.flush(60) == 0
-    got = _consume(pylog_server, "orders", 200)
+    got = librdkafka_consume(pylog_server, "orders", 200)
     assert got == [(i, b"k%d" % i, b"v%d" % i, [("n", str(i).encode())]) for i in range(200)]
     with LogManager(pylog_server.root, read_only=True) as manager:
         batches = manager.log("orders", 0).read(0, 1 << 20).batches()
@@ -51,9 +35,9 @@ def test_read_committed_skips_an_aborted_transaction_and_waits_at_an_open_one(py
         log.append([b"committed"], producer_id=8, producer_epoch=0, base_sequence=0, is_transactional=True)
         log.append_txn_marker(8, 0, commit=True)
         log.append([b"open"], producer_id=9, producer_epoch=0, base_sequence=0, is_transactional=True)
-    committed = _consume(pylog_server, "txn", 2, **{"isolation.level": "read_committed"})
+    committed = librdkafka_consume(pylog_server, "txn", 2, **{"isolation.level": "read_committed"})
     assert [value for _, _, value, _ in committed] == [b"before", b"committed"]
-    uncommitted = _consume(pylog_server, "txn", 5, **{"isolation.level": "read_uncommitted"})
+    uncommitted = librdkafka_consume(pylog_server, "txn", 5, **{"isolation.level": "read_uncommitted"})
     assert [value for _, _, value, _ in uncommitted] == [b"before", b"aborted-1", b"aborted-2", b"committed", b"open"]
 
 

@@ -24,7 +24,7 @@ from pylog.coordinator.txn_state_reader import read_transaction_states
 from pylog.manager import LogManager
 from pylog.record import encode_batch
 from pylog.serve import Server
-from tests.serve.conftest import file_digests, read_frame, request_frame
+from tests.serve.conftest import file_digests, librdkafka_consume, read_frame, request_frame
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
 
@@ -38,20 +38,10 @@ def _producer(server, transactional_id: str, **settings):
     return producer
 
 
-def _consume(server, topic: str, count: int, partitions=(0,), **settings) -> list:
-    consumer = confluent_kafka.Consumer({"bootstrap.servers": server.bootstrap_servers, "group.id": "reader",
-                                         "enable.auto.commit": False, "isolation.level": "read_committed",
-                                         **settings})
-    consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in partitions])
-    got, deadline = [], time.monotonic() + 60
-    while len(got) < count and time.monotonic() < deadline:
-        message = consumer.poll(0.5)
-        if message is None:
-            continue
-        assert message.error() is None, message.error()
-        got.append(message.value())
-    consumer.close()
-    return got
+def _consume(server, topic: str, count: int, partitions=(0,)) -> list:
+    """The values a read_committed librdkafka consumer reads."""
+    return [value for _, _, value, _ in librdkafka_consume(server, topic, count, partitions,
+                                                           **{"isolation.level": "read_committed"})]
 
 
 def _committed_values(root: str, topic: str, partitions: int) -> list:
