@@ -7,7 +7,15 @@ acceptor and the connections, Kafka's ``SocketServer``), :mod:`~pylog.serve.requ
 generated from Kafka's JSON definitions), :mod:`~pylog.serve.kafka_apis` (the dispatcher,
 Kafka's ``KafkaApis``) and one module per API family (:mod:`~pylog.serve.produce`,
 :mod:`~pylog.serve.fetch`, :mod:`~pylog.serve.metadata`, :mod:`~pylog.serve.list_offsets`,
-:mod:`~pylog.serve.producer_ids`); :mod:`~pylog.serve.server` starts and stops it all.
+:mod:`~pylog.serve.offset_for_leader_epoch`, :mod:`~pylog.serve.producer_ids`; the groups':
+:mod:`~pylog.serve.find_coordinator`, :mod:`~pylog.serve.consumer_groups`,
+:mod:`~pylog.serve.offset_commit`, :mod:`~pylog.serve.describe_groups`,
+:mod:`~pylog.serve.delete_groups`; the transactions': :mod:`~pylog.serve.transactions`,
+:mod:`~pylog.serve.transaction_admin`; the admin APIs': :mod:`~pylog.serve.create_topics`,
+:mod:`~pylog.serve.delete_topics`, :mod:`~pylog.serve.create_partitions`,
+:mod:`~pylog.serve.describe_configs`, :mod:`~pylog.serve.incremental_alter_configs`,
+:mod:`~pylog.serve.delete_records`, :mod:`~pylog.serve.describe_cluster`, with
+:mod:`~pylog.serve.api_error`); :mod:`~pylog.serve.server` starts and stops it all.
 Needs kafka-python 3 (``pip install 'pylog-kafka[serve]'``).
 """
 
