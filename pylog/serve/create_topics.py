@@ -15,28 +15,23 @@ thread pool.
 
 from __future__ import annotations
 
-import base64
-import threading
 import uuid
 
 from kafka.protocol.admin.topics import CreateTopicsResponse
 
 from pylog.config import LogConfig
 from pylog.errors import InvalidConfigError, PylogError
-from pylog.partition_dir import new_topic_id, validate_topic, write_topic_id
+from pylog.partition_dir import validate_topic
 from pylog.serve.api_error import ApiError, named_twice
 from pylog.serve.describe_configs import topic_entries
 from pylog.serve.error_codes import (
     INVALID_REPLICA_ASSIGNMENT, INVALID_REPLICATION_FACTOR, INVALID_REQUEST, NONE, TOPIC_ALREADY_EXISTS,
     UNKNOWN_SERVER_ERROR,
 )
+from pylog.serve.topic_ids import ZERO_UUID, create_with_id
 
 _Result = CreateTopicsResponse.CreatableTopicResult
 _Config = _Result.CreatableTopicConfigs
-#: Kafka's "no topic id"
-ZERO_UUID = uuid.UUID(int=0)
-#: the existence check and the creation of a name, one at a time across the disk threads
-_CREATING = threading.Lock()
 
 
 async def handle_create_topics(apis, request) -> CreateTopicsResponse:
@@ -74,15 +69,16 @@ def _create(apis, topic, validate_only: bool) -> tuple[uuid.UUID, int]:
     partitions = _partition_count(apis, topic)
     check_replication_factor(topic.replication_factor)
     overrides = _overrides(topic.configs or ())
-    with _CREATING:
+    exists = ApiError(TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+    if validate_only:
         if name in manager.topics():
-            raise ApiError(TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-        manager.create_topic(name, partitions, overrides, validate_only=validate_only)
-        if validate_only:
-            return ZERO_UUID, partitions
-        topic_id = new_topic_id()
-        write_topic_id(manager, name, topic_id)
-    return topic_uuid(topic_id), partitions
+            raise exists
+        manager.create_topic(name, partitions, overrides, validate_only=True)
+        return ZERO_UUID, partitions
+    topic_id = create_with_id(manager, name, partitions, overrides)
+    if topic_id is None:
+        raise exists
+    return topic_id, partitions
 
 
 def _partition_count(apis, topic) -> int:
@@ -130,14 +126,6 @@ def _overrides(configs) -> dict:
             raise InvalidConfigError(f"Null value not supported for topic configs: {config.name}")
         props[config.name] = config.value
     return LogConfig.kafka_overrides(props)
-
-
-def topic_uuid(topic_id: str | None) -> uuid.UUID:
-    """A topic id as ``partition.metadata`` writes it (URL-safe base64) as the protocol's
-    UUID; none is the zero UUID."""
-    if topic_id is None:
-        return ZERO_UUID
-    return uuid.UUID(bytes=base64.urlsafe_b64decode(topic_id + "=" * (-len(topic_id) % 4)))
 
 
 def _failed(name: str, code: int, message: str) -> _Result:

@@ -14,10 +14,9 @@ from kafka.protocol.admin.topics import DeleteTopicsResponse
 
 from pylog.errors import PylogError, UnknownTopicError
 from pylog.layout import INTERNAL_TOPICS
-from pylog.partition_dir import topic_id_of
 from pylog.serve.api_error import ApiError
-from pylog.serve.create_topics import ZERO_UUID, topic_uuid
-from pylog.serve.error_codes import INVALID_REQUEST, NONE, UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_ID
+from pylog.serve.error_codes import INVALID_REQUEST, NONE, UNKNOWN_SERVER_ERROR
+from pylog.serve.topic_ids import ZERO_UUID, id_of, name_of
 
 _Result = DeleteTopicsResponse.DeletableTopicResult
 #: the first version that may give a topic by its id
@@ -41,8 +40,8 @@ def _delete_all(apis, asked) -> list[_Result]:
 
 def _result(apis, name, topic_id) -> _Result:
     try:
-        name = name if name is not None else _name_of(apis.manager, topic_id)
-        topic_id = topic_uuid(topic_id_of(apis.manager, name)) if name in apis.manager.topics() else topic_id
+        name = name if name is not None else name_of(apis.manager, topic_id)
+        topic_id = id_of(apis.manager, name) if name in apis.manager.topics() else topic_id
         _delete(apis.manager, name)
     except (PylogError, ApiError) as e:
         error = ApiError.of(e)
@@ -60,13 +59,3 @@ def _delete(manager, name) -> None:
     if name not in manager.topics():
         raise UnknownTopicError(f"topic {name!r} does not exist")
     manager.delete_topic(name)
-
-
-def _name_of(manager, topic_id) -> str:
-    """The topic whose id is ``topic_id`` (``UNKNOWN_TOPIC_ID`` when none has it). Cost: one
-    read of a ``partition.metadata`` per topic."""
-    if topic_id not in (None, ZERO_UUID):
-        for name in manager.topics():
-            if topic_uuid(topic_id_of(manager, name)) == topic_id:
-                return name
-    raise ApiError(UNKNOWN_TOPIC_ID, f"no topic has the id {topic_id}")

@@ -5,6 +5,7 @@ file as it was."""
 
 from __future__ import annotations
 
+import base64
 import os
 import socket
 import uuid
@@ -17,17 +18,18 @@ from kafka.admin import ConfigResourceType, KafkaAdminClient
 from kafka.admin import NewTopic as KafkaNewTopic
 from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeClusterResponse
 from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
+from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 from pylog.checkpoint import read_partition_metadata
 from pylog.config import LogConfig
 from pylog.manager import LogManager
 from pylog.partition_dir import topic_id_of
 from pylog.serve import Server
-from pylog.serve.create_topics import topic_uuid
+from pylog.serve.topic_ids import topic_uuid
 from tests.serve.conftest import file_digests, read_frame, request_frame
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka import TopicPartition  # noqa: E402
+from confluent_kafka import TopicCollection, TopicPartition  # noqa: E402
 from confluent_kafka.admin import (  # noqa: E402
     AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, NewPartitions, NewTopic,
 )
@@ -203,6 +205,55 @@ def test_create_topics_through_kafka_python_answers_the_id_and_the_settings(pylo
     with pytest.raises(kafka_errors.InvalidConfigurationError, match="retention.ms"):
         kafka_admin.create_topics([KafkaNewTopic("kp2", 1, 1, topic_configs={"retention.ms": "-7"})])
     assert file_digests(pylog_server.root) == before
+
+
+# -- Topic ids in Metadata ---------------------------------------------------------------
+
+
+def metadata(server, topics, version: int = 12):
+    """A Metadata request at ``version`` for ``topics`` (``MetadataRequestTopic``s, None: all)."""
+    request = MetadataRequest(topics=topics, allow_auto_topic_creation=False,
+                              include_topic_authorized_operations=False)
+    return raw_request(server, request, version, MetadataResponse)
+
+
+def test_metadata_gives_each_topic_the_id_create_topics_gave_it(pylog_server, admin):
+    results(admin.create_topics([NewTopic("with-id", 2)]))
+    with LogManager(pylog_server.root, read_only=True) as manager:
+        written = topic_uuid(topic_id_of(manager, "with-id"))
+    assert written != uuid.UUID(int=0)
+    answer = metadata(pylog_server, None)
+    assert [(t.name, t.topic_id, t.error_code) for t in answer.topics] == [("with-id", written, 0)]
+    described = results(admin.describe_topics(TopicCollection(["with-id"])))["with-id"]
+    assert str(described.topic_id) == base64.b64encode(written.bytes).decode().rstrip("=")  # librdkafka: standard base64
+
+
+def test_metadata_finds_a_topic_by_its_id_and_answers_an_unknown_id_unknown(pylog_server, admin):
+    results(admin.create_topics([NewTopic("found", 3)]))
+    with LogManager(pylog_server.root, read_only=True) as manager:
+        topic_id = topic_uuid(topic_id_of(manager, "found"))
+    stranger = uuid.uuid4()
+    answer = metadata(pylog_server, [MetadataRequest.MetadataRequestTopic(name=None, topic_id=topic_id),
+                                     MetadataRequest.MetadataRequestTopic(name=None, topic_id=stranger)])
+    found, unknown = answer.topics
+    assert (found.name, found.topic_id, found.error_code, len(found.partitions)) == ("found", topic_id, 0, 3)
+    assert (unknown.name, unknown.topic_id, unknown.error_code, unknown.partitions) == (
+        None, stranger, UNKNOWN_TOPIC_ID, [])
+    assert not os.path.exists(os.path.join(pylog_server.root, f"{stranger}-0"))
+
+
+def test_a_topic_metadata_creates_gets_an_id_and_one_made_without_the_server_has_none(pylog_server):
+    with LogManager(pylog_server.root) as manager:
+        manager.create_topic("made-apart", 1)
+    produce(pylog_server, "auto-made", b"first")  # Metadata creates it (auto.create.topics.enable)
+    with LogManager(pylog_server.root, read_only=True) as manager:
+        auto_id = topic_id_of(manager, "auto-made")
+        assert auto_id is not None and topic_id_of(manager, "made-apart") is None
+        assert read_partition_metadata(os.path.join(pylog_server.root, "auto-made-0", "partition.metadata")) == {
+            "version": "0", "topic_id": auto_id}
+    ids = {t.name: t.topic_id for t in metadata(pylog_server, None).topics}
+    assert ids == {"auto-made": topic_uuid(auto_id), "made-apart": None}  # the zero UUID, as kafka-python decodes it
+    assert [t.name for t in metadata(pylog_server, None, version=9).topics] == ["auto-made", "made-apart"]
 
 
 # -- DeleteTopics -------------------------------------------------------------------------
