@@ -11,11 +11,11 @@ Kafka's ``KafkaApis``) and one module per API family (:mod:`~pylog.serve.produce
 :mod:`~pylog.serve.find_coordinator`, :mod:`~pylog.serve.consumer_groups`,
 :mod:`~pylog.serve.offset_commit`, :mod:`~pylog.serve.describe_groups`,
 :mod:`~pylog.serve.delete_groups`; the transactions': :mod:`~pylog.serve.transactions`,
-:mod:`~pylog.serve.transaction_admin`; the admin APIs': :mod:`~pylog.serve.create_topics`,
+:mod:`~pylog.serve.transaction_admin`, :mod:`~pylog.serve.txn_expiry`; the admin APIs': :mod:`~pylog.serve.create_topics`,
 :mod:`~pylog.serve.delete_topics`, :mod:`~pylog.serve.create_partitions`,
 :mod:`~pylog.serve.describe_configs`, :mod:`~pylog.serve.incremental_alter_configs`,
 :mod:`~pylog.serve.delete_records`, :mod:`~pylog.serve.describe_cluster`, with
-:mod:`~pylog.serve.api_error`); :mod:`~pylog.serve.server` starts and stops it all.
+:mod:`~pylog.serve.api_error` and :mod:`~pylog.serve.topic_ids`); :mod:`~pylog.serve.server` starts and stops it all.
 Needs kafka-python 3 (``pip install 'pylog-kafka[serve]'``).
 """
 

@@ -1,8 +1,8 @@
 """``ServeConfig``: the server's settings, named after the Kafka broker settings they
 mirror (``node.id``, ``auto.create.topics.enable``, ``num.partitions``,
 ``socket.request.max.bytes``, ``max.connections``, ``num.io.threads``,
-``group.min.session.timeout.ms``), with Kafka's defaults where Kafka has one that fits a
-single node."""
+``group.min.session.timeout.ms``, ``transaction.abort.timed.out.transaction.cleanup.interval.ms``),
+with Kafka's defaults where Kafka has one that fits a single node."""
 
 from __future__ import annotations
 
@@ -27,7 +27,9 @@ class ServeConfig:
     ``num_network_threads``: threads that send fetched file ranges with ``sendfile`` (one
     per response in flight). ``group_min_session_timeout_ms`` and
     ``group_max_session_timeout_ms``: the session timeouts a JoinGroup may ask for (others
-    get ``INVALID_SESSION_TIMEOUT``)."""
+    get ``INVALID_SESSION_TIMEOUT``).
+    ``transaction_abort_timed_out_transaction_cleanup_interval_ms``: how often the
+    transactions left open past their timeout are aborted (pylog/serve/txn_expiry.py)."""
 
     node_id: int = 0
     cluster_id: str = "pylog"
@@ -39,11 +41,13 @@ class ServeConfig:
     num_network_threads: int = 8
     group_min_session_timeout_ms: int = 6_000
     group_max_session_timeout_ms: int = 1_800_000
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10_000
 
     def __post_init__(self):
         check_int(self.node_id, "node_id", (0, INT32_MAX), error=InvalidConfigError)
         for name in ("num_partitions", "socket_request_max_bytes", "max_connections", "num_io_threads",
-                     "num_network_threads", "group_min_session_timeout_ms"):
+                     "num_network_threads", "group_min_session_timeout_ms",
+                     "transaction_abort_timed_out_transaction_cleanup_interval_ms"):
             check_int(getattr(self, name), name, (1, INT32_MAX), error=InvalidConfigError)
         check_int(self.group_max_session_timeout_ms, "group_max_session_timeout_ms",
                   (self.group_min_session_timeout_ms, INT32_MAX), error=InvalidConfigError)

@@ -22,6 +22,7 @@ from pylog.manager import LogManager
 from pylog.serve.kafka_apis import KafkaApis
 from pylog.serve.serve_config import ServeConfig
 from pylog.serve.socket_server import SocketServer
+from pylog.serve.txn_expiry import abort_timed_out_transactions
 
 #: Kafka's listener default: loopback here, as this is a server for development and tests
 DEFAULT_LISTEN = ("127.0.0.1", 9092)
@@ -115,8 +116,11 @@ class Server:
             self.address = sockets.address
             apis = KafkaApis(self.manager, self.config, advertised_host=self.host, advertised_port=self.port)
             sockets.start(apis)
+            expiry = asyncio.create_task(abort_timed_out_transactions(apis))
             self._started.set()
             await self._stopping.wait()
+            expiry.cancel()
+            await asyncio.gather(expiry, return_exceptions=True)
             await sockets.close()
         finally:
             if apis is not None:

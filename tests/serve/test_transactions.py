@@ -183,6 +183,26 @@ def test_a_new_instance_fences_the_older_and_aborts_what_it_left_open(server):
     assert log.last_stable_offset == log.log_end_offset
 
 
+def test_a_transaction_left_open_past_its_timeout_is_aborted_and_its_producer_fenced(tmp_path):
+    root = str(tmp_path / "data")
+    with LogManager(root) as manager:
+        manager.create_topic("t", partitions=1)
+    with Server(root, listen=("127.0.0.1", 0), auto_create_topics_enable=False,
+                transaction_abort_timed_out_transaction_cleanup_interval_ms=100) as server:
+        left = _init(server, "abandoned", timeout_ms=1000)
+        assert _add(server, "abandoned", left.producer_id, 0) == [0]
+        assert _produce(server, "abandoned", left.producer_id, 0, 0, b"never ended") == 0
+        plain = confluent_kafka.Producer({"bootstrap.servers": server.bootstrap_servers})
+        plain.produce("t", value=b"after", partition=0)
+        assert plain.flush(30) == 0
+        # held at the open transaction until the server aborts it, a second after it began
+        assert _consume(server, "t", 1) == [b"after"]
+        assert _end(server, "abandoned", left.producer_id, 0, commit=True) == INVALID_PRODUCER_EPOCH
+        log = server.manager.log("t", 0)
+        assert [r.value for r in log.records(isolation="committed")] == [b"after"]
+        assert log.last_stable_offset == log.log_end_offset
+
+
 def test_bad_transactional_requests_get_kafkas_codes_and_write_nothing(server):
     ok = _init(server, "tx")
     pid = ok.producer_id
