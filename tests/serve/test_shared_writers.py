@@ -2,7 +2,8 @@
 another process, or of the server's own, appends to a partition the server writes (the
 log dir's writer hand-off), the server appends after it again, a consumer through the
 server reads every record in order, and a fetch waiting at the log end wakes on an append
-made by another process."""
+made by another process. DeleteTopics takes a partition another process writes by the
+hand-off, and answers ``REQUEST_TIMED_OUT`` for one held outside it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import subprocess
 import sys
 import time
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import RequestTimedOutError
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 
 from pylog import Producer
@@ -130,3 +133,43 @@ def test_a_waiting_fetch_wakes_on_an_append_by_another_process(pylog_server):
     assert partition.error_code == 0 and partition.high_watermark == 3
     assert b"pylog-0" in partition.records
     assert waited_s < WAIT_MS / 1000 / 2  # woken by the append, not by the deadline
+
+
+_HOLDING_CHILD = """
+import sys
+from pylog import Producer
+producer = Producer(sys.argv[1])
+producer.send(sys.argv[2], b"held", partition=0).get(timeout=60)
+print("holding", flush=True)  # its writer pool keeps the log open until it is asked for it
+sys.stdin.readline()
+producer.close()
+"""
+
+
+def test_delete_topics_takes_a_partition_a_pylog_producer_of_another_process_holds(pylog_server):
+    _create(pylog_server)
+    env = dict(os.environ, PYTHONPATH=ROOT_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    with subprocess.Popen([sys.executable, "-c", _HOLDING_CHILD, pylog_server.root, TOPIC], env=env,
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE) as child:
+        assert child.stdout.readline() == b"holding\n"
+        admin = KafkaAdminClient(bootstrap_servers=pylog_server.bootstrap_servers)
+        try:
+            admin.delete_topics([TOPIC], timeout_ms=30_000)  # raises on an error code
+        finally:
+            admin.close()
+        child.communicate(b"\n", timeout=60)
+    assert not os.path.exists(os.path.join(pylog_server.root, f"{TOPIC}-0"))
+
+
+def test_delete_topics_of_a_partition_a_log_manager_holds_times_out_and_deletes_nothing(pylog_server):
+    _create(pylog_server)
+    with LogManager(pylog_server.root) as manager:
+        manager.log(TOPIC, 0).append([b"kept"])  # held outside the hand-off
+        admin = KafkaAdminClient(bootstrap_servers=pylog_server.bootstrap_servers)
+        try:
+            with pytest.raises(RequestTimedOutError):
+                admin.delete_topics([TOPIC], timeout_ms=500)
+        finally:
+            admin.close()
+    with LogManager(pylog_server.root, read_only=True) as manager:
+        assert [r.value for r in manager.log(TOPIC, 0).records()] == [b"kept"]
