@@ -1,5 +1,6 @@
 """``WriterPool``: the writable partition logs of a log dir that this process's clients
-(producers, group and transaction coordinators) append to, shared with other processes.
+(producers, group and transaction coordinators, ``pylog serve``) append to, shared with
+other processes.
 
 A partition has one writer at a time (the writer lock of :class:`~pylog.log.Log`). A
 client process keeps the logs it writes open, so an append costs what ``Log.append``
