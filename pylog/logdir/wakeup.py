@@ -52,6 +52,11 @@ class DirWatch:
     def uses_events(self) -> bool:
         return self._fd >= 0
 
+    def fileno(self) -> int:
+        """The inotify descriptor, readable once a change is pending (for an event loop's
+        ``add_reader``; :meth:`drain` it there); -1 without inotify."""
+        return self._fd
+
     def add(self, path: str) -> None:
         if path in self._watched or self._fd < 0:
             self._watched.setdefault(path, -1)

@@ -5,7 +5,9 @@ One module per part of Kafka's broker it mirrors: :mod:`~pylog.serve.socket_serv
 acceptor and the connections, Kafka's ``SocketServer``), :mod:`~pylog.serve.request_channel`
 (a frame to a request and a response to bytes, with kafka-python's message classes
 generated from Kafka's JSON definitions), :mod:`~pylog.serve.kafka_apis` (the dispatcher,
-Kafka's ``KafkaApis``) and one module per API family (:mod:`~pylog.serve.produce`,
+Kafka's ``KafkaApis``), :mod:`~pylog.serve.replica_manager` (the partitions, appended
+through the log dir's writer pool and read read-only, Kafka's ``ReplicaManager``) and one
+module per API family (:mod:`~pylog.serve.produce`,
 :mod:`~pylog.serve.fetch`, :mod:`~pylog.serve.metadata`, :mod:`~pylog.serve.list_offsets`,
 :mod:`~pylog.serve.offset_for_leader_epoch`, :mod:`~pylog.serve.producer_ids`; the groups':
 :mod:`~pylog.serve.find_coordinator`, :mod:`~pylog.serve.consumer_groups`,

@@ -1,8 +1,9 @@
 """DeleteRecords: each partition's log start offset moved up by ``Log.delete_records`` (the
 owner of the rule: never past the high watermark, ``OFFSET_OUT_OF_RANGE``; whole segments
 below it deleted), as Kafka's ``ReplicaManager.deleteRecords`` does; -1 means the high
-watermark. The answer is the new low watermark (the log start offset). Durable on return
-(the log-start checkpoint is written). Cost: per partition, one checkpoint write and the
+watermark. The answer is the new low watermark (the log start offset). The partition's
+writer is held for it (taken from another process by the hand-off, within the request's
+``timeout_ms``). Durable on return (the log-start checkpoint is written). Cost: per partition, one checkpoint write and the
 deletion of the segments wholly below the offset, in the disk thread pool.
 """
 
@@ -27,14 +28,14 @@ async def handle_delete_records(apis, request) -> DeleteRecordsResponse:
 
 
 def _delete_all(apis, body) -> list[_Topic]:
-    return [_Topic(name=t.name, partitions=[_partition(apis, t.name, p) for p in t.partitions or ()])
+    return [_Topic(name=t.name, partitions=[_partition(apis, t.name, p, body.timeout_ms) for p in t.partitions or ()])
             for t in body.topics or ()]
 
 
-def _partition(apis, topic: str, part) -> _Partition:
+def _partition(apis, topic: str, part, body_timeout_ms: int) -> _Partition:
     index = part.partition_index
     try:
-        low_watermark = _delete(apis.manager, topic, index, part.offset)
+        low_watermark = _delete(apis.replicas, topic, index, part.offset, max(body_timeout_ms, 0))
     except (PylogError, ApiError) as e:
         return _Partition(partition_index=index, low_watermark=-1, error_code=ApiError.of(e).code)
     except Exception as e:  # a bug: the client hears it, the server lives on
@@ -43,10 +44,11 @@ def _partition(apis, topic: str, part) -> _Partition:
     return _Partition(partition_index=index, low_watermark=low_watermark, error_code=NONE)
 
 
-def _delete(manager, topic: str, partition: int, offset: int) -> int:
-    log = manager.log(topic, partition)
-    if offset == HIGH_WATERMARK:
-        offset = log.high_watermark
-    elif offset < 0:
-        raise ApiError(OFFSET_OUT_OF_RANGE, f"{topic}-{partition}: offset {offset} is negative")
-    return log.delete_records(offset)
+def _delete(replicas, topic: str, partition: int, offset: int, timeout_ms: int) -> int:
+    """Holding the partition's writer (another process hands it over within ``timeout_ms``)."""
+    with replicas.writer(topic, partition, max_block_ms=timeout_ms) as log:
+        if offset == HIGH_WATERMARK:
+            offset = log.high_watermark
+        elif offset < 0:
+            raise ApiError(OFFSET_OUT_OF_RANGE, f"{topic}-{partition}: offset {offset} is negative")
+        return log.delete_records(offset)

@@ -4,18 +4,23 @@ A topic is named (v1-5), or named or given by its topic id (v6, the id in its pa
 ``partition.metadata``). A topic that is not there is ``UNKNOWN_TOPIC_OR_PARTITION`` (an
 unknown id ``UNKNOWN_TOPIC_ID``); Kafka's internal topics (``__consumer_offsets``,
 ``__transaction_state``) are not deleted (``INVALID_REQUEST``), as ``pylog topics
---delete`` refuses them. Cost: per topic, O(its files), in the disk thread pool. Not
-reversible.
+--delete`` refuses them. A partition a pylog client of another process writes is handed
+over first (:meth:`ReplicaManager.delete_topic
+<pylog.serve.replica_manager.ReplicaManager.delete_topic>`); one not handed over within
+the request's ``timeout_ms`` (a ``LogManager`` of another process holds it) answers
+``REQUEST_TIMED_OUT``, as Kafka's controller does when a deletion does not finish in time,
+and nothing of that topic is deleted. Cost: per topic, O(its files), in the disk thread
+pool. Not reversible.
 """
 
 from __future__ import annotations
 
 from kafka.protocol.admin.topics import DeleteTopicsResponse
 
-from pylog.errors import PylogError, UnknownTopicError
+from pylog.errors import LogLockedError, PylogError, UnknownTopicError
 from pylog.layout import INTERNAL_TOPICS
 from pylog.serve.api_error import ApiError
-from pylog.serve.error_codes import INVALID_REQUEST, NONE, UNKNOWN_SERVER_ERROR
+from pylog.serve.error_codes import INVALID_REQUEST, NONE, REQUEST_TIMED_OUT, UNKNOWN_SERVER_ERROR
 from pylog.serve.topic_ids import ZERO_UUID, id_of, name_of
 
 _Result = DeleteTopicsResponse.DeletableTopicResult
@@ -30,19 +35,21 @@ async def handle_delete_topics(apis, request) -> DeleteTopicsResponse:
         asked = [(t.name, t.topic_id) for t in body.topics or ()]
     else:
         asked = [(name, None) for name in body.topic_names or ()]
-    responses = await apis.run_blocking(_delete_all, apis, asked)
+    responses = await apis.run_blocking(_delete_all, apis, asked, max(body.timeout_ms, 0))
     return DeleteTopicsResponse(throttle_time_ms=0, responses=responses)
 
 
-def _delete_all(apis, asked) -> list[_Result]:
-    return [_result(apis, name, topic_id) for name, topic_id in asked]
+def _delete_all(apis, asked, timeout_ms: int) -> list[_Result]:
+    return [_result(apis, name, topic_id, timeout_ms) for name, topic_id in asked]
 
 
-def _result(apis, name, topic_id) -> _Result:
+def _result(apis, name, topic_id, timeout_ms: int) -> _Result:
     try:
         name = name if name is not None else name_of(apis.manager, topic_id)
         topic_id = id_of(apis.manager, name) if name in apis.manager.topics() else topic_id
-        _delete(apis.manager, name)
+        _delete(apis, name, timeout_ms)
+    except LogLockedError as e:
+        return _Result(name=name, topic_id=topic_id or ZERO_UUID, error_code=REQUEST_TIMED_OUT, error_message=str(e))
     except (PylogError, ApiError) as e:
         error = ApiError.of(e)
         return _Result(name=name, topic_id=topic_id or ZERO_UUID, error_code=error.code, error_message=str(error))
@@ -53,9 +60,9 @@ def _result(apis, name, topic_id) -> _Result:
     return _Result(name=name, topic_id=topic_id or ZERO_UUID, error_code=NONE, error_message=None)
 
 
-def _delete(manager, name) -> None:
+def _delete(apis, name, timeout_ms: int) -> None:
     if name in INTERNAL_TOPICS:
         raise ApiError(INVALID_REQUEST, f"Topic {name} is a kafka internal topic and is not allowed to be deleted")
-    if name not in manager.topics():
+    if name not in apis.manager.topics():
         raise UnknownTopicError(f"topic {name!r} does not exist")
-    manager.delete_topic(name)
+    apis.replicas.delete_topic(apis.manager, name, timeout_ms=timeout_ms)

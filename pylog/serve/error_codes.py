@@ -23,6 +23,8 @@ INVALID_REPLICATION_FACTOR = kafka_errors.InvalidReplicationFactorError.errno
 INVALID_REPLICA_ASSIGNMENT = kafka_errors.InvalidReplicationAssignmentError.errno
 INVALID_CONFIG = kafka_errors.InvalidConfigurationError.errno
 UNKNOWN_TOPIC_ID = kafka_errors.UnknownTopicIdError.errno
+#: a deletion not done within the request's ``timeout_ms`` (another process kept a partition's writer)
+REQUEST_TIMED_OUT = kafka_errors.RequestTimedOutError.errno
 #: OffsetForLeaderEpoch's answers to a client whose leader epoch is older or newer than this node's
 FENCED_LEADER_EPOCH = kafka_errors.FencedLeaderEpochError.errno
 UNKNOWN_LEADER_EPOCH = kafka_errors.UnknownLeaderEpochError.errno

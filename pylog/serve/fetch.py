@@ -5,9 +5,11 @@ are spliced in as those ranges (:func:`spliced_response`).
 
 ``isolation_level`` 0 (read_uncommitted) reads up to the high watermark, 1
 (read_committed) up to the last stable offset, with the partition's aborted transactions
-listed for the client to skip. A fetch that found fewer than ``min_bytes`` waits for an
-append through this server (:mod:`pylog.serve.purgatory`), at most ``max_wait_ms``, then
-reads again. ``max_bytes`` bounds the response and ``partition_max_bytes`` each partition,
+listed for the client to skip. The logs read are read-only
+(:class:`~pylog.serve.replica_manager.ReplicaManager`): each read first catches up with
+the appends of every process (one ``stat`` when nothing changed). A fetch that found fewer
+than ``min_bytes`` waits for an append (:mod:`pylog.serve.purgatory`), at most
+``max_wait_ms``, then reads again. ``max_bytes`` bounds the response and ``partition_max_bytes`` each partition,
 but the first partition with data always gets at least one whole batch, as in Kafka.
 
 Fetch sessions (KIP-227) are not kept: every answer says session 0, so clients send full
@@ -80,9 +82,10 @@ def _read_one(apis, topic: str, part, isolation: str, *, left: int, first: bool)
     """One partition's answer (records empty) and its fetch (None after an error)."""
     index = part.partition
     try:
-        log = apis.manager.log(topic, index)
+        log = apis.replicas.log(topic, index)
         max_bytes = max(min(part.partition_max_bytes, left), 0)
-        fetch = log.read(part.fetch_offset, max_bytes, isolation=isolation, min_one_message=first)
+        with apis.replicas.deleted_as_unknown(log):
+            fetch = log.read(part.fetch_offset, max_bytes, isolation=isolation, min_one_message=first)
     except PylogError as e:
         return _Partition(partition_index=index, error_code=error_code(e), high_watermark=-1, records=b""), None
     except Exception as e:  # a bug: the client hears it, the server lives on

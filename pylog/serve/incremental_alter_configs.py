@@ -37,6 +37,7 @@ async def handle_incremental_alter_configs(apis, request) -> IncrementalAlterCon
 def _alter_all(apis, body) -> list[_Response]:
     responses = [_response(apis, r, body.validate_only) for r in body.resources or ()]
     if not body.validate_only and any(r.error_code == NONE and r.resource_type == TOPIC for r in responses):
+        apis.replicas.pool.take_topic_configs()  # the logs this process holds take them before the answer
         ring(apis.manager.root)  # other processes holding the topics' logs take the new settings
     return responses
 

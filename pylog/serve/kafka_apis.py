@@ -39,7 +39,7 @@ from kafka.protocol.producer import (
 
 from pylog.coordinator.group_coordinator import GroupCoordinator
 from pylog.coordinator.txn_coordinator import TransactionCoordinator
-from pylog.errors import PylogError
+from pylog.closing import close_all
 from pylog.serve.consumer_groups import (
     GroupNotifier, handle_heartbeat, handle_join_group, handle_leave_group, handle_sync_group,
 )
@@ -62,6 +62,7 @@ from pylog.serve.offset_for_leader_epoch import handle_offset_for_leader_epoch
 from pylog.serve.produce import handle_produce
 from pylog.serve.producer_ids import handle_init_producer_id
 from pylog.serve.purgatory import AppendNotifier
+from pylog.serve.replica_manager import ReplicaManager
 from pylog.serve.request_channel import UnsupportedVersion, encode_body, encode_response, parse_request
 from pylog.serve.transaction_admin import handle_describe_producers, handle_list_transactions
 from pylog.serve.transactions import (
@@ -163,7 +164,9 @@ HANDLERS = {
 
 
 class KafkaApis:
-    """The handlers' shared state: the log dir's ``manager``, the server's ``config``
+    """The handlers' shared state: the log dir's ``manager`` (topics and their settings),
+    its partitions as the server appends to and reads them (``replicas``, a
+    :class:`~pylog.serve.replica_manager.ReplicaManager`), the server's ``config``
     (:class:`~pylog.serve.serve_config.ServeConfig`), the address clients are told to use,
     the notifiers fetches and joins wait on, the log dir's group coordinator (taken at the
     first group request), and the thread pools for disk writes (``io_pool``) and
@@ -172,7 +175,11 @@ class KafkaApis:
     def __init__(self, manager, config, *, advertised_host: str, advertised_port: int):
         self.manager, self.config = manager, config
         self.advertised_host, self.advertised_port = advertised_host, advertised_port
+        self.replicas = ReplicaManager(manager.root)
         self.appends = AppendNotifier()
+        self._loop = asyncio.get_running_loop()
+        if self.replicas.fileno() >= 0:  # an append by any process to a partition read wakes the fetches waiting
+            self._loop.add_reader(self.replicas.fileno(), self._files_appended)
         self.marker = new_marker()
         self.groups = GroupNotifier()
         self._group_coordinator: GroupCoordinator | None = None
@@ -202,12 +209,16 @@ class KafkaApis:
         """``function(*args)`` in the disk thread pool, awaited."""
         return await asyncio.get_running_loop().run_in_executor(self.io_pool, function, *args)
 
+    def _files_appended(self) -> None:
+        self.replicas.drain()
+        self.appends.notify()
+
     async def open_logs(self, pairs) -> None:
-        """Open the logs of ``pairs`` (topic, partition) in the disk pool, so that a first
-        use, which may recover a log not closed cleanly, never runs on the event loop. A
-        partition that does not exist is left for the handler to answer. Cost: one hop to
-        the pool; nothing for logs already open."""
-        await self.run_blocking(_open_each, self.manager, list(pairs))
+        """Open the read-only logs of ``pairs`` (topic, partition) in the disk pool, so that
+        a first use, which may index a log not closed cleanly, never runs on the event
+        loop. A partition that does not exist is left for the handler to answer. Cost: one
+        hop to the pool; nothing for logs already open."""
+        await self.run_blocking(self.replicas.open_each, list(pairs))
 
     async def group_coordinator(self) -> GroupCoordinator:
         """The log dir's group coordinator; the first call creates ``__consumer_offsets``
@@ -233,7 +244,7 @@ class KafkaApis:
         if self._txn_coordinator is None:
             if not create and not TransactionCoordinator.has_state(self.manager.root):
                 return None
-            writers = ServerWriters(self.manager, (await self.group_coordinator()).pool)
+            writers = ServerWriters(self.replicas)
             coordinator = await self.run_blocking(lambda: TransactionCoordinator(self.manager.root, writers))
             if self._txn_coordinator is None:
                 self._txn_coordinator, self.txn_writers = coordinator, writers
@@ -248,18 +259,12 @@ class KafkaApis:
 
     def close(self) -> None:
         """Wait for the appends and sends in flight, stop the pools, then give back the
-        group coordinator (its members' lease ends)."""
+        group coordinator (its members' lease ends) and the partitions (the log dir's
+        writer pool closes them when no other user of this process has it)."""
+        if self.replicas.fileno() >= 0:
+            self._loop.remove_reader(self.replicas.fileno())
         self.io_pool.shutdown(wait=True)
         self.network_pool.shutdown(wait=True)
-        if self._txn_coordinator is not None:
-            self._txn_coordinator.close()
-        if self._group_coordinator is not None:
-            self._group_coordinator.release()
-
-
-def _open_each(manager, pairs) -> None:
-    for topic, partition in pairs:
-        try:
-            manager.log(topic, partition)
-        except PylogError:  # not there, or a bad name: the handler answers it
-            pass
+        close_all([c for c in (self._txn_coordinator and self._txn_coordinator.close,
+                               self._group_coordinator and self._group_coordinator.release) if c]
+                  + [self.replicas.close])

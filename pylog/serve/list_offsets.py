@@ -37,7 +37,7 @@ async def handle_list_offsets(apis, request) -> ListOffsetsResponse:
 def _answer(apis, topic: str, part, isolation: str) -> _Partition:
     index = part.partition_index
     try:
-        log = apis.manager.log(topic, index)
+        log = apis.replicas.refreshed(topic, index)
         offset = log.list_offset(part.timestamp, isolation=isolation)
         timestamp = -1 if offset is None or part.timestamp in _NO_RECORD else _timestamp_at(log, offset)
     except PylogError as e:

@@ -32,7 +32,7 @@ async def handle_offset_for_leader_epoch(apis, request) -> OffsetForLeaderEpochR
 def _answer(apis, topic: str, part) -> _Partition:
     index = part.partition
     try:
-        view = apis.manager.log(topic, index).replica_view
+        view = apis.replicas.refreshed(topic, index).replica_view
         current = view.leader_epoch
         asked = part.current_leader_epoch
         if asked != -1 and asked != current:

@@ -46,7 +46,7 @@ async def handle_produce(apis, request) -> ProduceResponse | None:
         answers = []
         for partition in topic.partition_data or ():
             answer = (_Partition(index=partition.index, error_code=refused, base_offset=-1) if refused
-                      else await _append(apis, topic.name, partition, verify))
+                      else await _append(apis, topic.name, partition, verify, max(body.timeout_ms, 0)))
             answers.append(answer)
         topics.append(_Topic(name=topic.name, partition_responses=answers))
     apis.appends.notify()
@@ -55,11 +55,12 @@ async def handle_produce(apis, request) -> ProduceResponse | None:
     return ProduceResponse(responses=topics, throttle_time_ms=0)
 
 
-async def _append(apis, topic: str, partition, verify=None) -> _Partition:
+async def _append(apis, topic: str, partition, verify=None, timeout_ms: int = 30_000) -> _Partition:
     """One partition's append, answered: its base offset, log append time and log start,
     or the Kafka error code of what refused it (nothing written then)."""
     try:
-        info, log_start_offset = await apis.run_blocking(_append_batches, apis.manager, topic, partition, verify)
+        info, log_start_offset = await apis.run_blocking(_append_batches, apis.replicas, topic, partition, verify,
+                                                         timeout_ms)
     except PylogError as e:
         return _Partition(index=partition.index, error_code=error_code(e), base_offset=-1,
                           error_message=str(e)[:500])
@@ -70,10 +71,12 @@ async def _append(apis, topic: str, partition, verify=None) -> _Partition:
                       log_append_time_ms=info.log_append_time, log_start_offset=log_start_offset)
 
 
-def _append_batches(manager, topic: str, partition, verify=None):
-    """In the disk pool: the partition's log (opened, and recovered if it was not closed
-    cleanly, on first use), the transaction's check (``verify``) and the append."""
-    log = manager.log(topic, partition.index)
+def _append_batches(replicas, topic: str, partition, verify=None, timeout_ms: int = 30_000):
+    """In the disk pool: the transaction's check (``verify``), then the append, holding
+    the partition's writer (taken from another process by the hand-off, waiting up to the
+    request's ``timeout_ms``; opened, and recovered if it was not closed cleanly, on first
+    use)."""
     if verify is not None:
         verify(topic, partition.index, partition.records)
-    return log.append_batches(partition.records or b""), log.log_start_offset
+    with replicas.writer(topic, partition.index, max_block_ms=timeout_ms) as log:
+        return log.append_batches(partition.records or b""), log.log_start_offset

@@ -2,9 +2,11 @@
 until data arrives or ``max_wait_ms`` passes: a fetch that found less than ``min_bytes``
 waits on :class:`AppendNotifier` instead of polling.
 
-Only appends made through this server wake a fetch early; one made by another process in
-the same log dir is seen at the fetch's deadline (its next read finds it). Cost: one
-``asyncio.Event`` per round of appends; waking is O(waiting fetches).
+The server notifies after its own appends, and, on Linux, when inotify reports a change in
+the directory of a partition it reads (an append by a pylog client of another process,
+:class:`~pylog.serve.replica_manager.ReplicaManager`); without inotify such an append is
+seen at the fetch's deadline (its next read finds it). Cost: one ``asyncio.Event`` per
+round of appends; waking is O(waiting fetches).
 """
 
 from __future__ import annotations

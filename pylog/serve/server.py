@@ -3,8 +3,9 @@ socket server and request handlers around its log manager.
 
 The event loop runs in a thread of its own; :meth:`Server.start` returns once the socket
 accepts connections, :meth:`Server.stop` (or leaving the ``with`` block) stops accepting,
-ends the connections, waits for the appends in flight, and closes the logs, so the log
-dir's clean-shutdown marker is written as :meth:`LogManager.close` writes it.
+ends the connections, waits for the appends in flight, and gives the partitions back to
+the log dir's writer pool, which closes them (the log dir's clean-shutdown marker written
+as the logs' close writes it) unless a pylog client of this process still uses it.
 
 >>> import tempfile
 >>> with Server(tempfile.mkdtemp(), listen=("127.0.0.1", 0)) as server:
@@ -81,8 +82,9 @@ class Server:
         return self
 
     def stop(self) -> None:
-        """Stop accepting, end the connections, finish the appends in flight and close the
-        logs (flushed; the clean-shutdown marker written). Safe to call twice."""
+        """Stop accepting, end the connections, finish the appends in flight and give the
+        logs back (closed, flushed, the clean-shutdown marker written, when no pylog client
+        of this process holds the log dir's writer pool). Safe to call twice."""
         thread, self._thread = self._thread, None
         if thread is None:
             return

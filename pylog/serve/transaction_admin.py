@@ -31,7 +31,7 @@ async def handle_describe_producers(apis, request) -> DescribeProducersResponse:
 
 async def _describe(apis, topic: str, partition: int) -> _Partition:
     try:
-        producers = await apis.run_blocking(lambda: apis.manager.log(topic, partition).active_producers())
+        producers = await apis.run_blocking(lambda: apis.replicas.refreshed(topic, partition).active_producers())
     except PylogError as e:
         return _Partition(partition_index=partition, error_code=error_code(e), error_message=str(e)[:500],
                           active_producers=[])

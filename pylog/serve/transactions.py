@@ -28,7 +28,6 @@ from kafka.protocol.producer import (
 )
 
 from pylog.clients.consumer_coordinator import OffsetAndMetadata
-from pylog.coordinator.offsets_reader import OFFSETS_TOPIC
 from pylog.errors import InvalidTxnStateError, PylogError
 from pylog.layout import SEQUENCE_MODULUS
 from pylog.record.batch import decode_batches
@@ -52,19 +51,18 @@ _CommitPartition = _CommitTopic.TxnOffsetCommitResponsePartition
 
 class ServerWriters:
     """The transaction coordinator's writers inside the server (the ``pool`` it appends
-    through): the server's own open logs, but for ``__consumer_offsets``, which the group
-    coordinator's writer pool holds (a log has one writer)."""
+    through): the server's partitions (``replicas``, a
+    :class:`~pylog.serve.replica_manager.ReplicaManager`), each held for the write through
+    the log dir's writer pool, as the server's produces hold it; a partition is never
+    created by a marker (:class:`~pylog.errors.UnknownTopicError`)."""
 
-    def __init__(self, manager, groups_pool):
-        self._manager, self._groups_pool = manager, groups_pool
+    def __init__(self, replicas):
+        self._replicas = replicas
 
     @contextmanager
     def writer(self, topic: str, partition: int, *, max_block_ms: int = 60_000):
-        if topic == OFFSETS_TOPIC:
-            with self._groups_pool.writer(topic, partition, max_block_ms=max_block_ms) as log:
-                yield log
-        else:
-            yield self._manager.log(topic, partition)
+        with self._replicas.writer(topic, partition, max_block_ms=max_block_ms) as log:
+            yield log
 
 
 class _OffsetsSender:
@@ -144,18 +142,18 @@ async def _added(apis, transactional_id, producer_id, producer_epoch, partitions
         if verify_only:
             return NONE, set(await apis.run_blocking(coordinator.verify_partitions, transactional_id, producer_id,
                                                      producer_epoch, partitions))
-        await apis.run_blocking(_add_existing, apis.manager, coordinator, transactional_id, producer_id,
+        await apis.run_blocking(_add_existing, apis.replicas, coordinator, transactional_id, producer_id,
                                 producer_epoch, partitions)
         return NONE, set()
     except PylogError as e:
         return error_code(e), set()
 
 
-def _add_existing(manager, coordinator, transactional_id, producer_id, producer_epoch, partitions) -> None:
+def _add_existing(replicas, coordinator, transactional_id, producer_id, producer_epoch, partitions) -> None:
     """In the disk pool: each partition must exist (else ``UnknownTopicError``, nothing
     recorded), then all are recorded in one write."""
     for topic, partition in partitions:
-        manager.log(topic, partition)
+        replicas.log(topic, partition)
     coordinator.add_partitions(transactional_id, producer_id, producer_epoch, partitions)
 
 

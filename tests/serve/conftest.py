@@ -8,11 +8,15 @@ import os
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 
 import pytest
 
 pytest.importorskip("kafka.protocol.api_message", reason="pylog serve needs kafka-python 3")
 
+from pylog.log import Log  # noqa: E402
+from pylog.logdir.writers import BELL_FILE, WriterPool  # noqa: E402
+from pylog.partition_dir import partition_dir_name  # noqa: E402
 from pylog.testing import pylog_server  # noqa: E402,F401  (the fixture, as users get it)
 
 ROOT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -23,6 +27,24 @@ def pylog_cli(*args, **kwargs) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=ROOT_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.run([sys.executable, "-m", "pylog", *args], env=env, capture_output=True, timeout=120,
                           **kwargs)
+
+
+def read_log(server, topic: str, partition: int) -> Log:
+    """The partition of the server's log dir, read only (``with read_log(...) as log:``):
+    what the server wrote, read alongside it."""
+    return Log.open(os.path.join(server.root, partition_dir_name(topic, partition)), read_only=True)
+
+
+@contextmanager
+def held_log(server, topic: str, partition: int):
+    """``with held_log(server, t, p) as log:`` the partition's writable log as a server of
+    this process holds it (the log dir's writer pool, opened if it was not)."""
+    pool = WriterPool.for_root(server.root)
+    try:
+        with pool.writer(topic, partition) as log:
+            yield log
+    finally:
+        pool.release()
 
 
 def librdkafka_consume(server, topic: str, count: int, partitions=(0,), **settings) -> list:
@@ -46,10 +68,13 @@ def librdkafka_consume(server, topic: str, count: int, partitions=(0,), **settin
 
 def file_digests(root) -> dict[str, str]:
     """Every file under ``root`` (relative path -> sha256): what a test compares before and
-    after to prove nothing was written."""
+    after to prove nothing was written. The writer pool's bell (made by its hand-off
+    thread when it starts, whenever that is) holds no data and is left out."""
     out = {}
     for dirpath, _, names in os.walk(root):
         for name in names:
+            if name == BELL_FILE:
+                continue
             path = os.path.join(dirpath, name)
             with open(path, "rb") as f:
                 out[os.path.relpath(path, root)] = hashlib.sha256(f.read()).hexdigest()

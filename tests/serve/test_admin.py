@@ -26,7 +26,7 @@ from pylog.manager import LogManager
 from pylog.partition_dir import topic_id_of
 from pylog.serve import Server
 from pylog.serve.topic_ids import topic_uuid
-from tests.serve.conftest import file_digests, read_frame, request_frame
+from tests.serve.conftest import file_digests, held_log, read_frame, request_frame
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka import TopicCollection, TopicPartition  # noqa: E402
@@ -353,7 +353,8 @@ def test_incremental_alter_configs_sets_deletes_and_appends_on_disk_and_in_the_o
         config = manager.topic_config("altered")
         assert (config.segment_bytes, config.max_message_bytes, config.retention_ms, config.cleanup_policy) == \
             (1 << 20, 2000, LogConfig().retention_ms, "compact,delete")
-    assert pylog_server.manager.log("altered", 0).config.max_message_bytes == 2000
+    with held_log(pylog_server, "altered", 0) as log:  # the log the server holds took it at once
+        assert log.config.max_message_bytes == 2000
     producer = confluent_kafka.Producer({"bootstrap.servers": pylog_server.bootstrap_servers})
     producer.produce("altered", key=b"k", value=b"x" * 3000, partition=0)
     producer.flush(TIMEOUT_S)

@@ -16,7 +16,7 @@ from pylog.errors import InvalidConfigError
 from pylog.manager import LogManager
 from pylog.record import encode_batch
 from pylog.serve import Server
-from tests.serve.conftest import file_digests, read_frame, request_frame
+from tests.serve.conftest import file_digests, read_frame, read_log, request_frame
 
 DUPLICATE_OR_OK, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 2, 3
 OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_ID_MAPPING = 45, 49
@@ -53,7 +53,8 @@ def test_an_idempotent_retry_answers_its_first_offset_and_a_gap_is_refused(serve
     retry = _produce(server, "t", _idempotent(0, b"a", b"b"))
     assert (retry.error_code, retry.base_offset) == (DUPLICATE_OR_OK, 0)
     assert _produce(server, "t", _idempotent(7, b"gap")).error_code == OUT_OF_ORDER_SEQUENCE_NUMBER
-    assert [r.value for r in server.manager.log("t", 0).records()] == [b"a", b"b", b"c"]
+    with read_log(server, "t", 0) as log:
+        assert [r.value for r in log.records()] == [b"a", b"b", b"c"]
 
 
 def test_a_corrupt_batch_an_unknown_topic_and_an_unknown_transaction_are_refused_and_write_nothing(server):

@@ -24,7 +24,7 @@ from pylog.coordinator.txn_state_reader import read_transaction_states
 from pylog.manager import LogManager
 from pylog.record import encode_batch
 from pylog.serve import Server
-from tests.serve.conftest import file_digests, librdkafka_consume, read_frame, request_frame
+from tests.serve.conftest import file_digests, held_log, librdkafka_consume, read_frame, read_log, request_frame
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
 
@@ -177,10 +177,10 @@ def test_a_new_instance_fences_the_older_and_aborts_what_it_left_open(server):
     assert (fenced_init.error_code, fenced_init.producer_id) == (INVALID_PRODUCER_EPOCH, -1)
     bumped = _init(server, "tx", current=(first.producer_id, 1))  # the current one: its epoch is bumped
     assert (bumped.error_code, bumped.producer_id, bumped.producer_epoch) == (0, first.producer_id, 2)
-    log = server.manager.log("t", 0)
-    assert [r.value for r in log.records()] == [b"left open"]
-    assert [r.value for r in log.records(isolation="committed")] == []  # aborted by the new instance
-    assert log.last_stable_offset == log.log_end_offset
+    with read_log(server, "t", 0) as log:
+        assert [r.value for r in log.records()] == [b"left open"]
+        assert [r.value for r in log.records(isolation="committed")] == []  # aborted by the new instance
+        assert log.last_stable_offset == log.log_end_offset
 
 
 def test_a_transaction_left_open_past_its_timeout_is_aborted_and_its_producer_fenced(tmp_path):
@@ -198,9 +198,9 @@ def test_a_transaction_left_open_past_its_timeout_is_aborted_and_its_producer_fe
         # held at the open transaction until the server aborts it, a second after it began
         assert _consume(server, "t", 1) == [b"after"]
         assert _end(server, "abandoned", left.producer_id, 0, commit=True) == INVALID_PRODUCER_EPOCH
-        log = server.manager.log("t", 0)
-        assert [r.value for r in log.records(isolation="committed")] == [b"after"]
-        assert log.last_stable_offset == log.log_end_offset
+        with read_log(server, "t", 0) as log:
+            assert [r.value for r in log.records(isolation="committed")] == [b"after"]
+            assert log.last_stable_offset == log.log_end_offset
 
 
 def test_bad_transactional_requests_get_kafkas_codes_and_write_nothing(server):
@@ -208,7 +208,8 @@ def test_bad_transactional_requests_get_kafkas_codes_and_write_nothing(server):
     pid = ok.producer_id
     assert _add(server, "tx", pid, 0, partitions=(0,)) == [0]
     assert _produce(server, "tx", pid, 0, 0, b"in") == 0
-    server.manager.log("t", 1)  # open (its first open tidies its files) before the digests
+    with held_log(server, "t", 1):  # open (its first open tidies its files) before the digests
+        pass
     before = file_digests(server.root)
     assert _init(server, "other", timeout_ms=0).error_code == INVALID_TRANSACTION_TIMEOUT
     assert _init(server, "other", timeout_ms=10**9).error_code == INVALID_TRANSACTION_TIMEOUT
@@ -228,11 +229,13 @@ def test_bad_transactional_requests_get_kafkas_codes_and_write_nothing(server):
     assert _end(server, "tx", pid, 0, commit=False) == INVALID_TXN_STATE  # no transaction to abort
     fresh = _init(server, "fresh")
     assert _end(server, "fresh", fresh.producer_id, 0, commit=True) == INVALID_TXN_STATE
-    assert [r.value for r in server.manager.log("t", 0).records(isolation="committed")] == [b"in"]
+    with read_log(server, "t", 0) as log:
+        assert [r.value for r in log.records(isolation="committed")] == [b"in"]
 
 
 def test_transactional_requests_before_any_init_producer_id_create_nothing(server):
-    server.manager.log("t", 0)  # open (its first open tidies its files) before the digests
+    with held_log(server, "t", 0):  # open (its first open tidies its files) before the digests
+        pass
     before = file_digests(server.root)
     assert _add(server, "tx", 0, 0) == [INVALID_PRODUCER_ID_MAPPING]
     assert _produce(server, "tx", 0, 0, 0, b"x") == INVALID_PRODUCER_ID_MAPPING
@@ -243,7 +246,8 @@ def test_transactional_requests_before_any_init_producer_id_create_nothing(serve
 def test_verify_only_add_partitions_reports_those_not_in_the_transaction(server):
     ok = _init(server, "tx")
     assert _add(server, "tx", ok.producer_id, 0, partitions=(0,)) == [0]
-    server.manager.log("t", 1)  # open (its first open tidies its files) before the digests
+    with held_log(server, "t", 1):  # open (its first open tidies its files) before the digests
+        pass
     request = AddPartitionsToTxnRequest(transactions=[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
         transactional_id="tx", producer_id=ok.producer_id, producer_epoch=0, verify_only=True,
         topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name="t", partitions=[0, 1])])])
