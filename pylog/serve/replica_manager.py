@@ -3,18 +3,18 @@
 clients.
 
 Appends go through the log dir's :class:`~pylog.logdir.writers.WriterPool` (the one the
-``Producer`` and the coordinators of this process use): :meth:`writer` holds a
-partition's writable log only for the append, so a pylog client of another process that
-wants it gets it by the pool's hand-off, and the server takes it back the same way
-(a hand-off costs a close and an open; an uncontended append costs no system call more
-than ``Log.append``). A partition is never created by an append: a missing directory is
-:class:`~pylog.errors.UnknownTopicError`.
+``Producer`` and the coordinators of this process use): :meth:`ReplicaManager.writer`
+holds a partition's writable log only for the append, so a pylog client of another
+process that wants it gets it by the pool's hand-off, and the server takes it back the
+same way (a hand-off costs a close and an open; an uncontended append costs no system
+call more than ``Log.append``). A partition is never created by an append: a missing
+directory is :class:`~pylog.errors.UnknownTopicError`.
 
-Reads go through read-only logs (:meth:`log`), opened on first use and refreshed by each
-read, so they see every process's appends. On Linux their directories are watched with
-inotify (:meth:`fileno`, for the event loop): a fetch waiting for records wakes on an
-append by any process. A partition whose directory vanished (its topic deleted by another
-process) is :class:`~pylog.errors.UnknownTopicError`.
+Reads go through read-only logs (:meth:`ReplicaManager.log`), opened on first use and
+refreshed by each read, so they see every process's appends. On Linux their directories
+are watched with inotify (:meth:`ReplicaManager.fileno`, for the event loop): a fetch
+waiting for records wakes on an append by any process. A partition whose directory
+vanished (its topic deleted by another process) is :class:`~pylog.errors.UnknownTopicError`.
 
 Thread-safe: the event loop reads, the disk thread pool appends and opens.
 """
