@@ -40,6 +40,8 @@ INVALID_SESSION_TIMEOUT = kafka_errors.InvalidSessionTimeoutError.errno
 INVALID_TXN_STATE = kafka_errors.InvalidTxnStateError.errno
 INVALID_PRODUCER_ID_MAPPING = kafka_errors.InvalidProducerIdMappingError.errno
 INVALID_TRANSACTION_TIMEOUT = kafka_errors.InvalidTransactionTimeoutError.errno
+PRODUCER_FENCED = kafka_errors.ProducerFencedError.errno
+INVALID_PRODUCER_EPOCH = kafka_errors.InvalidProducerEpochError.errno
 
 #: pylog's error classes, most specific first, and the Kafka error each becomes
 _CODES = [
@@ -82,3 +84,17 @@ def error_code(exc: BaseException) -> int:
         if isinstance(exc, pylog_class):
             return kafka_class.errno
     return UNKNOWN_SERVER_ERROR
+
+
+def txn_error_code(exc: BaseException, api_version: int, fenced_from_version: int) -> int:
+    """:func:`error_code` of a transaction coordinator's answer: a fenced producer is
+    ``PRODUCER_FENCED`` from ``fenced_from_version`` of the API on (KIP-588: InitProducerId
+    4, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn 2), ``INVALID_PRODUCER_EPOCH``
+    before, as Kafka's broker answers each version.
+
+    >>> fenced = errors.ProducerFencedError("epoch 0 < 1")
+    >>> txn_error_code(fenced, 1, 2), txn_error_code(fenced, 2, 2)
+    (47, 90)
+    """
+    code = error_code(exc)
+    return PRODUCER_FENCED if code == INVALID_PRODUCER_EPOCH and api_version >= fenced_from_version else code

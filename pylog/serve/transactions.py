@@ -9,8 +9,11 @@ records, epochs, fencing and markers) and, for offsets, its
 A transactional Produce is checked here against the coordinator's state first: a batch
 to a partition not added to the ongoing transaction is ``INVALID_TXN_STATE`` (as a Kafka
 broker that verifies transactions answers it). An unknown transactional id or another
-producer id is ``INVALID_PRODUCER_ID_MAPPING``, an older epoch ``INVALID_PRODUCER_EPOCH``,
-an EndTxn without a transaction ``INVALID_TXN_STATE``; nothing is written then.
+producer id is ``INVALID_PRODUCER_ID_MAPPING``; an older epoch is ``PRODUCER_FENCED`` to
+the coordinator's APIs from the versions that know it (InitProducerId 4, AddPartitionsToTxn,
+AddOffsetsToTxn and EndTxn 2), ``INVALID_PRODUCER_EPOCH`` before them and to Produce and
+TxnOffsetCommit, as Kafka answers; an EndTxn without a transaction is ``INVALID_TXN_STATE``;
+nothing is written then.
 
 Durability: every coordinator step is appended (to the operating system) before the
 answer, as Kafka's coordinator waits for its log append. Cost: each request is one or
@@ -34,7 +37,7 @@ from pylog.record.batch import decode_batches
 from pylog.serve.consumer_groups import fits_a_record
 from pylog.serve.error_codes import (
     INVALID_GROUP_ID, INVALID_PRODUCER_ID_MAPPING, INVALID_REQUEST, INVALID_TRANSACTION_TIMEOUT, INVALID_TXN_STATE, NONE,
-    error_code,
+    error_code, txn_error_code,
 )
 
 #: Kafka's ``transaction.max.timeout.ms`` default: the longest transaction timeout a producer may ask for
@@ -95,7 +98,7 @@ async def handle_init_transactional_producer_id(apis, request) -> InitProducerId
         pid, epoch = await apis.run_blocking(lambda: coordinator.init_producer_id(
             body.transactional_id, body.transaction_timeout_ms, current=_current(request)))
     except PylogError as e:
-        return _init_answer(error_code(e))
+        return _init_answer(txn_error_code(e, request.api_version, 4))
     return InitProducerIdResponse(throttle_time_ms=0, error_code=NONE, producer_id=pid, producer_epoch=epoch)
 
 
@@ -116,25 +119,29 @@ async def handle_add_partitions_to_txn(apis, request) -> AddPartitionsToTxnRespo
     body = request.body
     if request.api_version < _BATCHED_VERSION:
         results = await _add_partitions(apis, body.v3_and_below_transactional_id, body.v3_and_below_producer_id,
-                                        body.v3_and_below_producer_epoch, body.v3_and_below_topics, False)
+                                        body.v3_and_below_producer_epoch, body.v3_and_below_topics, False,
+                                        request.api_version)
         return AddPartitionsToTxnResponse(throttle_time_ms=0, results_by_topic_v3_and_below=results)
     answers = [_TxnResult(transactional_id=t.transactional_id, topic_results=await _add_partitions(
-        apis, t.transactional_id, t.producer_id, t.producer_epoch, t.topics, t.verify_only))
+        apis, t.transactional_id, t.producer_id, t.producer_epoch, t.topics, t.verify_only, request.api_version))
         for t in body.transactions or ()]
     return AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=NONE, results_by_transaction=answers)
 
 
-async def _add_partitions(apis, transactional_id, producer_id, producer_epoch, topics, verify_only) -> list:
+async def _add_partitions(apis, transactional_id, producer_id, producer_epoch, topics, verify_only,
+                          api_version: int) -> list:
     """One transaction's answers, topic by topic: the request's error for every partition,
     or (``verify_only``) ``INVALID_TXN_STATE`` for those not in the transaction."""
     partitions = [(t.name, p) for t in topics or () for p in t.partitions or ()]
-    error, missing = await _added(apis, transactional_id, producer_id, producer_epoch, partitions, verify_only)
+    error, missing = await _added(apis, transactional_id, producer_id, producer_epoch, partitions, verify_only,
+                                  api_version)
     return [_TopicResult(name=t.name, results_by_partition=[_PartitionResult(
         partition_index=p, partition_error_code=error or (INVALID_TXN_STATE if (t.name, p) in missing else NONE))
         for p in t.partitions or ()]) for t in topics or ()]
 
 
-async def _added(apis, transactional_id, producer_id, producer_epoch, partitions, verify_only) -> tuple[int, set]:
+async def _added(apis, transactional_id, producer_id, producer_epoch, partitions, verify_only,
+                 api_version: int) -> tuple[int, set]:
     coordinator = await apis.txn_coordinator(create=False)
     if coordinator is None:
         return INVALID_PRODUCER_ID_MAPPING, set()
@@ -146,7 +153,7 @@ async def _added(apis, transactional_id, producer_id, producer_epoch, partitions
                                 producer_epoch, partitions)
         return NONE, set()
     except PylogError as e:
-        return error_code(e), set()
+        return txn_error_code(e, api_version, 2), set()
 
 
 def _add_existing(replicas, coordinator, transactional_id, producer_id, producer_epoch, partitions) -> None:
@@ -172,7 +179,7 @@ async def handle_add_offsets_to_txn(apis, request) -> AddOffsetsToTxnResponse:
                                 body.producer_epoch, [groups.offsets_partition(body.group_id)])
         error = NONE
     except PylogError as e:
-        error = error_code(e)
+        error = txn_error_code(e, request.api_version, 2)
     return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=error)
 
 
@@ -226,7 +233,7 @@ async def handle_end_txn(apis, request) -> EndTxnResponse:
             body.transactional_id, body.producer_id, body.producer_epoch, body.committed, require_ongoing=True))
         error = NONE
     except PylogError as e:
-        error = error_code(e)
+        error = txn_error_code(e, request.api_version, 2)
     apis.appends.notify()  # the markers move the last stable offsets: read_committed fetches may go on
     return EndTxnResponse(throttle_time_ms=0, error_code=error)
 

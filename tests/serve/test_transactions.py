@@ -108,6 +108,7 @@ def test_a_kafka_python_transaction_commits_and_another_aborts(pylog_server):
 
 # -- on the wire: fencing and bad input ------------------------------------------------------------
 INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, INVALID_PRODUCER_ID_MAPPING, INVALID_TRANSACTION_TIMEOUT = 47, 48, 49, 50
+PRODUCER_FENCED = 90
 INVALID_REQUEST = 42
 
 
@@ -126,22 +127,23 @@ _RESPONSES = {InitProducerIdRequest: InitProducerIdResponse, AddPartitionsToTxnR
               ListTransactionsRequest: ListTransactionsResponse}
 
 
-def _init(server, transactional_id: str, timeout_ms: int = 60_000, current=(-1, -1)):
+def _init(server, transactional_id: str, timeout_ms: int = 60_000, current=(-1, -1), version: int = 4):
     return _call(server, InitProducerIdRequest(transactional_id=transactional_id, transaction_timeout_ms=timeout_ms,
-                                               producer_id=current[0], producer_epoch=current[1]), 4)
+                                               producer_id=current[0], producer_epoch=current[1]), version)
 
 
-def _add(server, transactional_id: str, pid: int, epoch: int, topic: str = "t", partitions=(0,)) -> list[int]:
+def _add(server, transactional_id: str, pid: int, epoch: int, topic: str = "t", partitions=(0,),
+         version: int = 3) -> list[int]:
     topics = [AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic, partitions=list(partitions))]
     answer = _call(server, AddPartitionsToTxnRequest(v3_and_below_transactional_id=transactional_id,
                                                      v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
-                                                     v3_and_below_topics=topics), 3)
+                                                     v3_and_below_topics=topics), version)
     return [p.partition_error_code for t in answer.results_by_topic_v3_and_below for p in t.results_by_partition]
 
 
-def _end(server, transactional_id: str, pid: int, epoch: int, commit: bool) -> int:
+def _end(server, transactional_id: str, pid: int, epoch: int, commit: bool, version: int = 3) -> int:
     return _call(server, EndTxnRequest(transactional_id=transactional_id, producer_id=pid, producer_epoch=epoch,
-                                       committed=commit), 3).error_code
+                                       committed=commit), version).error_code
 
 
 def _produce(server, transactional_id: str, pid: int, epoch: int, sequence: int, value: bytes, partition: int = 0):
@@ -170,10 +172,15 @@ def test_a_new_instance_fences_the_older_and_aborts_what_it_left_open(server):
     assert _produce(server, "tx", first.producer_id, 0, 0, b"left open") == 0
     second = _init(server, "tx")
     assert (second.error_code, second.producer_id, second.producer_epoch) == (0, first.producer_id, 1)
-    assert _add(server, "tx", first.producer_id, 0) == [INVALID_PRODUCER_EPOCH]
-    assert _end(server, "tx", first.producer_id, 0, commit=True) == INVALID_PRODUCER_EPOCH
+    # PRODUCER_FENCED from the versions that know it (KIP-588), INVALID_PRODUCER_EPOCH before, as Kafka answers
+    assert _add(server, "tx", first.producer_id, 0) == [PRODUCER_FENCED]
+    assert _add(server, "tx", first.producer_id, 0, version=1) == [INVALID_PRODUCER_EPOCH]
+    assert _end(server, "tx", first.producer_id, 0, commit=True) == PRODUCER_FENCED
+    assert _end(server, "tx", first.producer_id, 0, commit=True, version=1) == INVALID_PRODUCER_EPOCH
     assert _produce(server, "tx", first.producer_id, 0, 1, b"fenced") == INVALID_PRODUCER_EPOCH
     fenced_init = _init(server, "tx", current=(first.producer_id, 0))  # the old one re-initialising (KIP-360)
+    assert (fenced_init.error_code, fenced_init.producer_id) == (PRODUCER_FENCED, -1)
+    fenced_init = _init(server, "tx", current=(first.producer_id, 0), version=3)
     assert (fenced_init.error_code, fenced_init.producer_id) == (INVALID_PRODUCER_EPOCH, -1)
     bumped = _init(server, "tx", current=(first.producer_id, 1))  # the current one: its epoch is bumped
     assert (bumped.error_code, bumped.producer_id, bumped.producer_epoch) == (0, first.producer_id, 2)
@@ -197,7 +204,7 @@ def test_a_transaction_left_open_past_its_timeout_is_aborted_and_its_producer_fe
         assert plain.flush(30) == 0
         # held at the open transaction until the server aborts it, a second after it began
         assert _consume(server, "t", 1) == [b"after"]
-        assert _end(server, "abandoned", left.producer_id, 0, commit=True) == INVALID_PRODUCER_EPOCH
+        assert _end(server, "abandoned", left.producer_id, 0, commit=True) == PRODUCER_FENCED
         with read_log(server, "t", 0) as log:
             assert [r.value for r in log.records(isolation="committed")] == [b"after"]
             assert log.last_stable_offset == log.log_end_offset
@@ -217,12 +224,12 @@ def test_bad_transactional_requests_get_kafkas_codes_and_write_nothing(server):
     assert _init(server, "x" * 40_000).error_code == INVALID_REQUEST  # longer than a record's string
     assert _add(server, "unknown", pid, 0) == [INVALID_PRODUCER_ID_MAPPING]
     assert _add(server, "tx", pid + 1, 0) == [INVALID_PRODUCER_ID_MAPPING]
-    assert _add(server, "tx", pid, 5) == [INVALID_PRODUCER_EPOCH]
+    assert _add(server, "tx", pid, 5) == [PRODUCER_FENCED]
     assert _add(server, "tx", pid, 0, topic="absent") == [UNKNOWN_TOPIC_OR_PARTITION]
     assert _produce(server, "tx", pid, 0, 0, b"not added", partition=1) == INVALID_TXN_STATE
     assert _produce(server, "unknown", pid, 0, 0, b"x") == INVALID_PRODUCER_ID_MAPPING
     assert _end(server, "unknown", pid, 0, commit=True) == INVALID_PRODUCER_ID_MAPPING
-    assert _end(server, "tx", pid, 3, commit=True) == INVALID_PRODUCER_EPOCH
+    assert _end(server, "tx", pid, 3, commit=True) == PRODUCER_FENCED
     assert file_digests(server.root) == before
     assert _end(server, "tx", pid, 0, commit=True) == 0
     assert _end(server, "tx", pid, 0, commit=True) == 0  # a retry of the commit
