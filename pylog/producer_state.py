@@ -25,10 +25,11 @@ from pylog.errors import (
 from pylog.index.txn_index import AbortedTxn
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.listing import Listing
+from pylog.record.batch import increment_sequence
 from pylog.record.encode import now_ms as clock_ms
 from pylog.layout import (
     CONTROL_ABORT, CONTROL_COMMIT, SNAPSHOT_CRC_FROM, SNAPSHOT_ENTRY, SNAPSHOT_ENTRY_BYTES,
-    SEQUENCE_MODULUS, SNAPSHOT_HEADER, SNAPSHOT_SUFFIX, SNAPSHOT_VERSION, segment_file_name,
+    SNAPSHOT_HEADER, SNAPSHOT_SUFFIX, SNAPSHOT_VERSION, segment_file_name,
 )
 
 #: Batches remembered per producer for duplicate detection (Kafka's NUM_BATCHES_TO_RETAIN).
@@ -117,7 +118,7 @@ class ProducerEntry:
 
 def in_sequence(last_seq: int, next_seq: int) -> bool:
     """``next_seq`` follows ``last_seq`` (wrapping at 2^31 - 1 to 0)."""
-    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == SEQUENCE_MODULUS - 1)
+    return next_seq == increment_sequence(last_seq, 1)
 
 
 class ProducerStateManager:
@@ -439,7 +440,7 @@ def parse_snapshot(data: bytes, path: str | None = None) -> list[ProducerEntry]:
         entry = ProducerEntry(pid, epoch, coordinator_epoch=coord_epoch, last_timestamp=ts,
                               current_txn_first_offset=None if txn_first < 0 else txn_first)
         if last_offset >= 0 and last_seq >= 0:
-            first_seq = (last_seq - offset_delta) % SEQUENCE_MODULUS
+            first_seq = increment_sequence(last_seq, -offset_delta)
             entry.batches.append(BatchMetadata(first_seq, last_seq, last_offset - offset_delta, last_offset, ts))
         out.append(entry)
     return out

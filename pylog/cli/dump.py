@@ -27,10 +27,10 @@ from pylog.errors import CorruptFileError, CorruptIndexError, InvalidArgumentErr
 from pylog.index import OffsetIndex
 from pylog.index.txn_index import AbortedTxn
 from pylog.layout import INDEX_SUFFIX, INT32_MAX, KRAFT_SNAPSHOT_SUFFIX, LOG_SUFFIX, OFFSET_INDEX_ENTRY, \
-    SEQUENCE_MODULUS, SNAPSHOT_SUFFIX, TIME_INDEX_ENTRY, TIME_INDEX_SUFFIX, TXN_INDEX_ENTRY, TXN_INDEX_ENTRY_BYTES, \
+    SNAPSHOT_SUFFIX, TIME_INDEX_ENTRY, TIME_INDEX_SUFFIX, TXN_INDEX_ENTRY, TXN_INDEX_ENTRY_BYTES, \
     TXN_INDEX_SUFFIX, TXN_INDEX_VERSION
 from pylog.producer_state import parse_snapshot
-from pylog.record.batch import decode_batches
+from pylog.record.batch import decode_batches, increment_sequence
 from pylog.record.kraft import control_text, metadata_text, snapshot_title
 from pylog.record.remote_metadata import remote_metadata_text
 from pylog.remote.aiven import ChunkedSegmentBytes, read_indexes, read_manifest
@@ -355,7 +355,7 @@ def record_line(batch, record, args) -> str:
                      f"keySize: {key_size} valueSize: {value_size}")
         if batch.magic >= 2:
             seq = -1 if batch.base_sequence < 0 else \
-                (batch.base_sequence + record.offset - batch.base_offset) % SEQUENCE_MODULUS
+                increment_sequence(batch.base_sequence, record.offset - batch.base_offset)
             parts.append(f" sequence: {seq} headerKeys: [{','.join(_header_key(k) for k, _ in record.headers)}]")
         else:
             # a wrapper's inner messages passed their own CRC check when decoded

@@ -1,6 +1,6 @@
 """``TransactionManager``: a producer's idempotence and transaction state, as Kafka's
 ``TransactionManager``: its producer id and epoch, the next sequence of each partition
-(modulo ``layout.SEQUENCE_MODULUS``), and, with a ``transactional_id``, the transaction's
+(wrapping as ``increment_sequence`` says), and, with a ``transactional_id``, the transaction's
 state as an explicit :class:`State` with the transitions Kafka allows, its partitions, and
 the fencing of an older instance.
 
@@ -23,7 +23,7 @@ from pylog.coordinator.group_coordinator import GroupCoordinator
 from pylog.coordinator.partitioning import DEFAULT_PARTITIONS
 from pylog.coordinator.txn_coordinator import TransactionCoordinator
 from pylog.errors import ClientStateError, InvalidArgumentError, ProducerFencedError, TransactionAbortableError
-from pylog.layout import SEQUENCE_MODULUS
+from pylog.record.batch import increment_sequence
 
 
 class State(enum.Enum):
@@ -93,9 +93,9 @@ class TransactionManager:
 
     def advance(self, tp, records: int) -> None:
         """``records`` were appended to ``tp`` from :meth:`sequence` on (it wraps at
-        ``SEQUENCE_MODULUS``, as Kafka's sequences do)."""
+        2^31 - 1, as Kafka's sequences do: ``increment_sequence``)."""
         if self.producer_id >= 0:
-            self._sequences[tp] = (self._sequences.get(tp, 0) + records) % SEQUENCE_MODULUS
+            self._sequences[tp] = increment_sequence(self._sequences.get(tp, 0), records)
 
     # -- the states ---------------------------------------------------------------------------
     def check_usable(self) -> None:

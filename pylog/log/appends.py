@@ -15,8 +15,8 @@ from pylog.errors import (
     CorruptRecordError, IncompleteBatchError, InvalidArgumentError, InvalidOffsetError, InvalidRecordError,
     RecordTooLargeError,
 )
-from pylog.layout import OFFSET_RANGE, SEQUENCE_MODULUS
-from pylog.record.batch import RecordBatch, decode_batches
+from pylog.layout import OFFSET_RANGE
+from pylog.record.batch import RecordBatch, decode_batches, increment_sequence
 from pylog.record.encode import (
     encode_batch, encode_batch_buffer, set_base_offset, set_log_append_time, set_partition_leader_epoch,
 )
@@ -141,7 +141,7 @@ def encode_records(records: list, config: LogConfig, *, base_offset: int, leader
         out.append(raw)
         base += len(group)
         if seq >= 0:
-            seq = (seq + len(group)) % SEQUENCE_MODULUS
+            seq = increment_sequence(seq, len(group))
     if len(out) == 1:
         return out[0], [RecordBatch(out[0])]
     data = b"".join(out)

@@ -31,6 +31,17 @@ _unpack_overhead = LOG_OVERHEAD.unpack_from
 MIN_RECORD_BYTES = 7
 
 
+def increment_sequence(sequence: int, increment: int) -> int:
+    """The producer sequence ``increment`` records after ``sequence``, wrapping from
+    2^31 - 1 to 0 (Kafka's ``DefaultRecordBatch.incrementSequence``); -1 (none) plus one is 0,
+    the first sequence of an epoch; a negative ``increment`` counts back.
+
+    >>> increment_sequence(-1, 1), increment_sequence(SEQUENCE_MODULUS - 1, 1), increment_sequence(0, -1)
+    (0, 0, 2147483647)
+    """
+    return (sequence + increment) % SEQUENCE_MODULUS
+
+
 class RecordBatch:
     """One Kafka record batch (magic 2) as it sits in a buffer or file.
 
@@ -108,7 +119,7 @@ class RecordBatch:
         """Sequence number of the last record; -1 without a producer sequence."""
         if self.base_sequence < 0:
             return -1
-        return (self.base_sequence + self.last_offset_delta) % SEQUENCE_MODULUS
+        return increment_sequence(self.base_sequence, self.last_offset_delta)
 
     @property
     def has_producer_id(self) -> bool:

@@ -32,8 +32,7 @@ from kafka.protocol.producer import (
 
 from pylog.clients.consumer_coordinator import OffsetAndMetadata
 from pylog.errors import InvalidTxnStateError, PylogError
-from pylog.layout import SEQUENCE_MODULUS
-from pylog.record.batch import decode_batches
+from pylog.record.batch import decode_batches, increment_sequence
 from pylog.serve.consumer_groups import fits_a_record
 from pylog.serve.error_codes import (
     INVALID_GROUP_ID, INVALID_PRODUCER_ID_MAPPING, INVALID_REQUEST, INVALID_TRANSACTION_TIMEOUT, INVALID_TXN_STATE, NONE,
@@ -78,9 +77,9 @@ class _OffsetsSender:
 
     def append_atomic(self, tp, records) -> None:
         with self._writers.writer(*tp) as log:
-            known = [p for p in log.active_producers() if p.producer_id == self.producer_id]
-            sequence = (known[0].last_sequence + 1) % SEQUENCE_MODULUS \
-                if known and known[0].producer_epoch == self.producer_epoch and known[0].last_sequence >= 0 else 0
+            known = [p for p in log.active_producers()
+                     if p.producer_id == self.producer_id and p.producer_epoch == self.producer_epoch]
+            sequence = increment_sequence(known[0].last_sequence, 1) if known else 0
             log.append(records, producer_id=self.producer_id, producer_epoch=self.producer_epoch,
                        base_sequence=sequence, is_transactional=True)
 
