@@ -651,7 +651,7 @@ def _offset_index_of(data: bytes, base: int):
     import numpy as np
 
     index = OffsetIndex(None, base, writable=False)
-    raw = np.frombuffer(data, dtype=OffsetIndex.dtype, count=len(data) // OffsetIndex.dtype.itemsize)
+    raw = np.frombuffer(data, dtype=OffsetIndex.dtype(), count=len(data) // OffsetIndex.entry.size)
     keys, values = raw["k"].astype(np.int64), raw["v"].astype(np.int64)
     n = index._valid_prefix(keys, values)
     index.set_entries(keys[:n], values[:n])

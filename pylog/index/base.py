@@ -30,8 +30,6 @@ import mmap
 import os
 import struct
 
-import numpy as np
-
 from pylog.errors import CorruptIndexError, InvalidOffsetError, ReadOnlyError, StorageError
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import INDEX_REWRITE_SUFFIX, INT64_MAX, INT64_MIN
@@ -58,8 +56,9 @@ class EntryFile:
     cut on a full disk, a zero tail that ``trim()`` cuts off).
     """
 
-    dtype: np.dtype  # big-endian on disk: [("k", ...), ("v", ">i4")]
-    entry: struct.Struct  # the same layout, to pack and unpack one entry
+    entry: struct.Struct  # big-endian on disk: a key (int32 or int64), then a value (int32)
+    #: the same layout as numpy's structured dtype: [("k", key), ("v", ">i4")]
+    dtype_spec: list
 
     def __init__(self, path, base_offset: int, max_bytes: int = 10 * 1024 * 1024, *, writable: bool = True,
                  io: FileIO = DEFAULT_IO, on_map=None):
@@ -68,7 +67,7 @@ class EntryFile:
         self.writable = writable and self.path is not None
         self.io = io
         self.on_map = on_map  # called after each map of the file (what bounds open files counts)
-        self.entry_bytes = self.dtype.itemsize
+        self.entry_bytes = self.entry.size
         self.max_entries = max(max_bytes // self.entry_bytes, 1)
         self._zero_entry = bytes(self.entry_bytes)
         self._loaded = False
@@ -144,9 +143,17 @@ class EntryFile:
     def _is_zero(self, buf, i: int) -> bool:
         return buf[i * self.entry_bytes:(i + 1) * self.entry_bytes] == self._zero_entry
 
-    def _valid_prefix(self, keys: np.ndarray, vals: np.ndarray) -> int:
-        """Entries of native columns up to the first one that does not increase (for tools
-        that read index bytes they were handed). O(n)."""
+    @classmethod
+    def dtype(cls):
+        """The entries' layout as a numpy structured dtype (numpy is imported here, not
+        when the index is: opening a log needs none of it)."""
+        import numpy as np
+        return np.dtype(cls.dtype_spec)
+
+    def _valid_prefix(self, keys, vals) -> int:
+        """Entries of native columns (numpy arrays) up to the first one that does not
+        increase (for tools that read index bytes they were handed). O(n)."""
+        import numpy as np
         if len(keys) <= 1:
             return len(keys)
         bad = np.flatnonzero(keys[1:] <= keys[:-1])
@@ -323,8 +330,9 @@ class EntryFile:
 
     def set_entries(self, keys, values) -> None:
         """Replace the entries in memory (an index rebuilt for a read-only log)."""
+        import numpy as np
         keys = np.asarray(keys, dtype=np.int64)
-        raw = np.empty(len(keys), self.dtype)
+        raw = np.empty(len(keys), self.dtype())
         raw["k"], raw["v"] = keys, np.asarray(values, dtype=np.int64)
         self._unmap()
         self._buf = raw.tobytes()

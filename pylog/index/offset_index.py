@@ -8,7 +8,6 @@ crash, never trusted.
 
 from __future__ import annotations
 
-import numpy as np
 
 from pylog.errors import CorruptIndexError, InvalidOffsetError
 from pylog.index.base import KEY, VALUE, EntryFile
@@ -26,7 +25,7 @@ class OffsetIndex(EntryFile):
     ((150, 4096), (100, 0))
     """
 
-    dtype = np.dtype([("k", ">i4"), ("v", ">i4")])
+    dtype_spec = [("k", ">i4"), ("v", ">i4")]
     entry = OFFSET_INDEX_ENTRY
 
     def _entry(self, i: int) -> tuple[int, int]:

@@ -9,7 +9,6 @@ when the segment stops being active, so a closed segment's last entry is its max
 
 from __future__ import annotations
 
-import numpy as np
 
 from pylog.errors import CorruptIndexError, InvalidOffsetError
 from pylog.index.base import VALUE, EntryFile
@@ -27,7 +26,7 @@ class TimeIndex(EntryFile):
     ([(1000, 10), (2000, 20)], (1000, 10), (-1, 0))
     """
 
-    dtype = np.dtype([("k", ">i8"), ("v", ">i4")])
+    dtype_spec = [("k", ">i8"), ("v", ">i4")]
     entry = TIME_INDEX_ENTRY
 
     def _entry(self, i: int) -> tuple[int, int]:

@@ -16,17 +16,18 @@ import bisect
 import concurrent.futures
 import threading
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from pylog.errors import CorruptIndexError, ReadOnlyError
+from pylog.index.offset_index import OffsetIndex
+from pylog.index.time_index import TimeIndex
 from pylog.index.txn_index import AbortedTxn
 from pylog.layout import TXN_INDEX_ENTRY, TXN_INDEX_ENTRY_BYTES
 from pylog.segment.file import LogFile
 
-_OFFSET_DTYPE = np.dtype([("k", ">i4"), ("v", ">i4")])
-_TIME_DTYPE = np.dtype([("k", ">i8"), ("v", ">i4")])
+if TYPE_CHECKING:
+    import numpy as np
+
 
 #: Bytes fetched past what a read needs: an index entry lies at most ``index.interval.bytes``
 #: (4 KiB by default) before the batch sought, and the walk reads headers from there.
@@ -221,7 +222,8 @@ class RemoteSegment:
         return self.file.size_bytes
 
     # -- indexes ----------------------------------------------------------------------------
-    def _entries(self, kind: str, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    def _entries(self, kind: str, dtype) -> tuple[np.ndarray, np.ndarray]:
+        import numpy as np  # here, not at import: a log dir read from disk needs none of it
         raw = self.indexes.get(kind) or b""
         n = len(raw) // dtype.itemsize
         arr = np.frombuffer(raw, dtype=dtype, count=n)
@@ -235,8 +237,8 @@ class RemoteSegment:
     def offset_index(self) -> tuple[np.ndarray, np.ndarray]:
         """(absolute offsets, positions) of the offset index; one request the first time."""
         if self._offset_index is None:
-            keys, vals = self._entries("offset", _OFFSET_DTYPE)
-            if len(vals) > 1 and np.any(np.diff(vals) < 0):
+            keys, vals = self._entries("offset", OffsetIndex.dtype())
+            if len(vals) > 1 and (vals[1:] < vals[:-1]).any():
                 raise CorruptIndexError("offset index positions go backwards", path=self.url)
             self._offset_index = (keys + self.base_offset, vals)
         return self._offset_index
@@ -244,7 +246,7 @@ class RemoteSegment:
     def time_index(self) -> tuple[np.ndarray, np.ndarray]:
         """(timestamps, absolute offsets) of the time index; one request the first time."""
         if self._time_index is None:
-            keys, vals = self._entries("timestamp", _TIME_DTYPE)
+            keys, vals = self._entries("timestamp", TimeIndex.dtype())
             self._time_index = (keys, vals + self.base_offset)
         return self._time_index
 
@@ -258,7 +260,7 @@ class RemoteSegment:
         batch holding ``offset`` starts in ``[floor, ceiling]``, as an entry indexes a
         batch's last offset."""
         offsets, positions = self.offset_index()
-        i = int(np.searchsorted(offsets, offset, side="right")) - 1
+        i = int(offsets.searchsorted(offset, side="right")) - 1
         floor = int(positions[i]) if i >= 0 else 0
         return floor, int(positions[i + 1]) if i + 1 < len(positions) else self.size_bytes
 
@@ -317,7 +319,7 @@ class RemoteSegment:
         """The offset of the largest time index entry whose timestamp is <= ``timestamp``
         (the base offset below the first): where a search for ``timestamp`` starts."""
         stamps, offsets = self.time_index()
-        i = int(np.searchsorted(stamps, timestamp, side="right")) - 1
+        i = int(stamps.searchsorted(timestamp, side="right")) - 1
         return int(offsets[i]) if i >= 0 else self.base_offset
 
 
