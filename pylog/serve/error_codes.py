@@ -41,6 +41,7 @@ INVALID_TXN_STATE = kafka_errors.InvalidTxnStateError.errno
 INVALID_PRODUCER_ID_MAPPING = kafka_errors.InvalidProducerIdMappingError.errno
 INVALID_TRANSACTION_TIMEOUT = kafka_errors.InvalidTransactionTimeoutError.errno
 PRODUCER_FENCED = kafka_errors.ProducerFencedError.errno
+TRANSACTIONAL_ID_NOT_FOUND = kafka_errors.TransactionalIdNotFoundError.errno
 INVALID_PRODUCER_EPOCH = kafka_errors.InvalidProducerEpochError.errno
 
 #: pylog's error classes, most specific first, and the Kafka error each becomes

@@ -19,7 +19,8 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 
 from kafka.protocol.admin import (
-    DeleteGroupsRequest, DescribeGroupsRequest, DescribeProducersRequest, ListGroupsRequest, ListTransactionsRequest,
+    DeleteGroupsRequest, DescribeGroupsRequest, DescribeProducersRequest, DescribeTransactionsRequest,
+    ListGroupsRequest, ListTransactionsRequest,
 )
 from kafka.protocol.admin.cluster import DescribeClusterRequest
 from kafka.protocol.admin.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
@@ -64,7 +65,9 @@ from pylog.serve.producer_ids import handle_init_producer_id
 from pylog.serve.purgatory import AppendNotifier
 from pylog.serve.replica_manager import ReplicaManager
 from pylog.serve.request_channel import UnsupportedVersion, encode_body, encode_response, parse_request
-from pylog.serve.transaction_admin import handle_describe_producers, handle_list_transactions
+from pylog.serve.transaction_admin import (
+    handle_describe_producers, handle_describe_transactions, handle_list_transactions,
+)
 from pylog.serve.transactions import (
     ServerWriters, handle_add_offsets_to_txn, handle_add_partitions_to_txn, handle_end_txn, handle_txn_offset_commit,
 )
@@ -105,6 +108,7 @@ SUPPORTED_VERSIONS = {
     ApiKey.TxnOffsetCommit: (TxnOffsetCommitRequest, 0, 4),
     ApiKey.DescribeProducers: (DescribeProducersRequest, 0, 0),
     ApiKey.ListTransactions: (ListTransactionsRequest, 0, 1),
+    ApiKey.DescribeTransactions: (DescribeTransactionsRequest, 0, 0),
 }
 #: api key -> the lowest version ApiVersions advertises, where it is below what is served:
 #: Produce from 0, as Kafka 4 does (KAFKA-18659): older librdkafka (kcat 1.7's 2.0 among
@@ -160,6 +164,7 @@ HANDLERS = {
     ApiKey.TxnOffsetCommit: handle_txn_offset_commit,
     ApiKey.DescribeProducers: handle_describe_producers,
     ApiKey.ListTransactions: handle_list_transactions,
+    ApiKey.DescribeTransactions: handle_describe_transactions,
 }
 
 

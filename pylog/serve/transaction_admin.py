@@ -1,23 +1,27 @@
 """The admin APIs of transactions, as Kafka's ``kafka-transactions.sh`` uses them:
 DescribeProducers, each partition's active producers from its producer state
-(``Log.active_producers``), and ListTransactions, the transaction coordinator's
-transactional ids with their producer ids and states. Read only. Cost: DescribeProducers
-O(producers) per partition; ListTransactions a replay of the new ``__transaction_state``
+(``Log.active_producers``); ListTransactions, the transaction coordinator's
+transactional ids with their producer ids and states; DescribeTransactions, the whole
+state of each transactional id asked for (``TRANSACTIONAL_ID_NOT_FOUND`` for one the
+coordinator never saw). Read only. Cost: DescribeProducers O(producers) per partition;
+ListTransactions and DescribeTransactions a replay of the new ``__transaction_state``
 records, in the disk thread pool."""
 
 from __future__ import annotations
 
-from kafka.protocol.admin import DescribeProducersResponse, ListTransactionsResponse
+from kafka.protocol.admin import DescribeProducersResponse, DescribeTransactionsResponse, ListTransactionsResponse
 
 from pylog.coordinator.txn_records import TRANSACTION_STATES
 from pylog.errors import PylogError
 from pylog.record.encode import now_ms
-from pylog.serve.error_codes import NONE, UNKNOWN_SERVER_ERROR, error_code
+from pylog.serve.error_codes import NONE, TRANSACTIONAL_ID_NOT_FOUND, UNKNOWN_SERVER_ERROR, error_code
 
 _Topic = DescribeProducersResponse.TopicResponse
 _Partition = _Topic.PartitionResponse
 _Producer = _Partition.ProducerState
 _Txn = ListTransactionsResponse.TransactionState
+_TxnState = DescribeTransactionsResponse.TransactionState
+_TxnTopic = _TxnState.TopicData
 
 
 async def handle_describe_producers(apis, request) -> DescribeProducersResponse:
@@ -63,3 +67,27 @@ async def handle_list_transactions(apis, request) -> ListTransactionsResponse:
                and (min_duration_ms < 0 or now - meta.start_ms >= min_duration_ms)]
     return ListTransactionsResponse(throttle_time_ms=0, error_code=NONE, unknown_state_filters=unknown,
                                     transaction_states=answers)
+
+
+async def handle_describe_transactions(apis, request) -> DescribeTransactionsResponse:
+    """Each transactional id's state as the coordinator last wrote it: its state, timeout,
+    start time (-1 with no transaction), producer id and epoch, and the partitions of its
+    transaction, in the order asked."""
+    coordinator = await apis.txn_coordinator(create=False)
+    found = {} if coordinator is None else await apis.run_blocking(coordinator.transactions)
+    return DescribeTransactionsResponse(throttle_time_ms=0, transaction_states=[
+        _described(tid, found.get(tid)) for tid in request.body.transactional_ids or ()])
+
+
+def _described(transactional_id: str, meta) -> _TxnState:
+    if meta is None:
+        return _TxnState(error_code=TRANSACTIONAL_ID_NOT_FOUND, transactional_id=transactional_id,
+                         transaction_state="", transaction_timeout_ms=0, transaction_start_time_ms=-1,
+                         producer_id=-1, producer_epoch=-1, topics=[])
+    by_topic: dict[str, list] = {}
+    for topic, partition in sorted(meta.partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    return _TxnState(error_code=NONE, transactional_id=transactional_id, transaction_state=meta.state,
+                     transaction_timeout_ms=meta.timeout_ms, transaction_start_time_ms=meta.start_ms,
+                     producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
+                     topics=[_TxnTopic(topic=t, partitions=ps) for t, ps in by_topic.items()])

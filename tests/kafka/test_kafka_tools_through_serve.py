@@ -96,8 +96,8 @@ def test_kafka_topics_verifiable_consumer_and_consumer_groups_through_the_server
 
 def test_kafka_transactions_lists_a_transaction_written_through_the_server(kafka_tool, served):
     """A confluent-kafka transactional producer commits one transaction and aborts the next;
-    kafka-transactions lists its id in the state the coordinator wrote and describes the
-    partition's producer; DumpLogSegments reads every segment the server wrote."""
+    kafka-transactions lists its id in the state the coordinator wrote, describes it, and
+    describes the partition's producer; DumpLogSegments reads every segment the server wrote."""
     confluent_kafka = pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed (extra 'dev')")
     root, server = served
     producer = confluent_kafka.Producer({"bootstrap.servers": server.bootstrap_servers, "transactional.id": "tools"})
@@ -118,6 +118,12 @@ def test_kafka_transactions_lists_a_transaction_written_through_the_server(kafka
                            "describe-producers", "--topic", "txn", "--partition", "0")
     described = [line.split() for line in producers.stdout.splitlines()[1:] if line.strip()]
     assert [(r[0], r[3], r[5]) for r in described] == [(rows[0][2], "5", "None")]  # 6 records: sequences 0-5
+    state = kafka_tool(kafka.TOOLS["transactions"], "--bootstrap-server", server.bootstrap_servers,
+                       "describe", "--transactional-id", "tools")
+    header, row = [line.split("\t") for line in state.stdout.splitlines() if line.strip()]
+    fields = dict(zip([h.strip() for h in header], [v.strip() for v in row]))
+    assert (fields["TransactionalId"], fields["ProducerId"], fields["TransactionState"]) == (
+        "tools", rows[0][2], "CompleteAbort")
 
     server.stop()
     segments = sorted(str(p) for p in root.glob("*/*.log"))

@@ -11,7 +11,8 @@ import time
 
 import pytest
 from kafka.protocol.admin import (
-    DescribeProducersRequest, DescribeProducersResponse, ListTransactionsRequest, ListTransactionsResponse,
+    DescribeProducersRequest, DescribeProducersResponse, DescribeTransactionsRequest, DescribeTransactionsResponse,
+    ListTransactionsRequest, ListTransactionsResponse,
 )
 from kafka.protocol.consumer import OffsetFetchRequest, OffsetFetchResponse
 from kafka.protocol.producer import (
@@ -108,7 +109,7 @@ def test_a_kafka_python_transaction_commits_and_another_aborts(pylog_server):
 
 # -- on the wire: fencing and bad input ------------------------------------------------------------
 INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, INVALID_PRODUCER_ID_MAPPING, INVALID_TRANSACTION_TIMEOUT = 47, 48, 49, 50
-PRODUCER_FENCED = 90
+PRODUCER_FENCED, TRANSACTIONAL_ID_NOT_FOUND = 90, 105
 INVALID_REQUEST = 42
 
 
@@ -124,7 +125,8 @@ _RESPONSES = {InitProducerIdRequest: InitProducerIdResponse, AddPartitionsToTxnR
               EndTxnRequest: EndTxnResponse, ProduceRequest: ProduceResponse,
               AddOffsetsToTxnRequest: AddOffsetsToTxnResponse, TxnOffsetCommitRequest: TxnOffsetCommitResponse,
               OffsetFetchRequest: OffsetFetchResponse, DescribeProducersRequest: DescribeProducersResponse,
-              ListTransactionsRequest: ListTransactionsResponse}
+              ListTransactionsRequest: ListTransactionsResponse,
+              DescribeTransactionsRequest: DescribeTransactionsResponse}
 
 
 def _init(server, transactional_id: str, timeout_ms: int = 60_000, current=(-1, -1), version: int = 4):
@@ -329,6 +331,26 @@ def test_describe_producers_and_list_transactions_show_an_open_transaction(serve
                          ("absent", 0): (UNKNOWN_TOPIC_OR_PARTITION, [])}
     assert _end(server, "tx", pid, 0, commit=True) == 0
     assert _list(server, states=["CompleteCommit"]) == ([], [("tx", pid, "CompleteCommit")])
+
+
+def _describe_transactions(server, *transactional_ids) -> list:
+    answer = _call(server, DescribeTransactionsRequest(transactional_ids=list(transactional_ids)), 0)
+    return [(t.error_code, t.transactional_id, t.transaction_state, t.transaction_timeout_ms, t.producer_id,
+             t.producer_epoch, [(d.topic, d.partitions) for d in t.topics], t.transaction_start_time_ms)
+            for t in answer.transaction_states]
+
+
+def test_describe_transactions_gives_each_id_s_state_partitions_and_start(server):
+    assert _describe_transactions(server, "tx") == [(TRANSACTIONAL_ID_NOT_FOUND, "tx", "", 0, -1, -1, [], -1)]
+    pid = _init(server, "tx", timeout_ms=45_000).producer_id
+    before_ms = int(time.time() * 1000)
+    assert _add(server, "tx", pid, 0, partitions=(1, 0)) == [0, 0]
+    (ongoing, unknown) = _describe_transactions(server, "tx", "nobody")
+    assert ongoing[:7] == (0, "tx", "Ongoing", 45_000, pid, 0, [("t", [0, 1])])
+    assert before_ms - 1_000 <= ongoing[7] <= int(time.time() * 1000)
+    assert unknown[:2] == (TRANSACTIONAL_ID_NOT_FOUND, "nobody")
+    assert _end(server, "tx", pid, 0, commit=False) == 0
+    assert _describe_transactions(server, "tx")[0][:7] == (0, "tx", "CompleteAbort", 45_000, pid, 0, [])
 
 
 # -- consume-transform-produce ----------------------------------------------------------------------
