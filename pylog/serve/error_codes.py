@@ -42,6 +42,8 @@ INVALID_PRODUCER_ID_MAPPING = kafka_errors.InvalidProducerIdMappingError.errno
 INVALID_TRANSACTION_TIMEOUT = kafka_errors.InvalidTransactionTimeoutError.errno
 PRODUCER_FENCED = kafka_errors.ProducerFencedError.errno
 TRANSACTIONAL_ID_NOT_FOUND = kafka_errors.TransactionalIdNotFoundError.errno
+#: Kafka's ``Errors.INVALID_REGULAR_EXPRESSION`` (KIP-848, KIP-1152), which kafka-python 3.0 has no class for
+INVALID_REGULAR_EXPRESSION = 128
 INVALID_PRODUCER_EPOCH = kafka_errors.InvalidProducerEpochError.errno
 
 #: pylog's error classes, most specific first, and the Kafka error each becomes

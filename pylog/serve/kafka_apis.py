@@ -107,7 +107,7 @@ SUPPORTED_VERSIONS = {
     ApiKey.EndTxn: (EndTxnRequest, 0, 4),
     ApiKey.TxnOffsetCommit: (TxnOffsetCommitRequest, 0, 4),
     ApiKey.DescribeProducers: (DescribeProducersRequest, 0, 0),
-    ApiKey.ListTransactions: (ListTransactionsRequest, 0, 1),
+    ApiKey.ListTransactions: (ListTransactionsRequest, 0, 2),
     ApiKey.DescribeTransactions: (DescribeTransactionsRequest, 0, 0),
 }
 #: api key -> the lowest version ApiVersions advertises, where it is below what is served:

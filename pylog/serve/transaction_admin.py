@@ -9,12 +9,16 @@ records, in the disk thread pool."""
 
 from __future__ import annotations
 
+import re
+
 from kafka.protocol.admin import DescribeProducersResponse, DescribeTransactionsResponse, ListTransactionsResponse
 
 from pylog.coordinator.txn_records import TRANSACTION_STATES
 from pylog.errors import PylogError
 from pylog.record.encode import now_ms
-from pylog.serve.error_codes import NONE, TRANSACTIONAL_ID_NOT_FOUND, UNKNOWN_SERVER_ERROR, error_code
+from pylog.serve.error_codes import (
+    INVALID_REGULAR_EXPRESSION, NONE, TRANSACTIONAL_ID_NOT_FOUND, UNKNOWN_SERVER_ERROR, error_code,
+)
 
 _Topic = DescribeProducersResponse.TopicResponse
 _Partition = _Topic.PartitionResponse
@@ -51,12 +55,21 @@ async def _describe(apis, topic: str, partition: int) -> _Partition:
 
 async def handle_list_transactions(apis, request) -> ListTransactionsResponse:
     """The transactional ids matching the filters (all when a filter is empty): their
-    states, producer ids, and (v1) those running at least ``duration_filter`` ms."""
+    states, producer ids, (v1) those running at least ``duration_filter`` ms, and (v2)
+    those ``transactional_id_pattern`` matches whole (Python's ``re``, which reads the
+    patterns people write as Java's does; one that does not compile is
+    ``INVALID_REGULAR_EXPRESSION``)."""
     body = request.body
     states_asked = set(body.state_filters or ())
     unknown = sorted(states_asked - set(TRANSACTION_STATES.values()))
     producers_asked = set(body.producer_id_filters or ())
     min_duration_ms = body.duration_filter if request.api_version >= 1 else -1
+    try:
+        pattern = re.compile(body.transactional_id_pattern) if request.api_version >= 2 and \
+            body.transactional_id_pattern else None
+    except re.error:
+        return ListTransactionsResponse(throttle_time_ms=0, error_code=INVALID_REGULAR_EXPRESSION,
+                                        unknown_state_filters=[], transaction_states=[])
     coordinator = await apis.txn_coordinator(create=False)
     found = {} if coordinator is None else await apis.run_blocking(coordinator.transactions)
     now = now_ms()
@@ -64,7 +77,8 @@ async def handle_list_transactions(apis, request) -> ListTransactionsResponse:
                for tid, meta in sorted(found.items())
                if (not states_asked or meta.state in states_asked)
                and (not producers_asked or meta.producer_id in producers_asked)
-               and (min_duration_ms < 0 or now - meta.start_ms >= min_duration_ms)]
+               and (min_duration_ms < 0 or now - meta.start_ms >= min_duration_ms)
+               and (pattern is None or pattern.fullmatch(tid))]
     return ListTransactionsResponse(throttle_time_ms=0, error_code=NONE, unknown_state_filters=unknown,
                                     transaction_states=answers)
 

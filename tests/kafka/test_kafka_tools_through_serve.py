@@ -114,6 +114,10 @@ def test_kafka_transactions_lists_a_transaction_written_through_the_server(kafka
     listed = kafka_tool(kafka.TOOLS["transactions"], "--bootstrap-server", server.bootstrap_servers, "list")
     rows = [line.split() for line in listed.stdout.splitlines()[1:] if line.strip()]
     assert [(r[0], r[3]) for r in rows] == [("tools", "CompleteAbort")]
+    for pattern, ids in (("too.*", ["tools"]), ("other.*", [])):
+        matched = kafka_tool(kafka.TOOLS["transactions"], "--bootstrap-server", server.bootstrap_servers, "list",
+                             "--transactional-id-pattern", pattern)
+        assert [line.split()[0] for line in matched.stdout.splitlines()[1:] if line.strip()] == ids
     producers = kafka_tool(kafka.TOOLS["transactions"], "--bootstrap-server", server.bootstrap_servers,
                            "describe-producers", "--topic", "txn", "--partition", "0")
     described = [line.split() for line in producers.stdout.splitlines()[1:] if line.strip()]

@@ -109,7 +109,7 @@ def test_a_kafka_python_transaction_commits_and_another_aborts(pylog_server):
 
 # -- on the wire: fencing and bad input ------------------------------------------------------------
 INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, INVALID_PRODUCER_ID_MAPPING, INVALID_TRANSACTION_TIMEOUT = 47, 48, 49, 50
-PRODUCER_FENCED, TRANSACTIONAL_ID_NOT_FOUND = 90, 105
+PRODUCER_FENCED, TRANSACTIONAL_ID_NOT_FOUND, INVALID_REGULAR_EXPRESSION = 90, 105, 128
 INVALID_REQUEST = 42
 
 
@@ -302,9 +302,11 @@ def test_offsets_committed_in_a_transaction_count_only_once_it_commits(server):
     assert _group_offset(server) == 7
 
 
-def _list(server, states=(), producer_ids=(), duration_ms: int = -1):
+def _list(server, states=(), producer_ids=(), duration_ms: int = -1, pattern: str | None = None):
     answer = _call(server, ListTransactionsRequest(state_filters=list(states), producer_id_filters=list(producer_ids),
-                                                   duration_filter=duration_ms), 1)
+                                                   duration_filter=duration_ms, transactional_id_pattern=pattern), 2)
+    if answer.error_code:
+        return answer.error_code
     return answer.unknown_state_filters, [(t.transactional_id, t.producer_id, t.transaction_state)
                                           for t in answer.transaction_states]
 
@@ -320,6 +322,10 @@ def test_describe_producers_and_list_transactions_show_an_open_transaction(serve
     assert _list(server, states=["Ongoing", "Bogus"]) == (["Bogus"], [("tx", pid, "Ongoing")])
     assert _list(server, producer_ids=[other]) == ([], [("done", other, "Empty")])
     assert _list(server, states=["Ongoing"], duration_ms=3_600_000) == ([], [])  # open for less than an hour
+    assert _list(server, pattern="do.*") == ([], [("done", other, "Empty")])  # the whole id matches, as Java's matches()
+    assert _list(server, pattern="t") == ([], [])  # "tx" is not matched whole by "t"
+    assert _list(server, pattern="") == _list(server)
+    assert _list(server, pattern="t[x") == INVALID_REGULAR_EXPRESSION
     request = DescribeProducersRequest(topics=[DescribeProducersRequest.TopicRequest(name="t", partition_indexes=[1, 0]),
                                                DescribeProducersRequest.TopicRequest(name="absent",
                                                                                      partition_indexes=[0])])
