@@ -46,16 +46,33 @@ class ReplicaManager:
         self._logs: dict[tuple[str, int], Log] = {}  # read-only, watched
         self._open_files = OpenFiles()  # one descriptor budget for the segments of every log read
         self._watch = DirWatch()
+        self._turns = threading.Condition()  # guards the two below: a deletion waits for the writes under way
+        self._deleting: dict[str, int] = {}  # topic -> deletions under way: no write starts on it
+        self._writing: dict[str, int] = {}  # topic -> writes under way
 
     @contextlib.contextmanager
     def writer(self, topic: str, partition: int, *, max_block_ms: int):
         """``with replicas.writer(topic, p) as log:`` the partition's writable log, held for
         the block: taken from another process by the hand-off, waiting up to
         ``max_block_ms`` (then :class:`LogLockedError`). Opening it recovers its producer
-        state, which ``Log.append`` checks idempotent and transactional batches against."""
+        state, which ``Log.append`` checks idempotent and transactional batches against. A
+        topic being deleted (:meth:`delete_topic`) is :class:`UnknownTopicError`, as Kafka
+        answers a write to it, so no write opens, and so makes again, a directory the
+        deletion removes."""
         _check(topic, partition)
-        with self.pool.writer(topic, partition, max_block_ms=max_block_ms, create=False) as log:
-            yield log
+        with self._turns:
+            if topic in self._deleting:
+                raise UnknownTopicError(f"topic {topic!r} is being deleted")
+            self._writing[topic] = self._writing.get(topic, 0) + 1
+        try:
+            with self.pool.writer(topic, partition, max_block_ms=max_block_ms, create=False) as log:
+                yield log
+        finally:
+            with self._turns:
+                self._writing[topic] -= 1
+                if not self._writing[topic]:
+                    del self._writing[topic]
+                    self._turns.notify_all()
 
     def log(self, topic: str, partition: int) -> Log:
         """The partition's read-only log (opened and watched on first use; reads refresh
@@ -119,9 +136,25 @@ class ReplicaManager:
         """Delete topic ``name`` with ``manager`` (``LogManager.delete_topic``), its
         partitions first taken from their writers: one in another process hands it over
         (waiting up to ``timeout_ms`` in all, then :class:`LogLockedError`), and this
-        process's logs of it are closed. A writer that takes a partition back in between
-        makes it try again, until ``timeout_ms``."""
+        process's logs of it are closed. Writes of this server to the topic are refused from
+        the start (:meth:`writer`), and those under way finished first. A writer of another
+        process that takes a partition back in between makes it try again, until
+        ``timeout_ms``."""
         deadline = time.monotonic() + timeout_ms / 1000
+        with self._turns:
+            self._deleting[name] = self._deleting.get(name, 0) + 1
+            finished = self._turns.wait_for(lambda: name not in self._writing, timeout=_left_ms(deadline) / 1000)
+        try:
+            if not finished:
+                raise LogLockedError(f"writes to topic {name!r} did not finish within {timeout_ms} ms")
+            return self._delete_held(manager, name, deadline)
+        finally:
+            with self._turns:
+                self._deleting[name] -= 1
+                if not self._deleting[name]:
+                    del self._deleting[name]
+
+    def _delete_held(self, manager, name: str, deadline: float) -> list[str]:
         while True:
             parts = manager.partitions(name)
             for partition in parts:

@@ -11,7 +11,9 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
@@ -19,8 +21,11 @@ from kafka.errors import RequestTimedOutError
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 
 from pylog import Producer
+from pylog.errors import UnknownTopicError
 from pylog.manager import LogManager
+from pylog.serve.replica_manager import ReplicaManager
 from tests.serve.conftest import ROOT_DIR, pylog_cli, read_frame, request_frame
+from tests.waiting import wait_until
 
 TOPIC = "shared"
 #: a pylog producer's usual bound on waiting for a partition's writer (Kafka's default is 60 s)
@@ -173,3 +178,40 @@ def test_delete_topics_of_a_partition_a_log_manager_holds_times_out_and_deletes_
             admin.close()
     with LogManager(pylog_server.root, read_only=True) as manager:
         assert [r.value for r in manager.log(TOPIC, 0).records()] == [b"kept"]
+
+
+def _refused_as_deleted(replicas, topic: str, partition: int) -> bool:
+    """True when a write to the partition is refused because its topic is being deleted."""
+    try:
+        with replicas.writer(topic, partition, max_block_ms=1_000):
+            return False
+    except UnknownTopicError as e:
+        return "being deleted" in str(e)
+
+
+def test_a_write_arriving_while_its_topic_is_deleted_is_refused_and_remakes_nothing(tmp_path):
+    root = str(tmp_path)
+    with LogManager(root) as manager:
+        manager.create_topic("doomed", 2)
+    replicas, manager = ReplicaManager(root), LogManager(root)
+    held, release = threading.Event(), threading.Event()
+
+    def write_under_way():
+        with replicas.writer("doomed", 0, max_block_ms=10_000):
+            held.set()
+            release.wait(60)
+
+    writing = threading.Thread(target=write_under_way)
+    writing.start()
+    assert held.wait(60)
+    with ThreadPoolExecutor(1) as pool:
+        deletion = pool.submit(replicas.delete_topic, manager, "doomed", timeout_ms=60_000)
+        wait_until(lambda: _refused_as_deleted(replicas, "doomed", 1), "writes refused once the deletion began")
+        assert not deletion.done()  # it waits for the write under way
+        release.set()
+        writing.join()
+        assert sorted(os.path.basename(p) for p in deletion.result(60)) == ["doomed-0", "doomed-1"]
+    assert manager.topics() == [] and not [n for n in os.listdir(root) if n.startswith("doomed")]
+    assert manager.create_topic("doomed", 1).log(0).log_end_offset == 0  # the name is free again
+    replicas.close()
+    manager.close()
