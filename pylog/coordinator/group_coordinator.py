@@ -38,7 +38,8 @@ from pylog.coordinator.schema import encode
 from pylog.coordinator.tail import TailReader
 from pylog.coordinator.txn_coordinator import ensure_internal_topic
 from pylog.errors import GroupNotEmptyError, GroupSubscribedToTopicError, InvalidArgumentError
-from pylog.layout import INT32_MAX, INT64_MAX
+from pylog.layout import CLIENTS_LOCK_FILE, INT32_MAX, INT64_MAX
+from pylog.locks import ByteLockFile
 from pylog.partition_dir import partition_dir_name
 from pylog.record.encode import now_ms
 
@@ -65,11 +66,13 @@ class GroupCoordinator(PerRoot):
         self._readers: dict[int, TailReader] = {}
         self._states: dict[int, GroupState] = {}
         self._memberships: dict[str, GroupMembership] = {}
+        self._membership_locks: ByteLockFile | None = None  # one descriptor for every group's locks
         ensure_internal_topic(self.root, OFFSETS_TOPIC, partitions)
 
     def _close(self) -> None:
         """Close the readers and give back the logs written (the last user's release)."""
         close_all([r.close for r in self._readers.values()] + [m.close for m in self._memberships.values()]
+                  + ([self._membership_locks.close] if self._membership_locks is not None else [])
                   + [self.pool.release])
 
     def offsets_partition(self, group_id: str) -> tuple[str, int]:
@@ -79,8 +82,11 @@ class GroupCoordinator(PerRoot):
         with self._lock:
             m = self._memberships.get(group_id)
             if m is None:
+                if self._membership_locks is None:
+                    self._membership_locks = ByteLockFile(os.path.join(self.root, CLIENTS_LOCK_FILE))
                 m = self._memberships[group_id] = GroupMembership(
-                    self.root, group_id, on_generation=lambda state: self.write_group_metadata(state))
+                    self.root, group_id, on_generation=lambda state: self.write_group_metadata(state),
+                    lock_file=self._membership_locks)
             return m
 
     # -- reading -------------------------------------------------------------------------------

@@ -68,19 +68,31 @@ def _empty_state(group_id: str) -> dict:
 
 class GroupMembership:
     """The group state of ``group_id`` in ``root``; ``on_generation(state)`` is called
-    (under the mutex) when a rebalance completes or the group empties, to record it."""
+    (under the mutex) when a rebalance completes or the group empties, to record it.
 
-    def __init__(self, root: str, group_id: str, on_generation=None):
+    ``lock_file``: the open ``.pylog-clients.lock`` to take the group's bytes on, shared by
+    the memberships of different groups (the group coordinator's: one descriptor for all its
+    groups, where each used to hold its own); by default one of its own, closed by
+    :meth:`close`. Two memberships of the same group in one process (a server's and a
+    ``Consumer``'s) must not share one: the locks of one open file do not exclude each other."""
+
+    def __init__(self, root: str, group_id: str, on_generation=None, *, lock_file: ByteLockFile | None = None):
         self.root, self.group_id = root, group_id
         self.path = group_file(root, group_id)
-        self._locks = ByteLockFile(os.path.join(root, CLIENTS_LOCK_FILE))
+        self._owns_locks = lock_file is None
+        self._locks = ByteLockFile(os.path.join(root, CLIENTS_LOCK_FILE)) if lock_file is None else lock_file
         self._base = name_byte("group:" + group_id)
         self.mutex = ByteMutex(self._locks, self._base)
         self._on_generation = on_generation
         self._slot: int | None = None
 
     def close(self) -> None:
-        self._locks.close()
+        """Give back this process's lease (its slot) and, if it is its own, the lock file."""
+        if self._owns_locks:
+            self._locks.close()
+        elif self._slot is not None:
+            self._locks.unlock(self._base + 1 + self._slot)
+            self._slot = None
 
     # -- state file ----------------------------------------------------------------------------
     def read(self) -> dict:

@@ -169,7 +169,7 @@ async def handle_sync_group(apis, request) -> SyncGroupResponse:
 async def _joined_membership(apis, group_id: str):
     """The group's :class:`~pylog.coordinator.group_membership.GroupMembership`, or None
     for a group never joined (no state file), whose members are all unknown: a request
-    naming it takes nothing (a membership holds a file descriptor). Cost: one small file
+    naming it takes nothing (a membership is kept for the life of the server). Cost: one small file
     read, in the disk thread pool."""
     coordinator = await apis.group_coordinator()
     if await apis.run_blocking(read_group_file, coordinator.root, group_id) is None:
