@@ -118,6 +118,8 @@ def test_the_circle_finder_finds_a_circle_through_a_function_level_import(tmp_pa
 
 
 _NUMPY = "loads numpy on first use: ``import pylog`` does not need it (~0.1 s)"
+_OBJECT_STORAGE = "object storage (tiered layouts, fsspec) loads for a URL or a remote_storage: a local log needs none of it"
+_FIRST_REQUEST = "a coordinator loads with the server's first group or transaction request: its first answer needs neither"
 #: The imports of pylog's own modules a function may make, each with its reason.
 LAZY_IMPORTS = {
     ("pylog.clients.fetcher", "pylog.record.columns_scratch"): _NUMPY,
@@ -129,6 +131,13 @@ LAZY_IMPORTS = {
                                                 "or switched off by PYLOG_NO_SPEEDUPS), loaded by the backend alone",
     ("pylog.spark", "pylog.spark.source"): "pyspark's entry point: importing pylog.spark loads no Spark code until used",
     ("pylog.cli.serve", "pylog.serve"): "kafka-python, of the extra 'serve': `pylog serve` without it says so in one line",
+    ("pylog.cli.main", "pylog.spark.jvm"): "only `pylog --version` lists the JVM readers: no command loads them to start",
+    ("pylog.log.log", "pylog.remote.log_dir"): _OBJECT_STORAGE,
+    ("pylog.manager", "pylog.remote.log_dir"): _OBJECT_STORAGE,
+    ("pylog.manager", "pylog.remote.manager"): _OBJECT_STORAGE,
+    ("pylog.serve.kafka_apis", "pylog.coordinator.group_coordinator"): _FIRST_REQUEST,
+    ("pylog.serve.kafka_apis", "pylog.coordinator.txn_coordinator"): _FIRST_REQUEST,
+    ("pylog.serve.kafka_apis", "pylog.serve.transactions"): _FIRST_REQUEST,
 }
 
 
