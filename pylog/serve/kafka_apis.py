@@ -246,6 +246,9 @@ class KafkaApis:
             self._loop.remove_reader(self.replicas.fileno())
         self.io_pool.shutdown(wait=True)
         self.network_pool.shutdown(wait=True)
-        close_all([c for c in (self._txn_coordinator and self._txn_coordinator.close,
-                               self._group_coordinator and self._group_coordinator.release) if c]
-                  + [self.replicas.close])
+        steps = []
+        if self._txn_coordinator is not None:
+            steps.append(self._txn_coordinator.close)
+        if self._group_coordinator is not None:
+            steps.append(self._group_coordinator.release)
+        close_all(steps + [self.replicas.close])
