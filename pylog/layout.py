@@ -169,6 +169,8 @@ CHECKPOINT_VERSION = 0
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 INTERNAL_TOPICS = frozenset((CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC))
+#: Tiered storage's segment metadata (Kafka's TopicBasedRemoteLogMetadataManager; pylog/remote/metadata.py).
+REMOTE_LOG_METADATA_TOPIC = "__remote_log_metadata"
 
 
 assert BATCH_HEADER.size == 61 and OFFSET_INDEX_ENTRY.size == 8 and TIME_INDEX_ENTRY.size == 12

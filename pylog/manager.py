@@ -30,7 +30,8 @@ from pylog.errors import (
 )
 from pylog.io import DEFAULT_IO, FileIO
 from pylog.layout import (
-    INT32_RANGE, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
+    INT32_RANGE, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REMOTE_LOG_METADATA_TOPIC,
+    REPLICATION_OFFSET_CHECKPOINT,
 )
 from pylog.log import AppendInfo, Log
 from pylog.log.local import release_unflushed
@@ -40,9 +41,6 @@ from pylog.partitioner import partition_for_key
 from pylog.record.encode import check_record
 from pylog.record.record import as_record
 from pylog.remote.location import check_read_only, local_path, remote_target
-from pylog.remote.log_dir import RemoteLogDir
-from pylog.remote.manager import RemoteLogManager
-from pylog.remote.metadata import METADATA_TOPIC
 from pylog.remote.store import is_url, redact
 from pylog.retention.cleaner import Cleaner
 from pylog.segment.open_files import OpenFiles
@@ -73,6 +71,7 @@ class LogManager:
         if remote_target(root) is None:
             return super().__new__(cls)
         check_read_only(read_only, root)
+        from pylog.remote.log_dir import RemoteLogDir
         return RemoteLogDir(root, storage_options=storage_options, remote_log_metadata=remote_log_metadata,
                             encryption_key=encryption_key)
 
@@ -104,6 +103,7 @@ class LogManager:
         self._remote_log_manager = None
         self._remote_log_dir = None  # the logs' remote parts (pylog/log/tiered.py), listed on first use
         if remote_storage is not None and not read_only:
+            from pylog.remote.manager import RemoteLogManager
             self._remote_log_manager = RemoteLogManager(self, remote_storage, storage_options=storage_options)
             self._remote_log_manager.start()
         # -- end of tiering ----------------------------------------------------------------------
@@ -282,14 +282,15 @@ class LogManager:
     # -- the remote part of each log (pylog/log/tiered.py) ----------------------------------
     def _attach_remote(self, log: Log) -> None:
         """Give ``log`` its tiered segments in ``remote_storage`` (none there: none)."""
-        if self.remote_storage is None or log.topic == METADATA_TOPIC:  # the metadata is never tiered
+        if self.remote_storage is None or log.topic == REMOTE_LOG_METADATA_TOPIC:  # the metadata is never tiered
             return
         try:
             if self._remote_log_dir is None:
                 metadata = self.remote_log_metadata
-                if metadata is None and METADATA_TOPIC in self.topics():  # this log dir tiers its own logs
+                if metadata is None and REMOTE_LOG_METADATA_TOPIC in self.topics():  # this log dir tiers its own logs
                     tiering = self._remote_log_manager  # its records as its tiering wrote them, in memory
                     metadata = self.root if tiering is None else tiering.metadata
+                from pylog.remote.log_dir import RemoteLogDir
                 self._remote_log_dir = RemoteLogDir(self.remote_storage, storage_options=self.storage_options,
                                                     remote_log_metadata=metadata, encryption_key=self._encryption_key)
             log.remote = self._remote_log_dir.log(log.topic, log.partition)

@@ -17,7 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, NamedTuple
 
-import crc32c as _crc32c
+from pylog.record import crc
 
 from pylog.errors import (
     CorruptSnapshotError, InvalidTxnStateError, OutOfOrderSequenceError, ProducerFencedError, StorageError,
@@ -403,8 +403,8 @@ def encode_snapshot(entries: Iterable[ProducerEntry]) -> bytes:
                                 -1 if e.current_txn_first_offset is None else e.current_txn_first_offset)
             for e in entries]
     count_and_entries = len(body).to_bytes(4, "big", signed=True) + b"".join(body)
-    crc = _crc32c.crc32c(count_and_entries)
-    return SNAPSHOT_VERSION.to_bytes(2, "big") + crc.to_bytes(4, "big") + count_and_entries
+    checksum = crc.crc32c(count_and_entries)
+    return SNAPSHOT_VERSION.to_bytes(2, "big") + checksum.to_bytes(4, "big") + count_and_entries
 
 
 def read_snapshot(path) -> list[ProducerEntry]:
@@ -425,10 +425,10 @@ def parse_snapshot(data: bytes, path: str | None = None) -> list[ProducerEntry]:
     :class:`CorruptSnapshotError` for a bad version, CRC or size."""
     if len(data) < SNAPSHOT_HEADER.size:
         raise CorruptSnapshotError(f"snapshot of {len(data)} bytes is shorter than its header", path=path)
-    version, crc, count = SNAPSHOT_HEADER.unpack_from(data)
+    version, stored_crc, count = SNAPSHOT_HEADER.unpack_from(data)
     if version != SNAPSHOT_VERSION:
         raise CorruptSnapshotError(f"snapshot version {version} is not {SNAPSHOT_VERSION}", path=path)
-    if _crc32c.crc32c(memoryview(data)[SNAPSHOT_CRC_FROM:]) != crc:
+    if crc.crc32c(memoryview(data)[SNAPSHOT_CRC_FROM:]) != stored_crc:
         raise CorruptSnapshotError("snapshot CRC does not match", path=path)
     if count < 0 or len(data) != SNAPSHOT_HEADER.size + count * SNAPSHOT_ENTRY_BYTES:
         raise CorruptSnapshotError(f"snapshot declares {count} entries but holds {len(data)} bytes",

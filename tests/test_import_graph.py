@@ -7,12 +7,19 @@ violation fails here, naming the modules."""
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 PYLOG = Path(__file__).resolve().parent.parent / "pylog"
+
+
+@functools.lru_cache(maxsize=None)
+def parsed(path: Path) -> ast.Module:
+    """``path``'s syntax tree, parsed once a session: these tests walk pylog's files many times."""
+    return ast.parse(path.read_text(encoding="utf-8"))
 
 
 def module_name(path: Path, root: Path = PYLOG) -> str:
@@ -41,7 +48,7 @@ def import_graph(root: Path = PYLOG) -> dict[str, set[str]]:
     paths = {module_name(p, root): p for p in root.rglob("*.py")}
     extensions = {module_name(p, root) for p in root.rglob("*.so")}  # compiled: they import nothing of pylog
     names = set(paths) | extensions
-    return {name: imported_modules(ast.parse(path.read_text(encoding="utf-8")), names) - {name}
+    return {name: imported_modules(parsed(path), names) - {name}
             for name, path in paths.items()}
 
 
@@ -118,6 +125,8 @@ def test_the_circle_finder_finds_a_circle_through_a_function_level_import(tmp_pa
 
 
 _NUMPY = "loads numpy on first use: ``import pylog`` does not need it (~0.1 s)"
+_OBJECT_STORAGE = "object storage (tiered layouts, fsspec) loads for a URL or a remote_storage: a local log needs none of it"
+_FIRST_REQUEST = "a coordinator loads with the server's first group or transaction request: its first answer needs neither"
 #: The imports of pylog's own modules a function may make, each with its reason.
 LAZY_IMPORTS = {
     ("pylog.clients.fetcher", "pylog.record.columns_scratch"): _NUMPY,
@@ -129,6 +138,13 @@ LAZY_IMPORTS = {
                                                 "or switched off by PYLOG_NO_SPEEDUPS), loaded by the backend alone",
     ("pylog.spark", "pylog.spark.source"): "pyspark's entry point: importing pylog.spark loads no Spark code until used",
     ("pylog.cli.serve", "pylog.serve"): "kafka-python, of the extra 'serve': `pylog serve` without it says so in one line",
+    ("pylog.cli.main", "pylog.spark.jvm"): "only `pylog --version` lists the JVM readers: no command loads them to start",
+    ("pylog.log.log", "pylog.remote.log_dir"): _OBJECT_STORAGE,
+    ("pylog.manager", "pylog.remote.log_dir"): _OBJECT_STORAGE,
+    ("pylog.manager", "pylog.remote.manager"): _OBJECT_STORAGE,
+    ("pylog.serve.kafka_apis", "pylog.coordinator.group_coordinator"): _FIRST_REQUEST,
+    ("pylog.serve.kafka_apis", "pylog.coordinator.txn_coordinator"): _FIRST_REQUEST,
+    ("pylog.serve.kafka_apis", "pylog.serve.transactions"): _FIRST_REQUEST,
 }
 
 
@@ -137,7 +153,7 @@ def imports_inside_functions(root: Path = PYLOG) -> list[tuple[str, str]]:
     import under a module-level ``try`` or ``if`` is at the top)."""
     found = []
     for path in root.rglob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path)
         for function in ast.walk(tree):
             if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 continue
@@ -189,7 +205,7 @@ NUMPY_LAZY = {("pylog.record.backend", "pylog.record.vector_decode"),
 
 def top_level_imports(module: str) -> set[str]:
     path = PYLOG.parent / (module.replace(".", "/") + ".py")
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     return {alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
 
 
@@ -205,7 +221,7 @@ def test_the_record_codec_imports_pylog_at_the_top_except_the_modules_importing_
 def test_only_the_backend_loads_the_c_extension():
     loaders = set()
     for path in PYLOG.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module:

@@ -15,7 +15,6 @@ import sys
 
 import pylog
 from pylog.errors import PylogError
-from pylog.spark.jvm import reader_lines
 
 #: subcommand -> (module under pylog.cli, the line ``pylog --help`` shows for it), in the order
 #: ``pylog --help`` lists them: Kafka's everyday tools first, then inspection, maintenance and
@@ -91,6 +90,8 @@ def build_parser(load=COMMANDS) -> argparse.ArgumentParser:
 def version_text() -> str:
     """``pylog --version``: one line per fact a bug report needs."""
     import platform
+
+    from pylog.spark.jvm import reader_lines
 
     return "\n".join([f"pylog {pylog.__version__}", f"C speedups: {'on' if pylog.SPEEDUPS else 'off'}",
                       f"Python {platform.python_version()} ({platform.python_implementation()}, {sys.platform})",

@@ -30,7 +30,7 @@ from pylog.log.reading import RecordReads
 from pylog.log.replica_view import LogReplicaView
 from pylog.producer_state import ProducerState
 from pylog.record.encode import encode_control_batch, now_ms
-from pylog.remote.location import check_read_only, local_path, open_remote_log, remote_target
+from pylog.remote.location import check_read_only, local_path, remote_target
 from pylog.segment.fetch import FetchData
 from pylog.segment.open_files import OpenFiles
 from pylog.segment.segment import Segment
@@ -93,6 +93,7 @@ class Log(RecordReads, contextlib.AbstractContextManager):
         there (``storage_options``: fsspec's, as pandas takes them; docs/tiered.md)."""
         if remote_target(path) is not None:
             check_read_only(read_only, path)
+            from pylog.remote.log_dir import open_remote_log
             return open_remote_log(path, storage_options=storage_options, remote_log_metadata=remote_log_metadata,
                                    encryption_key=encryption_key)
         path = local_path(path) if isinstance(path, str) else path

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import crc32c as _crc32c
 
 from pylog.errors import CorruptRecordError, IncompleteBatchError, InvalidRecordError
 from pylog.layout import (
@@ -18,11 +17,10 @@ from pylog.layout import (
     ENTRY_PREFIX_BYTES, LEGACY_RECORD_OVERHEAD_V0, LOG_OVERHEAD, LOG_OVERHEAD_BYTES,
     MAGIC_POSITION, SEQUENCE_MODULUS,
 )
-from pylog.record import backend, compression as _codec
+from pylog.record import backend, compression as _codec, crc
 from pylog.record.legacy import LegacyBatch
 from pylog.record.record import ControlRecord, Record
 
-_crc = _crc32c.crc32c
 _unpack_header = BATCH_HEADER.unpack_from
 _unpack_overhead = LOG_OVERHEAD.unpack_from
 
@@ -134,7 +132,7 @@ class RecordBatch:
     def compute_crc(self) -> int:
         """CRC-32C of bytes [21, size): what ``crc`` must equal. O(size)."""
         s = self._start
-        return _crc(memoryview(self._buf)[s + ATTRIBUTES_AT:s + self.size])
+        return crc.crc32c(memoryview(self._buf)[s + ATTRIBUTES_AT:s + self.size])
 
     def is_valid(self) -> bool:
         """True when the size is sane and the stored CRC matches. O(size), cached."""

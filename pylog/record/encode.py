@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from operator import attrgetter
 
-import crc32c as _crc32c
 
 from pylog.arguments import check_int, check_timestamps
 from pylog.errors import InvalidArgumentError
@@ -21,11 +20,10 @@ from pylog.layout import (
     END_TXN_MARKER, INT16_RANGE, INT32, INT64, LEADER_EPOCH_AT, LOG_OVERHEAD_BYTES, MAX_TIMESTAMP_AT,
     TIMESTAMP_RANGE, UINT32,
 )
-from pylog.record import backend, compression as _codec
+from pylog.record import backend, compression as _codec, crc
 from pylog.record.record import Record, as_record
 from pylog.record.varint import varint_bytes
 
-_crc = _crc32c.crc32c
 _pack_header = BATCH_HEADER.pack
 _TIMESTAMP_TYPES = {"CreateTime": 0, "LogAppendTime": 1, 0: 0, 1: 1}
 
@@ -258,7 +256,7 @@ def _batch_in_c(encode, records: list, timestamp: int, *, base_offset, producer_
                      producer_id, producer_epoch, base_sequence)
     except (TypeError, OverflowError):
         return None
-    UINT32.pack_into(buf, CRC_AT, _crc(memoryview(buf)[ATTRIBUTES_AT:]))
+    UINT32.pack_into(buf, CRC_AT, crc.crc32c(memoryview(buf)[ATTRIBUTES_AT:]))
     return buf
 
 
@@ -274,7 +272,7 @@ def _finish_in_place(buf: bytearray, count: int, base_ts: int, max_ts: int, *, b
     BATCH_HEADER.pack_into(buf, 0, base_offset, len(buf) - LOG_OVERHEAD_BYTES, partition_leader_epoch, 2, 0,
                            attributes, count - 1 if count else 0, base_ts, max_ts, producer_id, producer_epoch,
                            base_sequence, count)
-    UINT32.pack_into(buf, CRC_AT, _crc(memoryview(buf)[ATTRIBUTES_AT:]))
+    UINT32.pack_into(buf, CRC_AT, crc.crc32c(memoryview(buf)[ATTRIBUTES_AT:]))
 
 
 def _encode_native(recs: list[Record], stamps: list[int], base_ts: int):
@@ -337,8 +335,8 @@ def build_batch(payload: bytes, count: int, *, base_offset: int = 0, codec: int 
                           partition_leader_epoch, 2, 0, attributes, last_offset_delta,
                           base_timestamp, max_timestamp, producer_id, producer_epoch,
                           base_sequence, count)
-    crc = _crc(payload, _crc(memoryview(header)[ATTRIBUTES_AT:]))
-    return header[:CRC_AT] + UINT32.pack(crc) + header[CRC_AT + 4:] + payload
+    checksum = crc.crc32c(payload, crc.crc32c(memoryview(header)[ATTRIBUTES_AT:]))
+    return header[:CRC_AT] + UINT32.pack(checksum) + header[CRC_AT + 4:] + payload
 
 
 def encode_control_batch(control_type: int, *, producer_id: int, producer_epoch: int,
@@ -375,5 +373,4 @@ def set_log_append_time(buf: bytearray, position: int, size: int, timestamp: int
     attributes = int.from_bytes(buf[attr_pos:attr_pos + 2], "big") | ATTR_TIMESTAMP_TYPE
     buf[attr_pos:attr_pos + 2] = attributes.to_bytes(2, "big")
     INT64.pack_into(buf, position + MAX_TIMESTAMP_AT, timestamp)
-    crc = _crc(memoryview(buf)[attr_pos:position + size])
-    UINT32.pack_into(buf, position + CRC_AT, crc)
+    UINT32.pack_into(buf, position + CRC_AT, crc.crc32c(memoryview(buf)[attr_pos:position + size]))

@@ -49,13 +49,26 @@ def decode_varint(buf, pos: int, max_bytes: int = 5) -> tuple[int, int]:
     raise InvalidRecordError("varint runs past the end of the records")
 
 
-#: Encodings of -64..16383, the values almost every record uses.
+#: Encodings of -64..16383, the values almost every record uses; filled by the first
+#: :func:`varint_bytes` (~10 ms, which ``import pylog`` does not pay).
 _TABLE_MIN = -64
-_TABLE = [encode_varint(i) for i in range(_TABLE_MIN, 16384)]
+_TABLE_END = 16384
+_TABLE: list[bytes] = []
 
 
 def varint_bytes(n: int) -> bytes:
     """``encode_varint`` with a table for small values. O(1) for -64 <= n < 16384."""
-    if _TABLE_MIN <= n < 16384:
-        return _TABLE[n - _TABLE_MIN]
+    if _TABLE_MIN <= n < _TABLE_END:
+        return (_TABLE or _fill_table())[n - _TABLE_MIN]
     return encode_varint(n)
+
+
+def _fill_table() -> list[bytes]:
+    """:data:`_TABLE`, filled in one step (threads that race here write the same list)."""
+    table = []
+    for n in range(_TABLE_MIN, _TABLE_END):
+        z = (n << 1) ^ (n >> 63)  # zigzag: at most three bytes here
+        table.append(bytes((z,)) if z < 0x80 else bytes((z & 0x7F | 0x80, z >> 7)) if z < 0x4000
+                     else bytes((z & 0x7F | 0x80, (z >> 7) & 0x7F | 0x80, z >> 14)))
+    _TABLE[:] = table
+    return table

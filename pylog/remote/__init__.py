@@ -1,6 +1,8 @@
 """Kafka data in object storage: tiered segments read in place, and tiering pylog's own logs.
 
 - :mod:`pylog.remote.store`: ``ObjectStore``, the one seam to object storage (fsspec).
-"""
 
-from pylog.remote import log_dir  # noqa: F401 - registers the opener that Log.open(url) calls (pylog.remote.location)
+Nothing of it but :mod:`pylog.remote.location` and :mod:`pylog.remote.store` loads with a
+local log: ``Log.open`` and ``LogManager`` import the rest when given a URL or a
+``remote_storage``.
+"""

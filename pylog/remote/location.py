@@ -1,10 +1,9 @@
 """Where a log is: an object-store URL (``s3://``, ``gs://``, ``az://``, ``abfss://``; a
 ``file://`` URL of a tiered layout) or a local path, told apart without opening anything,
-and the opener of a partition in object storage.
+without loading the object-store code.
 
 ``Log.open`` and ``LogManager`` ask here; this module imports nothing of pylog.log, so the
 partition log and the remote log (which reads with pylog.log's parts) import one way.
-:mod:`pylog.remote.log_dir` registers its opener as the package ``pylog.remote`` loads.
 """
 
 from __future__ import annotations
@@ -20,21 +19,6 @@ _UUID = r"[A-Za-z0-9_-]{22}"
 AIVEN_PARTITION = re.compile(rf"(?P<root>.*/)?(?P<topic>[^/]+)-{_UUID}/(?P<partition>\d+)")
 LOCAL_TIERED_PARTITION = re.compile(rf"(?P<root>.*/)?(?P<topic>[^/]+)-(?P<partition>\d+)-{_UUID}")
 LOG_DIR_PARTITION = re.compile(r"(?P<root>.*/)?(?P<topic>[^/]+)-(?P<partition>\d+)")
-
-_openers = []  # the one registered: pylog.remote.log_dir.open_remote_log
-
-
-def register_opener(opener) -> None:
-    """Make ``opener(url, *, storage_options, remote_log_metadata, encryption_key)`` the one
-    :func:`open_remote_log` calls (:mod:`pylog.remote.log_dir` registers its own)."""
-    _openers[:] = [opener]
-
-
-def open_remote_log(url, **options):
-    """The read-only :class:`~pylog.remote.log.RemoteLog` of the partition at ``url``
-    (:func:`pylog.remote.log_dir.open_remote_log`, which lists that partition's objects)."""
-    return _openers[0](url, **options)
-
 
 def remote_target(path) -> str | None:
     """The URL to open in object storage for ``path`` (any scheme but ``file://``, or a

@@ -20,7 +20,7 @@ from pylog.logdir.metadata import parse_topic_configs
 from pylog.producer_state import parse_snapshot
 from pylog.remote.layouts import LOG_DIR, list_store, live_entries
 from pylog.remote.log import RemoteLog
-from pylog.remote.location import AIVEN_PARTITION, LOCAL_TIERED_PARTITION, LOG_DIR_PARTITION, register_opener
+from pylog.remote.location import AIVEN_PARTITION, LOCAL_TIERED_PARTITION, LOG_DIR_PARTITION
 from pylog.remote.metadata import METADATA_TOPIC, RemoteLogMetadata
 from pylog.remote.store import ObjectStore, is_url, redact
 
@@ -215,5 +215,3 @@ def _tiered_partition(url) -> tuple:
             return m["root"].rstrip("/"), text[len(m["root"]):] + "/"
     return url, ""
 
-
-register_opener(open_remote_log)

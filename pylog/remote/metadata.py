@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 
 from pylog.coordinator.schema import uuid_text
 from pylog.errors import InvalidConfigError, InvalidRecordError, UnknownTopicError
-from pylog.layout import INT32_MAX
+from pylog.layout import INT32_MAX, REMOTE_LOG_METADATA_TOPIC
 from pylog.partitioner import murmur2
 from pylog.record.encode import now_ms
 from pylog.record.record import Record
@@ -35,7 +35,7 @@ from pylog.record.remote_metadata import (
 )
 
 #: Kafka's topic name and its default partition count (remote.log.metadata.topic.num.partitions).
-METADATA_TOPIC = "__remote_log_metadata"
+METADATA_TOPIC = REMOTE_LOG_METADATA_TOPIC
 DEFAULT_METADATA_PARTITIONS = 50
 #: The settings Kafka creates the topic with: kept forever (retention.ms -1), never compacted.
 METADATA_TOPIC_CONFIG = {"retention_ms": -1, "retention_bytes": -1, "cleanup_policy": "delete"}

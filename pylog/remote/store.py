@@ -26,7 +26,6 @@ missing object is a :class:`~pylog.errors.RemoteObjectNotFoundError`. Credential
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import os
 import re
@@ -149,6 +148,8 @@ def _open_filesystem(scheme: str | None, url: str, options: dict):
 
 def _library_errors() -> tuple[type[BaseException], ...]:
     """The exception bases of the storage client libraries installed here."""
+    import asyncio  # its TimeoutError, not TimeoutError before Python 3.11; asyncio takes ~30 ms to load
+
     errors: list[type[BaseException]] = [OSError, TimeoutError, asyncio.TimeoutError]
     for module, names in (("botocore.exceptions", ("BotoCoreError", "ClientError")),
                           ("aiohttp", ("ClientError",)),

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import os
 
-from crc32c import crc32c as _crc
 
 from pylog.layout import ENTRY_PREFIX_BYTES, LOG_OVERHEAD_BYTES
 from pylog.platform import require_posix
+from pylog.record import crc
 from pylog.record.batch import decode_batches
 from pylog.segment.file import _Handle, check_offsets_follow, pread_fully
 
@@ -263,7 +263,7 @@ class FetchData:
         walk = [self._offset_range[0] - 1, self.first_offset, -1]  # last offset, next offset, end position
 
         def take(view, position):
-            used, other, parts = scan(view, position, bounds, walk, _crc)
+            used, other, parts = scan(view, position, bounds, walk, crc.crc32c)
             if other:
                 raise _GeneralPath
             return parts, used

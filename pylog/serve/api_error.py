@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from pylog.serve.error_codes import error_code
+from pylog.errors import PylogError
+from pylog.serve.error_codes import NONE, UNKNOWN_SERVER_ERROR, error_code
 
 
 class ApiError(Exception):
@@ -38,3 +39,22 @@ def named_twice(names) -> set:
     ['a']
     """
     return {name for name, count in Counter(names).items() if count > 1}
+
+
+def attempt(apis, what: str, action, *args) -> tuple:
+    """``(action(*args), None)``, or ``(None, error)`` with the :class:`ApiError` its failure
+    answers: a pylog error's code and message, or for anything else (a bug: logged, with its
+    traceback, as ``what`` failing) ``UNKNOWN_SERVER_ERROR``: the client hears it and the
+    server lives on."""
+    try:
+        return action(*args), None
+    except (PylogError, ApiError) as e:
+        return None, ApiError.of(e)
+    except Exception as e:
+        apis.log_failure(what, e)
+        return None, ApiError(UNKNOWN_SERVER_ERROR, "unexpected server error")
+
+
+def code_and_message(error: ApiError | None) -> tuple[int, str | None]:
+    """The error code and message an answer carries for ``error`` (None: ``NONE``, no message)."""
+    return (NONE, None) if error is None else (error.code, str(error))

@@ -7,7 +7,7 @@ offers). The group's state, generations and leases are the coordinator's; the se
 one lease for all its clients, and a client's liveness is its heartbeats within
 ``session_timeout_ms``. A JoinGroup is answered once every known member rejoined, or the
 late ones were removed after their ``rebalance_timeout_ms`` (or session timeout): it waits
-on :class:`GroupNotifier` (every join, heartbeat and leave of the group wakes it), and on a
+on :class:`~pylog.serve.purgatory.GroupNotifier` (every join, heartbeat and leave of the group wakes it), and on a
 timer at the next member's deadline, never blocking the event loop.
 
 The assignment is the coordinator's, computed with the chosen protocol's assignor
@@ -18,8 +18,6 @@ the disk thread pool.
 """
 
 from __future__ import annotations
-
-import asyncio
 
 from kafka.protocol.consumer import HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse, SyncGroupResponse
 
@@ -34,28 +32,10 @@ from pylog.serve.error_codes import (
     ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID, INVALID_SESSION_TIMEOUT, NONE,
     REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, error_code,
 )
-from pylog.serve.purgatory import AppendNotifier, wait_for
+from pylog.serve.purgatory import wait_for
 
 #: the newest consumer-protocol subscription version read; newer ones are read as it, as Kafka does
 _SUBSCRIPTION_VERSION = 3
-
-
-class GroupNotifier:
-    """One :class:`~pylog.serve.purgatory.AppendNotifier` per group: what a waiting
-    JoinGroup wakes on. Also the members' subscription bytes, by group, member and
-    protocol, for the leader's JoinGroup answer. Event-loop thread only."""
-
-    def __init__(self):
-        self._notifiers: dict[str, AppendNotifier] = {}
-        self.metadata: dict[str, dict[str, dict[str, bytes]]] = {}
-
-    def waiter(self, group_id: str) -> asyncio.Event:
-        return self._notifiers.setdefault(group_id, AppendNotifier()).waiter()
-
-    def notify(self, group_id: str) -> None:
-        notifier = self._notifiers.get(group_id)
-        if notifier is not None:
-            notifier.notify()
 
 
 def _subscription(metadata: bytes) -> tuple[list, list]:

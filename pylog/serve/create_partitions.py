@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from kafka.protocol.admin.topics import CreatePartitionsResponse
 
-from pylog.errors import PylogError
 from pylog.partition_dir import topic_id_of, write_topic_id
-from pylog.serve.api_error import ApiError, named_twice
+from pylog.serve.api_error import ApiError, attempt, code_and_message, named_twice
 from pylog.serve.create_topics import check_replicas
-from pylog.serve.error_codes import INVALID_REPLICA_ASSIGNMENT, INVALID_REQUEST, NONE, UNKNOWN_SERVER_ERROR
+from pylog.serve.error_codes import INVALID_REPLICA_ASSIGNMENT, INVALID_REQUEST
 
 _Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
@@ -33,15 +32,9 @@ def _grow_all(apis, body) -> list[_Result]:
 
 
 def _result(apis, topic, validate_only: bool) -> _Result:
-    try:
-        _grow(apis, topic, validate_only)
-    except (PylogError, ApiError) as e:
-        error = ApiError.of(e)
-        return _Result(name=topic.name, error_code=error.code, error_message=str(error))
-    except Exception as e:  # a bug: the client hears it, the server lives on
-        apis.log_failure(f"create partitions of {topic.name!r}", e)
-        return _Result(name=topic.name, error_code=UNKNOWN_SERVER_ERROR, error_message="unexpected server error")
-    return _Result(name=topic.name, error_code=NONE, error_message=None)
+    _, error = attempt(apis, f"create partitions of {topic.name!r}", _grow, apis, topic, validate_only)
+    code, message = code_and_message(error)
+    return _Result(name=topic.name, error_code=code, error_message=message)
 
 
 def _grow(apis, topic, validate_only: bool) -> None:

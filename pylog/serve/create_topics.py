@@ -20,13 +20,12 @@ import uuid
 from kafka.protocol.admin.topics import CreateTopicsResponse
 
 from pylog.config import LogConfig
-from pylog.errors import InvalidConfigError, PylogError
+from pylog.errors import InvalidConfigError
 from pylog.partition_dir import validate_topic
-from pylog.serve.api_error import ApiError, named_twice
+from pylog.serve.api_error import ApiError, attempt, named_twice
 from pylog.serve.describe_configs import topic_entries
 from pylog.serve.error_codes import (
     INVALID_REPLICA_ASSIGNMENT, INVALID_REPLICATION_FACTOR, INVALID_REQUEST, NONE, TOPIC_ALREADY_EXISTS,
-    UNKNOWN_SERVER_ERROR,
 )
 from pylog.serve.topic_ids import ZERO_UUID, create_with_id
 
@@ -47,14 +46,10 @@ def _create_all(apis, body) -> list[_Result]:
 
 
 def _result(apis, topic, validate_only: bool) -> _Result:
-    try:
-        topic_id, partitions = _create(apis, topic, validate_only)
-    except (PylogError, ApiError) as e:
-        error = ApiError.of(e)
+    created, error = attempt(apis, f"create topic {topic.name!r}", _create, apis, topic, validate_only)
+    if error is not None:
         return _failed(topic.name, error.code, str(error))
-    except Exception as e:  # a bug: the client hears it, the server lives on
-        apis.log_failure(f"create topic {topic.name!r}", e)
-        return _failed(topic.name, UNKNOWN_SERVER_ERROR, "unexpected server error")
+    topic_id, partitions = created
     configs = None if validate_only else [
         _Config(name=e.name, value=e.value, read_only=e.read_only, config_source=e.source, is_sensitive=False)
         for e in topic_entries(apis.manager, topic.name)]

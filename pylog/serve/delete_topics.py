@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from kafka.protocol.admin.topics import DeleteTopicsResponse
 
-from pylog.errors import LogLockedError, PylogError, UnknownTopicError
+from pylog.errors import LogLockedError, UnknownTopicError
 from pylog.layout import INTERNAL_TOPICS
-from pylog.serve.api_error import ApiError
-from pylog.serve.error_codes import INVALID_REQUEST, NONE, REQUEST_TIMED_OUT, UNKNOWN_SERVER_ERROR
+from pylog.serve.api_error import ApiError, attempt, code_and_message
+from pylog.serve.error_codes import INVALID_REQUEST, REQUEST_TIMED_OUT
 from pylog.serve.topic_ids import ZERO_UUID, id_of, name_of
 
 _Result = DeleteTopicsResponse.DeletableTopicResult
@@ -44,20 +44,18 @@ def _delete_all(apis, asked, timeout_ms: int) -> list[_Result]:
 
 
 def _result(apis, name, topic_id, timeout_ms: int) -> _Result:
-    try:
-        name = name if name is not None else name_of(apis.manager, topic_id)
-        topic_id = id_of(apis.manager, name) if name in apis.manager.topics() else topic_id
-        _delete(apis, name, timeout_ms)
-    except LogLockedError as e:
-        return _Result(name=name, topic_id=topic_id or ZERO_UUID, error_code=REQUEST_TIMED_OUT, error_message=str(e))
-    except (PylogError, ApiError) as e:
-        error = ApiError.of(e)
-        return _Result(name=name, topic_id=topic_id or ZERO_UUID, error_code=error.code, error_message=str(error))
-    except Exception as e:  # a bug: the client hears it, the server lives on
-        apis.log_failure(f"delete topic {name!r}", e)
-        return _Result(name=name, topic_id=topic_id or ZERO_UUID, error_code=UNKNOWN_SERVER_ERROR,
-                       error_message="unexpected server error")
-    return _Result(name=name, topic_id=topic_id or ZERO_UUID, error_code=NONE, error_message=None)
+    named, error = attempt(apis, f"find topic {topic_id}", _named, apis, name, topic_id)
+    if error is None:
+        name, topic_id = named
+        _, error = attempt(apis, f"delete topic {name!r}", _delete, apis, name, timeout_ms)
+    code, message = code_and_message(error)
+    return _Result(name=name, topic_id=topic_id or ZERO_UUID, error_code=code, error_message=message)
+
+
+def _named(apis, name, topic_id) -> tuple:
+    """(name, topic id) of the topic asked for by either."""
+    name = name if name is not None else name_of(apis.manager, topic_id)
+    return name, id_of(apis.manager, name) if name in apis.manager.topics() else topic_id
 
 
 def _delete(apis, name, timeout_ms: int) -> None:
@@ -65,4 +63,7 @@ def _delete(apis, name, timeout_ms: int) -> None:
         raise ApiError(INVALID_REQUEST, f"Topic {name} is a kafka internal topic and is not allowed to be deleted")
     if name not in apis.manager.topics():
         raise UnknownTopicError(f"topic {name!r} does not exist")
-    apis.replicas.delete_topic(apis.manager, name, timeout_ms=timeout_ms)
+    try:
+        apis.replicas.delete_topic(apis.manager, name, timeout_ms=timeout_ms)
+    except LogLockedError as e:  # not handed over in time
+        raise ApiError(REQUEST_TIMED_OUT, str(e)) from None

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from kafka.protocol.admin.configs import DescribeConfigsResponse
 
 from pylog.config import KAFKA_FIELDS, LogConfig, kafka_name
-from pylog.errors import PylogError, UnknownTopicError
+from pylog.errors import UnknownTopicError
 from pylog.partition_dir import validate_topic
-from pylog.serve.api_error import ApiError
-from pylog.serve.error_codes import INVALID_REQUEST, NONE, UNKNOWN_SERVER_ERROR
+from pylog.serve.api_error import ApiError, attempt
+from pylog.serve.error_codes import INVALID_REQUEST, NONE
 
 _Result = DescribeConfigsResponse.DescribeConfigsResult
 _Entry = _Result.DescribeConfigsResourceResult
@@ -119,14 +119,10 @@ def _describe_all(apis, body) -> list:
 
 
 def _describe(apis, resource, include_synonyms: bool):
-    try:
-        entries = resource_entries(apis, resource.resource_type, resource.resource_name)
-    except (PylogError, ApiError) as e:
-        error = ApiError.of(e)
+    entries, error = attempt(apis, f"describe configs of {resource.resource_name!r}", resource_entries, apis,
+                             resource.resource_type, resource.resource_name)
+    if error is not None:
         return _failed(resource, error.code, str(error))
-    except Exception as e:  # a bug: the client hears it, the server lives on
-        apis.log_failure(f"describe configs of {resource.resource_name!r}", e)
-        return _failed(resource, UNKNOWN_SERVER_ERROR, "unexpected server error")
     keys = resource.configuration_keys
     wanted = [e for e in entries if keys is None or e.name in keys]
     return _Result(error_code=NONE, error_message=None, resource_type=resource.resource_type,

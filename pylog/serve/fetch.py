@@ -37,6 +37,8 @@ _Aborted = _Partition.AbortedTransaction
 ISOLATIONS = {0: "high_watermark", 1: "committed"}
 #: the placeholder a records field holds until it is spliced: a random marker and the fetch's number
 _MARKER_BYTES, _NUMBER_BYTES = 12, 4
+#: this process's marker (96 random bits: no other field of a response holds it by chance)
+MARKER = os.urandom(_MARKER_BYTES)
 
 
 async def handle_fetch(apis, request) -> list:
@@ -56,7 +58,7 @@ async def handle_fetch(apis, request) -> list:
             break
         await wait_for(waiter, deadline - loop.time())
     response = FetchResponse(throttle_time_ms=0, error_code=NONE, session_id=0, responses=topics)
-    return spliced_response(request, response, fetches, apis.marker)
+    return spliced_response(request, response, fetches, MARKER)
 
 
 def _read_all(apis, body, isolation: str):
@@ -70,7 +72,7 @@ def _read_all(apis, body, isolation: str):
             answer, fetch = _read_one(apis, topic.topic, part, isolation, left=left, first=not fetches)
             failed |= answer.error_code != NONE
             if fetch is not None and fetch.size_bytes:
-                answer.records = _placeholder(apis.marker, len(fetches))
+                answer.records = _placeholder(MARKER, len(fetches))
                 fetches.append(fetch)
                 left -= fetch.size_bytes
             answers.append(answer)
@@ -100,12 +102,6 @@ def _read_one(apis, topic: str, part, isolation: str, *, left: int, first: bool)
     return _Partition(partition_index=index, error_code=NONE, high_watermark=log.high_watermark,
                       last_stable_offset=lso, log_start_offset=log.log_start_offset,
                       aborted_transactions=aborted, records=b""), fetch
-
-
-def new_marker() -> bytes:
-    """A random marker for the placeholders of one server (96 bits: no other field of a
-    response holds it by chance)."""
-    return os.urandom(_MARKER_BYTES)
 
 
 def _placeholder(marker: bytes, number: int) -> bytes:

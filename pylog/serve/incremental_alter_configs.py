@@ -14,12 +14,12 @@ from __future__ import annotations
 from kafka.protocol.admin.configs import IncrementalAlterConfigsResponse
 
 from pylog.config import KAFKA_FIELDS, LogConfig
-from pylog.errors import InvalidConfigError, PylogError, UnknownTopicError
+from pylog.errors import InvalidConfigError, UnknownTopicError
 from pylog.logdir.writers import ring
 from pylog.partition_dir import validate_topic
-from pylog.serve.api_error import ApiError, named_twice
+from pylog.serve.api_error import ApiError, attempt, code_and_message, named_twice
 from pylog.serve.describe_configs import BROKER, TOPIC, check_broker
-from pylog.serve.error_codes import INVALID_REQUEST, NONE, UNKNOWN_SERVER_ERROR
+from pylog.serve.error_codes import INVALID_REQUEST, NONE
 
 _Response = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
 #: Kafka's AlterConfigOp types
@@ -43,17 +43,9 @@ def _alter_all(apis, body) -> list[_Response]:
 
 
 def _response(apis, resource, validate_only: bool) -> _Response:
-    try:
-        _alter(apis, resource, validate_only)
-    except (PylogError, ApiError) as e:
-        error = ApiError.of(e)
-        return _Response(error_code=error.code, error_message=str(error), resource_type=resource.resource_type,
-                         resource_name=resource.resource_name)
-    except Exception as e:  # a bug: the client hears it, the server lives on
-        apis.log_failure(f"alter configs of {resource.resource_name!r}", e)
-        return _Response(error_code=UNKNOWN_SERVER_ERROR, error_message="unexpected server error",
-                         resource_type=resource.resource_type, resource_name=resource.resource_name)
-    return _Response(error_code=NONE, error_message=None, resource_type=resource.resource_type,
+    _, error = attempt(apis, f"alter configs of {resource.resource_name!r}", _alter, apis, resource, validate_only)
+    code, message = code_and_message(error)
+    return _Response(error_code=code, error_message=message, resource_type=resource.resource_type,
                      resource_name=resource.resource_name)
 
 

@@ -14,109 +14,119 @@ in Produce 12).
 from __future__ import annotations
 
 import asyncio
+import importlib
 import inspect
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, NamedTuple
 
-from kafka.protocol.admin import (
-    DeleteGroupsRequest, DescribeGroupsRequest, DescribeProducersRequest, DescribeTransactionsRequest,
-    ListGroupsRequest, ListTransactionsRequest,
-)
-from kafka.protocol.admin.cluster import DescribeClusterRequest
-from kafka.protocol.admin.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
-from kafka.protocol.admin.topics import (
-    CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
-)
 from kafka.protocol.api_key import ApiKey
-from kafka.protocol.consumer import (
-    FetchRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, ListOffsetsRequest, OffsetCommitRequest,
-    OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest, SyncGroupRequest,
-)
-from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest, MetadataRequest
-from kafka.protocol.producer import (
-    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest, InitProducerIdRequest, ProduceRequest,
-    TxnOffsetCommitRequest,
-)
+from kafka.protocol.metadata import ApiVersionsResponse
 
-from pylog.coordinator.group_coordinator import GroupCoordinator
-from pylog.coordinator.txn_coordinator import TransactionCoordinator
 from pylog.closing import close_all
-from pylog.serve.consumer_groups import (
-    GroupNotifier, handle_heartbeat, handle_join_group, handle_leave_group, handle_sync_group,
-)
-from pylog.serve.create_partitions import handle_create_partitions
-from pylog.serve.create_topics import handle_create_topics
-from pylog.serve.delete_groups import handle_delete_groups, handle_offset_delete
-from pylog.serve.delete_records import handle_delete_records
-from pylog.serve.delete_topics import handle_delete_topics
-from pylog.serve.describe_cluster import handle_describe_cluster
-from pylog.serve.describe_configs import handle_describe_configs
-from pylog.serve.describe_groups import handle_describe_groups, handle_list_groups
 from pylog.serve.error_codes import NONE, UNSUPPORTED_VERSION
-from pylog.serve.fetch import handle_fetch, new_marker
-from pylog.serve.find_coordinator import handle_find_coordinator
-from pylog.serve.incremental_alter_configs import handle_incremental_alter_configs
-from pylog.serve.list_offsets import handle_list_offsets
-from pylog.serve.metadata import handle_metadata
-from pylog.serve.offset_commit import handle_offset_commit, handle_offset_fetch
-from pylog.serve.offset_for_leader_epoch import handle_offset_for_leader_epoch
-from pylog.serve.produce import handle_produce
-from pylog.serve.producer_ids import handle_init_producer_id
-from pylog.serve.purgatory import AppendNotifier
+from pylog.serve.purgatory import AppendNotifier, GroupNotifier
 from pylog.serve.replica_manager import ReplicaManager
 from pylog.serve.request_channel import UnsupportedVersion, encode_body, encode_response, parse_request
-from pylog.serve.transaction_admin import (
-    handle_describe_producers, handle_describe_transactions, handle_list_transactions,
-)
-from pylog.serve.transactions import (
-    ServerWriters, handle_add_offsets_to_txn, handle_add_partitions_to_txn, handle_end_txn, handle_txn_offset_commit,
-)
+
+if TYPE_CHECKING:
+    from pylog.coordinator.group_coordinator import GroupCoordinator
+    from pylog.coordinator.txn_coordinator import TransactionCoordinator
+    from pylog.serve.transactions import ServerWriters
 
 LOG = logging.getLogger("pylog.serve")
 
-#: api key -> (request class, lowest version, highest version) this server answers
+
+class Api(NamedTuple):
+    """One API this server answers: its lowest and highest version, and its request class
+    and handler as ``"module:name"``, each imported by the API's first request
+    (:data:`REQUEST_CLASSES`, :data:`HANDLERS`): a server answers its first request before
+    it has loaded the message classes and handlers of the APIs no client asked for yet."""
+
+    low: int
+    high: int
+    request: str
+    handler: str
+
+
+_PRODUCER, _CONSUMER, _METADATA, _ADMIN = (f"kafka.protocol.{family}:" for family in
+                                           ("producer", "consumer", "metadata", "admin"))
+_GROUPS, _TXN_ADMIN = "pylog.serve.consumer_groups:", "pylog.serve.transaction_admin:"
+_TXNS, _GROUP_ADMIN = "pylog.serve.transactions:", "pylog.serve.delete_groups:"
+
+#: api key -> the :class:`Api` this server answers
 SUPPORTED_VERSIONS = {
-    ApiKey.Produce: (ProduceRequest, 3, 11),
-    ApiKey.Fetch: (FetchRequest, 4, 12),
-    ApiKey.ListOffsets: (ListOffsetsRequest, 1, 9),
-    ApiKey.Metadata: (MetadataRequest, 0, 12),
-    ApiKey.ApiVersions: (ApiVersionsRequest, 0, 4),
-    ApiKey.InitProducerId: (InitProducerIdRequest, 0, 4),
-    ApiKey.OffsetForLeaderEpoch: (OffsetForLeaderEpochRequest, 2, 4),
-    ApiKey.OffsetCommit: (OffsetCommitRequest, 2, 9),
-    ApiKey.OffsetFetch: (OffsetFetchRequest, 1, 9),
-    ApiKey.FindCoordinator: (FindCoordinatorRequest, 0, 6),
-    ApiKey.JoinGroup: (JoinGroupRequest, 2, 9),
-    ApiKey.Heartbeat: (HeartbeatRequest, 0, 4),
-    ApiKey.LeaveGroup: (LeaveGroupRequest, 0, 5),
-    ApiKey.SyncGroup: (SyncGroupRequest, 0, 5),
-    ApiKey.DescribeGroups: (DescribeGroupsRequest, 0, 6),
-    ApiKey.ListGroups: (ListGroupsRequest, 0, 5),
-    ApiKey.DeleteGroups: (DeleteGroupsRequest, 0, 2),
-    ApiKey.OffsetDelete: (OffsetDeleteRequest, 0, 0),
-    ApiKey.DescribeConfigs: (DescribeConfigsRequest, 1, 4),
-    ApiKey.CreateTopics: (CreateTopicsRequest, 2, 7),
-    ApiKey.DeleteTopics: (DeleteTopicsRequest, 1, 6),
-    ApiKey.CreatePartitions: (CreatePartitionsRequest, 0, 3),
-    ApiKey.IncrementalAlterConfigs: (IncrementalAlterConfigsRequest, 0, 1),
-    ApiKey.DeleteRecords: (DeleteRecordsRequest, 0, 2),
-    ApiKey.DescribeCluster: (DescribeClusterRequest, 0, 2),
+    ApiKey.Produce: Api(3, 11, _PRODUCER + "ProduceRequest", "pylog.serve.produce:handle_produce"),
+    ApiKey.Fetch: Api(4, 12, _CONSUMER + "FetchRequest", "pylog.serve.fetch:handle_fetch"),
+    ApiKey.ListOffsets: Api(1, 9, _CONSUMER + "ListOffsetsRequest", "pylog.serve.list_offsets:handle_list_offsets"),
+    ApiKey.Metadata: Api(0, 12, _METADATA + "MetadataRequest", "pylog.serve.metadata:handle_metadata"),
+    ApiKey.ApiVersions: Api(0, 4, _METADATA + "ApiVersionsRequest", __name__ + ":handle_api_versions"),
+    ApiKey.InitProducerId: Api(0, 4, _PRODUCER + "InitProducerIdRequest",
+                               "pylog.serve.producer_ids:handle_init_producer_id"),
+    ApiKey.OffsetForLeaderEpoch: Api(2, 4, _CONSUMER + "OffsetForLeaderEpochRequest",
+                                     "pylog.serve.offset_for_leader_epoch:handle_offset_for_leader_epoch"),
+    ApiKey.OffsetCommit: Api(2, 9, _CONSUMER + "OffsetCommitRequest", "pylog.serve.offset_commit:handle_offset_commit"),
+    ApiKey.OffsetFetch: Api(1, 9, _CONSUMER + "OffsetFetchRequest", "pylog.serve.offset_commit:handle_offset_fetch"),
+    ApiKey.FindCoordinator: Api(0, 6, _METADATA + "FindCoordinatorRequest",
+                                "pylog.serve.find_coordinator:handle_find_coordinator"),
+    ApiKey.JoinGroup: Api(2, 9, _CONSUMER + "JoinGroupRequest", _GROUPS + "handle_join_group"),
+    ApiKey.Heartbeat: Api(0, 4, _CONSUMER + "HeartbeatRequest", _GROUPS + "handle_heartbeat"),
+    ApiKey.LeaveGroup: Api(0, 5, _CONSUMER + "LeaveGroupRequest", _GROUPS + "handle_leave_group"),
+    ApiKey.SyncGroup: Api(0, 5, _CONSUMER + "SyncGroupRequest", _GROUPS + "handle_sync_group"),
+    ApiKey.DescribeGroups: Api(0, 6, _ADMIN + "DescribeGroupsRequest",
+                               "pylog.serve.describe_groups:handle_describe_groups"),
+    ApiKey.ListGroups: Api(0, 5, _ADMIN + "ListGroupsRequest", "pylog.serve.describe_groups:handle_list_groups"),
+    ApiKey.DeleteGroups: Api(0, 2, _ADMIN + "DeleteGroupsRequest", _GROUP_ADMIN + "handle_delete_groups"),
+    ApiKey.OffsetDelete: Api(0, 0, _CONSUMER + "OffsetDeleteRequest", _GROUP_ADMIN + "handle_offset_delete"),
+    ApiKey.DescribeConfigs: Api(1, 4, _ADMIN + "DescribeConfigsRequest",
+                                "pylog.serve.describe_configs:handle_describe_configs"),
+    ApiKey.CreateTopics: Api(2, 7, _ADMIN + "CreateTopicsRequest", "pylog.serve.create_topics:handle_create_topics"),
+    ApiKey.DeleteTopics: Api(1, 6, _ADMIN + "DeleteTopicsRequest", "pylog.serve.delete_topics:handle_delete_topics"),
+    ApiKey.CreatePartitions: Api(0, 3, _ADMIN + "CreatePartitionsRequest",
+                                 "pylog.serve.create_partitions:handle_create_partitions"),
+    ApiKey.IncrementalAlterConfigs: Api(0, 1, _ADMIN + "IncrementalAlterConfigsRequest",
+                                        "pylog.serve.incremental_alter_configs:handle_incremental_alter_configs"),
+    ApiKey.DeleteRecords: Api(0, 2, _ADMIN + "DeleteRecordsRequest", "pylog.serve.delete_records:handle_delete_records"),
+    ApiKey.DescribeCluster: Api(0, 2, _ADMIN + "DescribeClusterRequest",
+                                "pylog.serve.describe_cluster:handle_describe_cluster"),
     # transactions (classic: the versions before transactions V2)
-    ApiKey.AddPartitionsToTxn: (AddPartitionsToTxnRequest, 0, 4),
-    ApiKey.AddOffsetsToTxn: (AddOffsetsToTxnRequest, 0, 3),
-    ApiKey.EndTxn: (EndTxnRequest, 0, 4),
-    ApiKey.TxnOffsetCommit: (TxnOffsetCommitRequest, 0, 4),
-    ApiKey.DescribeProducers: (DescribeProducersRequest, 0, 0),
-    ApiKey.ListTransactions: (ListTransactionsRequest, 0, 2),
-    ApiKey.DescribeTransactions: (DescribeTransactionsRequest, 0, 0),
+    ApiKey.AddPartitionsToTxn: Api(0, 4, _PRODUCER + "AddPartitionsToTxnRequest", _TXNS + "handle_add_partitions_to_txn"),
+    ApiKey.AddOffsetsToTxn: Api(0, 3, _PRODUCER + "AddOffsetsToTxnRequest", _TXNS + "handle_add_offsets_to_txn"),
+    ApiKey.EndTxn: Api(0, 4, _PRODUCER + "EndTxnRequest", _TXNS + "handle_end_txn"),
+    ApiKey.TxnOffsetCommit: Api(0, 4, _PRODUCER + "TxnOffsetCommitRequest", _TXNS + "handle_txn_offset_commit"),
+    ApiKey.DescribeProducers: Api(0, 0, _ADMIN + "DescribeProducersRequest", _TXN_ADMIN + "handle_describe_producers"),
+    ApiKey.ListTransactions: Api(0, 2, _ADMIN + "ListTransactionsRequest", _TXN_ADMIN + "handle_list_transactions"),
+    ApiKey.DescribeTransactions: Api(0, 0, _ADMIN + "DescribeTransactionsRequest",
+                                     _TXN_ADMIN + "handle_describe_transactions"),
 }
 #: api key -> the lowest version ApiVersions advertises, where it is below what is served:
 #: Produce from 0, as Kafka 4 does (KAFKA-18659): older librdkafka (kcat 1.7's 2.0 among
 #: them) compresses gzip, snappy and lz4 batches only for a broker that lists Produce v0.
 #: A request below the served range still closes the connection.
 ADVERTISED_LOWEST = {ApiKey.Produce: 0}
-REQUEST_CLASSES = {int(k): cls for k, (cls, _, _) in SUPPORTED_VERSIONS.items()}
-VERSIONS = {int(k): (low, high) for k, (_, low, high) in SUPPORTED_VERSIONS.items()}
+VERSIONS = {int(k): (api.low, api.high) for k, api in SUPPORTED_VERSIONS.items()}
+
+
+def load(name: str):
+    """The object ``"module:name"`` names, its module imported if it was not yet."""
+    module, _, attribute = name.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+class _Loaded(dict):
+    """Api key -> one field of its :class:`Api`, loaded (:func:`load`) on first use."""
+
+    def __init__(self, field: str):
+        super().__init__()
+        self._field = field
+
+    def __missing__(self, api_key: int):
+        value = self[api_key] = load(getattr(SUPPORTED_VERSIONS[api_key], self._field))
+        return value
+
+
+#: api key -> its request class, and -> its handler, each imported by the first request of it
+REQUEST_CLASSES, HANDLERS = _Loaded("request"), _Loaded("handler")
 
 
 def handle_api_versions(apis, request) -> ApiVersionsResponse:
@@ -126,46 +136,10 @@ def handle_api_versions(apis, request) -> ApiVersionsResponse:
 
 
 def api_versions_response(error: int) -> ApiVersionsResponse:
-    keys = [ApiVersionsResponse.ApiVersion(api_key=int(k), min_version=ADVERTISED_LOWEST.get(k, low),
-                                           max_version=high)
-            for k, (_, low, high) in sorted(SUPPORTED_VERSIONS.items())]
+    keys = [ApiVersionsResponse.ApiVersion(api_key=int(k), min_version=ADVERTISED_LOWEST.get(k, api.low),
+                                           max_version=api.high)
+            for k, api in sorted(SUPPORTED_VERSIONS.items())]
     return ApiVersionsResponse(error_code=error, api_keys=keys, throttle_time_ms=0)
-
-
-HANDLERS = {
-    ApiKey.Produce: handle_produce,
-    ApiKey.Fetch: handle_fetch,
-    ApiKey.ListOffsets: handle_list_offsets,
-    ApiKey.Metadata: handle_metadata,
-    ApiKey.ApiVersions: handle_api_versions,
-    ApiKey.InitProducerId: handle_init_producer_id,
-    ApiKey.OffsetForLeaderEpoch: handle_offset_for_leader_epoch,
-    ApiKey.OffsetCommit: handle_offset_commit,
-    ApiKey.OffsetFetch: handle_offset_fetch,
-    ApiKey.FindCoordinator: handle_find_coordinator,
-    ApiKey.JoinGroup: handle_join_group,
-    ApiKey.Heartbeat: handle_heartbeat,
-    ApiKey.LeaveGroup: handle_leave_group,
-    ApiKey.SyncGroup: handle_sync_group,
-    ApiKey.DescribeGroups: handle_describe_groups,
-    ApiKey.ListGroups: handle_list_groups,
-    ApiKey.DeleteGroups: handle_delete_groups,
-    ApiKey.OffsetDelete: handle_offset_delete,
-    ApiKey.DescribeConfigs: handle_describe_configs,
-    ApiKey.CreateTopics: handle_create_topics,
-    ApiKey.DeleteTopics: handle_delete_topics,
-    ApiKey.CreatePartitions: handle_create_partitions,
-    ApiKey.IncrementalAlterConfigs: handle_incremental_alter_configs,
-    ApiKey.DeleteRecords: handle_delete_records,
-    ApiKey.DescribeCluster: handle_describe_cluster,
-    ApiKey.AddPartitionsToTxn: handle_add_partitions_to_txn,
-    ApiKey.AddOffsetsToTxn: handle_add_offsets_to_txn,
-    ApiKey.EndTxn: handle_end_txn,
-    ApiKey.TxnOffsetCommit: handle_txn_offset_commit,
-    ApiKey.DescribeProducers: handle_describe_producers,
-    ApiKey.ListTransactions: handle_list_transactions,
-    ApiKey.DescribeTransactions: handle_describe_transactions,
-}
 
 
 class KafkaApis:
@@ -185,7 +159,6 @@ class KafkaApis:
         self._loop = asyncio.get_running_loop()
         if self.replicas.fileno() >= 0:  # an append by any process to a partition read wakes the fetches waiting
             self._loop.add_reader(self.replicas.fileno(), self._files_appended)
-        self.marker = new_marker()
         self.groups = GroupNotifier()
         self._group_coordinator: GroupCoordinator | None = None
         self._txn_coordinator: TransactionCoordinator | None = None
@@ -229,6 +202,7 @@ class KafkaApis:
         """The log dir's group coordinator; the first call creates ``__consumer_offsets``
         if missing (in the disk pool)."""
         if self._group_coordinator is None:
+            from pylog.coordinator.group_coordinator import GroupCoordinator
             coordinator = await self.run_blocking(GroupCoordinator.for_root, self.manager.root)
             if self._group_coordinator is None:
                 self._group_coordinator = coordinator
@@ -247,6 +221,8 @@ class KafkaApis:
         ``__transaction_state`` if missing (in the disk pool), but with ``create=False``,
         which answers None then (no transactional id can be known: nothing is written)."""
         if self._txn_coordinator is None:
+            from pylog.coordinator.txn_coordinator import TransactionCoordinator
+            from pylog.serve.transactions import ServerWriters
             if not create and not TransactionCoordinator.has_state(self.manager.root):
                 return None
             writers = ServerWriters(self.replicas)
@@ -270,6 +246,9 @@ class KafkaApis:
             self._loop.remove_reader(self.replicas.fileno())
         self.io_pool.shutdown(wait=True)
         self.network_pool.shutdown(wait=True)
-        close_all([c for c in (self._txn_coordinator and self._txn_coordinator.close,
-                               self._group_coordinator and self._group_coordinator.release) if c]
-                  + [self.replicas.close])
+        steps = []
+        if self._txn_coordinator is not None:
+            steps.append(self._txn_coordinator.close)
+        if self._group_coordinator is not None:
+            steps.append(self._group_coordinator.release)
+        close_all(steps + [self.replicas.close])

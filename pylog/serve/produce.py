@@ -10,7 +10,7 @@ batches are written to the segment file (this node is the only replica, so -1 wa
 nothing more); an fsync follows when the topic's ``flush_messages``/``flush_ms`` say so.
 ``acks=0`` gets no response at all. A transactional produce (a ``transactional_id``) is
 first checked against the transaction coordinator: its partition must be in the producer's
-ongoing transaction (pylog/serve/transactions.py).
+ongoing transaction (:func:`verify_transactional_batches`).
 Cost: O(bytes) per partition, one write each.
 """
 
@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from kafka.protocol.producer import ProduceResponse
 
-from pylog.errors import PylogError
+from pylog.errors import InvalidTxnStateError, PylogError
+from pylog.record.batch import decode_batches
 from pylog.serve.error_codes import (
     INVALID_PRODUCER_ID_MAPPING, INVALID_REQUIRED_ACKS, NONE, UNKNOWN_SERVER_ERROR, error_code,
 )
-from pylog.serve.transactions import verify_transactional_batches
 
 _Topic = ProduceResponse.TopicProduceResponse
 _Partition = _Topic.PartitionProduceResponse
@@ -80,3 +80,16 @@ def _append_batches(replicas, topic: str, partition, verify=None, timeout_ms: in
         verify(topic, partition.index, partition.records)
     with replicas.writer(topic, partition.index, max_block_ms=timeout_ms) as log:
         return log.append_batches(partition.records or b""), log.log_start_offset
+
+
+def verify_transactional_batches(coordinator, transactional_id: str, topic: str, partition: int, raw) -> None:
+    """Before a transactional Produce's append (in the disk pool): each batch's producer
+    must be the transactional id's current one (a batch without a producer is not) and
+    the partition in its ongoing transaction, else :class:`InvalidTxnStateError` (or the
+    fencing errors). The coordinator is asked once per producer the batches name. Cost:
+    O(batches) header reads."""
+    producers = dict.fromkeys((b.producer_id, b.producer_epoch) for b in decode_batches(raw or b""))
+    for producer_id, producer_epoch in producers:
+        if coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, [(topic, partition)]):
+            raise InvalidTxnStateError(f"{topic}-{partition} is not part of the ongoing transaction of "
+                                       f"{transactional_id!r} (AddPartitionsToTxn first)")

@@ -1,6 +1,7 @@
 """Waiting for appends, as Kafka's ``DelayedOperationPurgatory`` holds a ``DelayedFetch``
 until data arrives or ``max_wait_ms`` passes: a fetch that found less than ``min_bytes``
-waits on :class:`AppendNotifier` instead of polling.
+waits on :class:`AppendNotifier` instead of polling; a JoinGroup waiting for the group's
+other members, on :class:`GroupNotifier`.
 
 The server notifies after its own appends, and, on Linux, when inotify reports a change in
 the directory of a partition it reads (an append by a pylog client of another process,
@@ -29,6 +30,24 @@ class AppendNotifier:
         """Wake everyone waiting on the current event; later waiters get a fresh one."""
         event, self._event = self._event, asyncio.Event()
         event.set()
+
+
+class GroupNotifier:
+    """One :class:`AppendNotifier` per group: what a waiting JoinGroup wakes on (every join,
+    heartbeat and leave of the group notifies it). Also the members' subscription bytes, by
+    group, member and protocol, for the leader's JoinGroup answer. Event-loop thread only."""
+
+    def __init__(self):
+        self._notifiers: dict[str, AppendNotifier] = {}
+        self.metadata: dict[str, dict[str, dict[str, bytes]]] = {}
+
+    def waiter(self, group_id: str) -> asyncio.Event:
+        return self._notifiers.setdefault(group_id, AppendNotifier()).waiter()
+
+    def notify(self, group_id: str) -> None:
+        notifier = self._notifiers.get(group_id)
+        if notifier is not None:
+            notifier.notify()
 
 
 async def wait_for(event: asyncio.Event, timeout_s: float) -> bool:

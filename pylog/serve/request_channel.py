@@ -64,15 +64,15 @@ def peek_header(frame: bytes):
         raise BadRequest(f"request header does not parse: {e}") from None
 
 
-def parse_request(frame: bytes, request_classes: dict, versions: dict) -> Request:
+def parse_request(frame: bytes, request_classes, versions: dict) -> Request:
     """``frame`` as a :class:`Request`, its body decoded with ``request_classes[api_key]``
     at the header's version. Raises :class:`UnsupportedVersion` for a version outside
-    ``versions[api_key]`` (min, max), :class:`BadRequest` for an unknown api key or a body
-    that does not parse, null where the message's definition allows no null included
-    (as Kafka's generated readers refuse it)."""
+    ``versions[api_key]`` (min, max), :class:`BadRequest` for an api key ``versions`` lacks
+    or a body that does not parse, null where the message's definition allows no null
+    included (as Kafka's generated readers refuse it)."""
     header = peek_header(frame)
     key, version = header.request_api_key, header.request_api_version
-    if key not in request_classes:
+    if key not in versions:
         raise BadRequest(f"api key {key} is not implemented")
     low, high = versions[key]
     if not low <= version <= high:

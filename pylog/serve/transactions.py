@@ -32,7 +32,7 @@ from kafka.protocol.producer import (
 
 from pylog.clients.consumer_coordinator import OffsetAndMetadata
 from pylog.errors import InvalidTxnStateError, PylogError
-from pylog.record.batch import decode_batches, increment_sequence
+from pylog.record.batch import increment_sequence
 from pylog.serve.consumer_groups import fits_a_record
 from pylog.serve.error_codes import (
     INVALID_GROUP_ID, INVALID_PRODUCER_ID_MAPPING, INVALID_REQUEST, INVALID_TRANSACTION_TIMEOUT, INVALID_TXN_STATE, NONE,
@@ -235,15 +235,3 @@ async def handle_end_txn(apis, request) -> EndTxnResponse:
         error = txn_error_code(e, request.api_version, 2)
     apis.appends.notify()  # the markers move the last stable offsets: read_committed fetches may go on
     return EndTxnResponse(throttle_time_ms=0, error_code=error)
-
-
-def verify_transactional_batches(coordinator, transactional_id: str, topic: str, partition: int, raw) -> None:
-    """Before a transactional Produce's append (in the disk pool): each batch's producer
-    must be the transactional id's current one (a batch without a producer is not) and
-    the partition in its ongoing transaction, else :class:`InvalidTxnStateError` (or the
-    fencing errors)."""
-    for batch in decode_batches(raw or b""):
-        if coordinator.verify_partitions(transactional_id, batch.producer_id, batch.producer_epoch,
-                                         [(topic, partition)]):
-            raise InvalidTxnStateError(f"{topic}-{partition} is not part of the ongoing transaction of "
-                                       f"{transactional_id!r} (AddPartitionsToTxn first)")

@@ -3,16 +3,20 @@ SIGTERM stops it with exit code 0 and the log dir's clean-shutdown marker writte
 
 from __future__ import annotations
 
+import importlib
 import os
 import select
 import signal
 import socket
 import subprocess
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from pylog.cli.serve import defer_package_init
 from pylog.layout import CLEAN_SHUTDOWN_FILE
 from tests.serve.conftest import ROOT_DIR, pylog_cli
 
@@ -105,3 +109,42 @@ def test_without_kafka_python_serve_says_which_extra_to_install_in_one_line(tmp_
         "pylog serve: error: pylog serve needs kafka-python 3, of the extra 'serve': "
         "pip install 'pylog-kafka[serve]' (No module named 'kafka')"]
     assert not (tmp_path / "root").exists()
+
+
+PACKAGE_INIT = """
+import threading, time
+RUNS = getattr(threading, "pkg_init_runs", 0) + 1
+threading.pkg_init_runs = RUNS
+time.sleep(0.05)  # a slow __init__, as kafka-python's is: threads arriving meanwhile wait for it
+from deferred_pkg.sub import VALUE
+__all__ = ["VALUE", "RUNS"]
+"""
+
+
+def test_a_deferred_package_runs_its_init_once_at_the_first_use_of_a_name_it_defines(tmp_path, monkeypatch):
+    package = tmp_path / "deferred_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text(PACKAGE_INIT)
+    (package / "sub.py").write_text("VALUE = 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(threading, "pkg_init_runs", 0, raising=False)
+    for name in ("deferred_pkg", "deferred_pkg.sub"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    defer_package_init("deferred_pkg")
+    import deferred_pkg.sub
+    assert deferred_pkg.sub.VALUE == 42 and threading.pkg_init_runs == 0  # a submodule without the __init__
+    with ThreadPoolExecutor(8) as pool:
+        seen = list(pool.map(lambda _: importlib.import_module("deferred_pkg").VALUE, range(8)))
+    assert seen == [42] * 8 and threading.pkg_init_runs == 1
+    from deferred_pkg import RUNS
+    assert RUNS == 1 and deferred_pkg.__all__ == ["VALUE", "RUNS"]
+    with pytest.raises(AttributeError):
+        deferred_pkg.missing
+
+
+def test_deferring_a_package_imported_already_or_missing_changes_nothing(monkeypatch):
+    import json as already
+    defer_package_init("json")
+    assert sys.modules["json"] is already
+    defer_package_init("no_such_package_here")
+    assert "no_such_package_here" not in sys.modules
