@@ -35,7 +35,7 @@ def _pushed(query) -> bool:
 def _assert_count_is_the_rows(df) -> int:
     """The pushed count equals the rows the scan returns (collected, no aggregate to push)."""
     assert _pushed(df)
-    rows = len(df.select("offset", "value").collect())
+    rows = df.select("offset", "value").toArrow().num_rows
     assert df.count() == rows
     assert df.selectExpr("count(*)", "count(offset)", "count(partition)").first() == (rows, rows, rows)
     return rows
