@@ -1,6 +1,6 @@
 """Where a log is: an object-store URL (``s3://``, ``gs://``, ``az://``, ``abfss://``; a
-``file://`` URL of a tiered layout) or a local path, told apart without opening anything,
-without loading the object-store code.
+``file://`` URL of a tiered layout) or a local path, told apart without opening anything
+or loading the object-store code.
 
 ``Log.open`` and ``LogManager`` ask here; this module imports nothing of pylog.log, so the
 partition log and the remote log (which reads with pylog.log's parts) import one way.
