@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import sys
 
-from tqdm import tqdm
 
 from pylog.checkpoint import OffsetCheckpoint
 from pylog.check import check_log
@@ -71,8 +70,7 @@ def run(args) -> int:
         problems += url_problems
     dirs = [d for p in args.paths if not is_url(p) for d in _partition_dirs(p)]
     dirs += [d for p in local for d in _partition_dirs(p)]
-    for d in tqdm(dirs, desc="verify", unit="partition", disable=not sys.stderr.isatty(), file=sys.stderr,
-                  leave=False):
+    for d in _progress(dirs):
         try:
             with Log.open(d, read_only=not args.repair) as log:
                 for tail in log.load_report.truncations:  # repaired by now, or where reading stops
@@ -89,6 +87,16 @@ def run(args) -> int:
         print(p)
     print(f"{checked + len(dirs)} partition(s) checked, {len(problems)} problem(s)")
     return 1 if problems else 0
+
+
+def _progress(partitions: list) -> list:
+    """``partitions``, behind a progress bar when stderr is a terminal (tqdm, loaded then
+    only: its import takes longer than checking a small log dir)."""
+    if not sys.stderr.isatty():
+        return partitions
+    from tqdm import tqdm
+
+    return tqdm(partitions, desc="verify", unit="partition", file=sys.stderr, leave=False)
 
 
 def _check_checkpoints(root: str) -> list[str]:
@@ -112,8 +120,7 @@ def _check_url(args, url: str, local: list[str]) -> tuple[int, list[str]]:
             local.append(manager.root)
             return 0, []
         logs = manager.logs()
-        for log in tqdm(logs, desc="verify", unit="partition", disable=not sys.stderr.isatty(), file=sys.stderr,
-                        leave=False):
+        for log in _progress(logs):
             try:
                 problems += check_log(RemoteLogView(log), deep=not args.shallow)
             except PylogError as e:
