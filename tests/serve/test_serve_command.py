@@ -112,10 +112,23 @@ def test_without_kafka_python_serve_says_which_extra_to_install_in_one_line(tmp_
 
 
 PACKAGE_INIT = """
-import threading, time
+import sys, threading
 RUNS = getattr(threading, "pkg_init_runs", 0) + 1
 threading.pkg_init_runs = RUNS
-time.sleep(0.05)  # a slow __init__, as kafka-python's is: threads arriving meanwhile wait for it
+from tests.waiting import wait_until
+
+
+def _in_deferred_lookup(frame):
+    while frame is not None:
+        if frame.f_code.co_name == "__getattr__" and frame.f_code.co_filename.endswith("serve.py"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+# a slow __init__, as kafka-python's is: it ends once every thread of the test is in the lookup
+wait_until(lambda: sum(map(_in_deferred_lookup, sys._current_frames().values())) >= 8,
+           "the 8 threads to wait for the package's __init__")
 from deferred_pkg.sub import VALUE
 __all__ = ["VALUE", "RUNS"]
 """
