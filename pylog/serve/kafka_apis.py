@@ -17,6 +17,7 @@ import asyncio
 import importlib
 import inspect
 import logging
+import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -49,56 +50,52 @@ class Api(NamedTuple):
     handler: str
 
 
-_PRODUCER, _CONSUMER, _METADATA, _ADMIN = (f"kafka.protocol.{family}:" for family in
-                                           ("producer", "consumer", "metadata", "admin"))
-_GROUPS, _TXN_ADMIN = "pylog.serve.consumer_groups:", "pylog.serve.transaction_admin:"
-_TXNS, _GROUP_ADMIN = "pylog.serve.transactions:", "pylog.serve.delete_groups:"
+def _api(api_key: ApiKey, low: int, high: int, family: str, module: str) -> Api:
+    """The :class:`Api` of ``api_key`` served at versions ``low`` to ``high``: its request
+    class is ``<Name>Request`` of ``kafka.protocol.<family>``, its handler
+    ``handle_<name>`` of ``pylog.serve.<module>`` (``InitProducerId``:
+    ``InitProducerIdRequest``, ``handle_init_producer_id``)."""
+    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", api_key.name).lower()
+    return Api(low, high, f"kafka.protocol.{family}:{api_key.name}Request", f"pylog.serve.{module}:handle_{snake}")
 
-#: api key -> the :class:`Api` this server answers
-SUPPORTED_VERSIONS = {
-    ApiKey.Produce: Api(3, 11, _PRODUCER + "ProduceRequest", "pylog.serve.produce:handle_produce"),
-    ApiKey.Fetch: Api(4, 12, _CONSUMER + "FetchRequest", "pylog.serve.fetch:handle_fetch"),
-    ApiKey.ListOffsets: Api(1, 9, _CONSUMER + "ListOffsetsRequest", "pylog.serve.list_offsets:handle_list_offsets"),
-    ApiKey.Metadata: Api(0, 12, _METADATA + "MetadataRequest", "pylog.serve.metadata:handle_metadata"),
-    ApiKey.ApiVersions: Api(0, 4, _METADATA + "ApiVersionsRequest", __name__ + ":handle_api_versions"),
-    ApiKey.InitProducerId: Api(0, 4, _PRODUCER + "InitProducerIdRequest",
-                               "pylog.serve.producer_ids:handle_init_producer_id"),
-    ApiKey.OffsetForLeaderEpoch: Api(2, 4, _CONSUMER + "OffsetForLeaderEpochRequest",
-                                     "pylog.serve.offset_for_leader_epoch:handle_offset_for_leader_epoch"),
-    ApiKey.OffsetCommit: Api(2, 9, _CONSUMER + "OffsetCommitRequest", "pylog.serve.offset_commit:handle_offset_commit"),
-    ApiKey.OffsetFetch: Api(1, 9, _CONSUMER + "OffsetFetchRequest", "pylog.serve.offset_commit:handle_offset_fetch"),
-    ApiKey.FindCoordinator: Api(0, 6, _METADATA + "FindCoordinatorRequest",
-                                "pylog.serve.find_coordinator:handle_find_coordinator"),
-    ApiKey.JoinGroup: Api(2, 9, _CONSUMER + "JoinGroupRequest", _GROUPS + "handle_join_group"),
-    ApiKey.Heartbeat: Api(0, 4, _CONSUMER + "HeartbeatRequest", _GROUPS + "handle_heartbeat"),
-    ApiKey.LeaveGroup: Api(0, 5, _CONSUMER + "LeaveGroupRequest", _GROUPS + "handle_leave_group"),
-    ApiKey.SyncGroup: Api(0, 5, _CONSUMER + "SyncGroupRequest", _GROUPS + "handle_sync_group"),
-    ApiKey.DescribeGroups: Api(0, 6, _ADMIN + "DescribeGroupsRequest",
-                               "pylog.serve.describe_groups:handle_describe_groups"),
-    ApiKey.ListGroups: Api(0, 5, _ADMIN + "ListGroupsRequest", "pylog.serve.describe_groups:handle_list_groups"),
-    ApiKey.DeleteGroups: Api(0, 2, _ADMIN + "DeleteGroupsRequest", _GROUP_ADMIN + "handle_delete_groups"),
-    ApiKey.OffsetDelete: Api(0, 0, _CONSUMER + "OffsetDeleteRequest", _GROUP_ADMIN + "handle_offset_delete"),
-    ApiKey.DescribeConfigs: Api(1, 4, _ADMIN + "DescribeConfigsRequest",
-                                "pylog.serve.describe_configs:handle_describe_configs"),
-    ApiKey.CreateTopics: Api(2, 7, _ADMIN + "CreateTopicsRequest", "pylog.serve.create_topics:handle_create_topics"),
-    ApiKey.DeleteTopics: Api(1, 6, _ADMIN + "DeleteTopicsRequest", "pylog.serve.delete_topics:handle_delete_topics"),
-    ApiKey.CreatePartitions: Api(0, 3, _ADMIN + "CreatePartitionsRequest",
-                                 "pylog.serve.create_partitions:handle_create_partitions"),
-    ApiKey.IncrementalAlterConfigs: Api(0, 1, _ADMIN + "IncrementalAlterConfigsRequest",
-                                        "pylog.serve.incremental_alter_configs:handle_incremental_alter_configs"),
-    ApiKey.DeleteRecords: Api(0, 2, _ADMIN + "DeleteRecordsRequest", "pylog.serve.delete_records:handle_delete_records"),
-    ApiKey.DescribeCluster: Api(0, 2, _ADMIN + "DescribeClusterRequest",
-                                "pylog.serve.describe_cluster:handle_describe_cluster"),
+
+#: api key -> the :class:`Api` this server answers, from (lowest version, highest version,
+#: the family of its message classes, the module of its handler)
+SUPPORTED_VERSIONS = {api_key: _api(api_key, *served) for api_key, served in {
+    ApiKey.Produce: (3, 11, "producer", "produce"),
+    ApiKey.Fetch: (4, 12, "consumer", "fetch"),
+    ApiKey.ListOffsets: (1, 9, "consumer", "list_offsets"),
+    ApiKey.Metadata: (0, 12, "metadata", "metadata"),
+    ApiKey.ApiVersions: (0, 4, "metadata", "kafka_apis"),
+    ApiKey.InitProducerId: (0, 4, "producer", "producer_ids"),
+    ApiKey.OffsetForLeaderEpoch: (2, 4, "consumer", "offset_for_leader_epoch"),
+    ApiKey.OffsetCommit: (2, 9, "consumer", "offset_commit"),
+    ApiKey.OffsetFetch: (1, 9, "consumer", "offset_commit"),
+    ApiKey.FindCoordinator: (0, 6, "metadata", "find_coordinator"),
+    ApiKey.JoinGroup: (2, 9, "consumer", "consumer_groups"),
+    ApiKey.Heartbeat: (0, 4, "consumer", "consumer_groups"),
+    ApiKey.LeaveGroup: (0, 5, "consumer", "consumer_groups"),
+    ApiKey.SyncGroup: (0, 5, "consumer", "consumer_groups"),
+    ApiKey.DescribeGroups: (0, 6, "admin", "describe_groups"),
+    ApiKey.ListGroups: (0, 5, "admin", "describe_groups"),
+    ApiKey.DeleteGroups: (0, 2, "admin", "delete_groups"),
+    ApiKey.OffsetDelete: (0, 0, "consumer", "delete_groups"),
+    ApiKey.DescribeConfigs: (1, 4, "admin", "describe_configs"),
+    ApiKey.CreateTopics: (2, 7, "admin", "create_topics"),
+    ApiKey.DeleteTopics: (1, 6, "admin", "delete_topics"),
+    ApiKey.CreatePartitions: (0, 3, "admin", "create_partitions"),
+    ApiKey.IncrementalAlterConfigs: (0, 1, "admin", "incremental_alter_configs"),
+    ApiKey.DeleteRecords: (0, 2, "admin", "delete_records"),
+    ApiKey.DescribeCluster: (0, 2, "admin", "describe_cluster"),
     # transactions (classic: the versions before transactions V2)
-    ApiKey.AddPartitionsToTxn: Api(0, 4, _PRODUCER + "AddPartitionsToTxnRequest", _TXNS + "handle_add_partitions_to_txn"),
-    ApiKey.AddOffsetsToTxn: Api(0, 3, _PRODUCER + "AddOffsetsToTxnRequest", _TXNS + "handle_add_offsets_to_txn"),
-    ApiKey.EndTxn: Api(0, 4, _PRODUCER + "EndTxnRequest", _TXNS + "handle_end_txn"),
-    ApiKey.TxnOffsetCommit: Api(0, 4, _PRODUCER + "TxnOffsetCommitRequest", _TXNS + "handle_txn_offset_commit"),
-    ApiKey.DescribeProducers: Api(0, 0, _ADMIN + "DescribeProducersRequest", _TXN_ADMIN + "handle_describe_producers"),
-    ApiKey.ListTransactions: Api(0, 2, _ADMIN + "ListTransactionsRequest", _TXN_ADMIN + "handle_list_transactions"),
-    ApiKey.DescribeTransactions: Api(0, 0, _ADMIN + "DescribeTransactionsRequest",
-                                     _TXN_ADMIN + "handle_describe_transactions"),
-}
+    ApiKey.AddPartitionsToTxn: (0, 4, "producer", "transactions"),
+    ApiKey.AddOffsetsToTxn: (0, 3, "producer", "transactions"),
+    ApiKey.EndTxn: (0, 4, "producer", "transactions"),
+    ApiKey.TxnOffsetCommit: (0, 4, "producer", "transactions"),
+    ApiKey.DescribeProducers: (0, 0, "admin", "transaction_admin"),
+    ApiKey.ListTransactions: (0, 2, "admin", "transaction_admin"),
+    ApiKey.DescribeTransactions: (0, 0, "admin", "transaction_admin"),
+}.items()}
 #: api key -> the lowest version ApiVersions advertises, where it is below what is served:
 #: Produce from 0, as Kafka 4 does (KAFKA-18659): older librdkafka (kcat 1.7's 2.0 among
 #: them) compresses gzip, snappy and lz4 batches only for a broker that lists Produce v0.
