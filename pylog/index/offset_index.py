@@ -8,7 +8,6 @@ crash, never trusted.
 
 from __future__ import annotations
 
-
 from pylog.errors import CorruptIndexError, InvalidOffsetError
 from pylog.index.base import KEY, VALUE, EntryFile
 from pylog.layout import INT32_MAX

@@ -9,7 +9,6 @@ when the segment stops being active, so a closed segment's last entry is its max
 
 from __future__ import annotations
 
-
 from pylog.errors import CorruptIndexError, InvalidOffsetError
 from pylog.index.base import VALUE, EntryFile
 from pylog.layout import INT32_MAX

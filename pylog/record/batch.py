@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-
 from pylog.errors import CorruptRecordError, IncompleteBatchError, InvalidRecordError
 from pylog.layout import (
     ATTR_COMPRESSION_MASK, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE,
