@@ -6,7 +6,8 @@ driven through pylog's :class:`~pylog.coordinator.txn_coordinator.TransactionCoo
 records, epochs, fencing and markers) and, for offsets, its
 :class:`~pylog.coordinator.group_coordinator.GroupCoordinator`.
 
-A transactional Produce is checked here against the coordinator's state first: a batch
+A transactional Produce is checked against the coordinator's state first
+(:func:`pylog.serve.produce.verify_transactional_batches`): a batch
 to a partition not added to the ongoing transaction is ``INVALID_TXN_STATE`` (as a Kafka
 broker that verifies transactions answers it). An unknown transactional id or another
 producer id is ``INVALID_PRODUCER_ID_MAPPING``; an older epoch is ``PRODUCER_FENCED`` to
